@@ -1,0 +1,91 @@
+package offheap
+
+import "sync/atomic"
+
+// Stats is a census of a heap: every operation is counted where it happens,
+// the fast path included, so the counts are exact once the heap is quiet.
+// While other goroutines allocate and free, a Stats is a consistent-enough
+// snapshot, not an atomic one.
+//
+// MagazineHits + CentralHits + Fresh + Large == Allocs.
+type Stats struct {
+	Allocs, Frees uint64 // every Alloc and Free of a non-empty block, fast path included
+	MagazineHits  uint64 // Allocs served by a per-P magazine
+	CentralHits   uint64 // Allocs served by a central free list
+	Fresh         uint64 // Allocs carved from a span's never-used blocks
+	Large         uint64 // Allocs above the largest size class
+
+	InUseBytes    uint64 // bytes in live blocks, counted at block size (class size, or whole pages for large)
+	MappedBytes   uint64 // bytes committed and not released: what the heap costs in memory, bounded by Options.Limit
+	ReleasedBytes uint64 // bytes given back to the operating system and kept reserved for reuse
+	MagazineBytes uint64 // bytes of free blocks parked in magazines
+
+	Classes []ClassStats // per size class, smallest first
+}
+
+// ClassStats is the census of one size class.
+type ClassStats struct {
+	Size   int    // block size in bytes
+	Allocs uint64 // Allocs served by this class
+	Frees  uint64 // Frees of this class
+	InUse  uint64 // live blocks: Allocs - Frees
+}
+
+// Stats returns the heap's census. It takes each lock briefly and reads the
+// magazines without stopping their owners.
+func (h *Heap) Stats() Stats {
+	var s Stats
+	s.Classes = make([]ClassStats, numClasses-1)
+	for c := 1; c < numClasses; c++ {
+		cs := &s.Classes[c-1]
+		cs.Size = int(classSize[c])
+		cen := &h.central[c]
+		cen.mu.Lock()
+		s.CentralHits += cen.hits
+		s.Fresh += cen.fresh
+		cs.Allocs = cen.hits + cen.fresh
+		cs.Frees = cen.frees
+		cen.mu.Unlock()
+	}
+	h.magMu.Lock()
+	if !h.closed.Load() {
+		for _, m := range h.allMags {
+			for c := 1; c < numClasses; c++ {
+				mc := &m.cls[c]
+				// The owner P writes these with plain stores; an aligned
+				// 64-bit load never sees a torn value.
+				hits := atomic.LoadUint64(&mc.hits)
+				s.MagazineHits += hits
+				s.Classes[c-1].Allocs += hits
+				s.Classes[c-1].Frees += atomic.LoadUint64(&mc.frees)
+				s.MagazineBytes += uint64(atomic.LoadUint32(&mc.n)) * uint64(classSize[c])
+			}
+		}
+	} else {
+		s.MagazineHits = h.closedMagHits
+		for c := 1; c < numClasses; c++ {
+			s.Classes[c-1].Allocs += h.closedClass[c].hits
+			s.Classes[c-1].Frees += h.closedClass[c].frees
+		}
+	}
+	h.magMu.Unlock()
+	for c := range s.Classes {
+		cs := &s.Classes[c]
+		cs.InUse = cs.Allocs - cs.Frees
+		s.Allocs += cs.Allocs
+		s.Frees += cs.Frees
+		s.InUseBytes += cs.InUse * uint64(cs.Size)
+	}
+	ph := &h.pages
+	ph.mu.Lock()
+	s.Large = ph.largeAllocs
+	s.Allocs += ph.largeAllocs
+	s.Frees += ph.largeFrees
+	s.InUseBytes += ph.largePages << pageShift
+	if !ph.closed {
+		s.MappedBytes = uint64(ph.mappedPages()) << pageShift
+		s.ReleasedBytes = uint64(ph.released) << pageShift
+	}
+	ph.mu.Unlock()
+	return s
+}

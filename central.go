@@ -1,0 +1,149 @@
+package offheap
+
+import "sync"
+
+// central is the heap-wide store of free blocks of one size class: a list of
+// its spans that have blocks to give, under one lock. Magazines come here in
+// batches, so the lock is taken once per several operations; with magazines
+// off, every Alloc and Free comes here.
+//
+// Invariant: a block is in at most one place: a magazine, a span's free list,
+// or the caller's hands. A block in a magazine is never on a span's free list.
+type central struct {
+	mu      sync.Mutex
+	class   uint8
+	partial uint32 // first span id of the partial list; 0 = empty list
+	empty   int    // spans on the list with no live block
+
+	// Census, guarded by mu.
+	hits  uint64 // Allocs served from a span's free list
+	fresh uint64 // Allocs served by carving a new block
+	frees uint64 // Frees that came here directly (magazines off or bypassed)
+
+	_ [64]byte // keep neighbouring classes' locks off this cache line
+}
+
+// keepEmpty is how many empty spans a class keeps for reuse before it gives
+// spans back to the page heap: without it a class that allocates and frees
+// one block would make and unmake a span each time.
+const keepEmpty = 1
+
+// get fills dst with free blocks and returns how many it took (at least one
+// unless err != nil), and whether dst[0] was carved fresh. Called without mu.
+func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for n < len(dst) {
+		if c.partial == 0 {
+			if err = c.grow(h); err != nil {
+				if n > 0 {
+					err = nil // a short batch is still a batch
+				}
+				break
+			}
+		}
+		s := h.pages.span(c.partial)
+		if s.empty() {
+			c.empty--
+		}
+		for n < len(dst) && !s.exhausted() {
+			b, carved := s.take()
+			if n == 0 {
+				fresh = carved
+			}
+			dst[n] = b
+			n++
+		}
+		if s.exhausted() {
+			c.unlink(h, s)
+		}
+	}
+	if n > 0 {
+		if fresh {
+			c.fresh++
+		} else {
+			c.hits++
+		}
+	}
+	return n, fresh, err
+}
+
+// put returns blocks to their spans. Called without mu.
+func (c *central) put(h *Heap, blocks []uintptr) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, b := range blocks {
+		c.putLocked(h, b)
+	}
+}
+
+// putLocked returns one block to its span, and the span to the page heap
+// when it is empty and the class already keeps enough empty spans.
+func (c *central) putLocked(h *Heap, b uintptr) {
+	e := *h.pages.entry((b - h.pages.base) >> pageShift)
+	id := uint32(e >> 32)
+	s := h.pages.span(id)
+	s.put(b)
+	if !s.listed {
+		c.push(h, id, s)
+	}
+	if s.empty() {
+		if c.empty >= keepEmpty {
+			c.unlink(h, s)
+			h.freeSpan(id, s)
+		} else {
+			c.empty++
+		}
+	}
+}
+
+// grow adds a new span to the front of the partial list.
+func (c *central) grow(h *Heap) error {
+	id, s, err := h.newSpan(c.class)
+	if err != nil {
+		return err
+	}
+	c.push(h, id, s)
+	c.empty++
+	return nil
+}
+
+// push puts span id at the front of the partial list.
+func (c *central) push(h *Heap, id uint32, s *span) {
+	s.prev = 0
+	s.next = c.partial
+	if c.partial != 0 {
+		h.pages.span(c.partial).prev = id
+	}
+	c.partial = id
+	s.listed = true
+}
+
+// unlink removes s from the partial list.
+func (c *central) unlink(h *Heap, s *span) {
+	if s.prev != 0 {
+		h.pages.span(s.prev).next = s.next
+	} else {
+		c.partial = s.next
+	}
+	if s.next != 0 {
+		h.pages.span(s.next).prev = s.prev
+	}
+	s.next, s.prev, s.listed = 0, 0, false
+}
+
+// trim gives every empty span of the class back to the page heap.
+func (c *central) trim(h *Heap) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id := c.partial; id != 0; {
+		s := h.pages.span(id)
+		next := s.next
+		if s.empty() {
+			c.unlink(h, s)
+			h.freeSpan(id, s)
+			c.empty--
+		}
+		id = next
+	}
+}

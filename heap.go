@@ -1,0 +1,544 @@
+package offheap
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/offheap/offheap/internal/osmem"
+	"github.com/offheap/offheap/internal/pin"
+)
+
+// Options configures a Heap. The zero Options is a fast heap with magazines of
+// the default depth and no limit.
+type Options struct {
+	// MagazineDepth is how many free blocks each P keeps per size class
+	// (fewer for large classes; see MagazineBound). 0 means
+	// DefaultMagazineDepth; a negative depth turns magazines off, so every
+	// Alloc and Free takes the central lock: the control arm of every speed
+	// claim. At most MaxMagazineDepth.
+	MagazineDepth int
+
+	// Limit is the most bytes the heap may have mapped from the operating
+	// system at once (Stats.MappedBytes). An allocation past it fails with
+	// ErrLimit. 0 means no limit beyond the heap's address space (64 GiB, or
+	// twice Limit if that is more).
+	Limit int64
+
+	// Checked turns on checked mode: double, invalid and foreign frees,
+	// writes after free and leaks are reported with allocation stacks. The
+	// build tag offheapchecked turns it on for every heap.
+	Checked bool
+
+	// GuardPages, in checked mode, puts every allocation on pages of its own
+	// with an inaccessible page after it, and makes its pages inaccessible
+	// once freed: a use after free or past the end faults at once.
+	GuardPages bool
+
+	// SampleRate, when positive, gives one allocation in SampleRate the
+	// GuardPages treatment in an otherwise fast heap.
+	SampleRate int
+
+	// ReleaseDelay is how long free pages stay mapped before they are given
+	// back to the operating system. 0 means one second; negative means at
+	// once.
+	ReleaseDelay time.Duration
+}
+
+// Heap is a manual-memory allocator whose memory the garbage collector never
+// sees. All methods are safe for concurrent use, except Close, which must not
+// run at the same time as any other call on the heap.
+type Heap struct {
+	// Read by every Alloc and Free without a lock. Set by NewHeap; Close
+	// clears them so that later calls take the slow path and fail cleanly.
+	base uintptr        // start of the reservation
+	size uintptr        // bytes reserved
+	pmap unsafe.Pointer // the page heap's pagemap
+	mags [maxProcs]atomic.Pointer[magazine]
+
+	// Fixed at NewHeap.
+	magazines bool
+	caps      [numClasses]uint32 // blocks a magazine holds per class
+	batch     [numClasses]uint32 // blocks moved per refill or spill
+	opts      Options
+	reserved  unsafe.Pointer // the reservation, for Close
+	metaSize  uintptr        // bytes of pagemap and span array, for Close
+
+	central [numClasses]central
+	pages   pageHeap
+
+	magMu   sync.Mutex  // guards allMags, installing magazines, and the closed census
+	allMags []*magazine // every magazine ever installed, for Stats and Close
+
+	// The magazines' census, saved by Close before it unmaps them.
+	closedMagHits uint64
+	closedClass   [numClasses]struct{ hits, frees uint64 }
+	closed  atomic.Bool
+	closeMu sync.Mutex
+
+	// chk is nil in a fast heap. In checked mode the heap has no magazines,
+	// so every Alloc and Free reaches the slow path, which hands it to chk.
+	chk *checker
+}
+
+var (
+	// ErrLimit is returned (or panicked, by Alloc) when an allocation would
+	// take the heap past Options.Limit.
+	ErrLimit = errors.New("offheap: heap limit reached")
+
+	// ErrClosed is returned (or panicked) when a closed heap is used.
+	ErrClosed = errors.New("offheap: heap is closed")
+
+	// ErrSize is returned (or panicked) for a negative size or one no heap
+	// can hold.
+	ErrSize = errors.New("offheap: invalid allocation size")
+
+	errAddressSpace = fmt.Errorf("%w: the heap's address space is exhausted", ErrLimit)
+)
+
+const (
+	defaultReserve      = 64 << 30
+	minReserve          = 64 << 20
+	defaultReleaseDelay = time.Second
+)
+
+// NewHeap creates a heap. It reserves address space but commits no memory
+// until the first allocation.
+func NewHeap(opts Options) (*Heap, error) {
+	if !osmem.Supported {
+		return nil, osmem.ErrUnsupported
+	}
+	if opts.MagazineDepth > MaxMagazineDepth {
+		return nil, fmt.Errorf("offheap: MagazineDepth %d is above MaxMagazineDepth (%d)", opts.MagazineDepth, MaxMagazineDepth)
+	}
+	if opts.Limit < 0 {
+		return nil, fmt.Errorf("offheap: negative Limit %d", opts.Limit)
+	}
+	if opts.SampleRate < 0 {
+		return nil, fmt.Errorf("offheap: negative SampleRate %d", opts.SampleRate)
+	}
+	opts.Checked = opts.Checked || buildChecked
+	h := &Heap{opts: opts}
+	depth := opts.MagazineDepth
+	if depth == 0 {
+		depth = DefaultMagazineDepth
+	}
+	h.magazines = depth > 0 && !opts.Checked && !opts.GuardPages
+	for c := 1; c < numClasses; c++ {
+		if h.magazines {
+			h.caps[c] = classCap(depth, c)
+			h.batch[c] = max(h.caps[c]/2, 1)
+		} else {
+			h.batch[c] = 1
+		}
+		h.central[c].class = uint8(c)
+	}
+	if err := h.reserve(opts.Limit); err != nil {
+		return nil, err
+	}
+	if opts.Checked || opts.GuardPages || opts.SampleRate > 0 {
+		if err := h.initChecked(); err != nil {
+			h.Close()
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// reserve maps the heap's address space and its metadata.
+func (h *Heap) reserve(limit int64) error {
+	size := uintptr(defaultReserve)
+	if limit > defaultReserve/2 {
+		size = uintptr(min(limit, math.MaxInt64/4)) * 2
+	}
+	size = (size + pageSize - 1) &^ (pageSize - 1)
+	var base unsafe.Pointer
+	var err error
+	for {
+		if base, err = osmem.Reserve(size); err == nil {
+			break
+		}
+		if size/2 < minReserve {
+			return err
+		}
+		size /= 2 // a system with a tight address-space limit
+	}
+	npages := size >> pageShift
+	nspans := npages/8 + 1
+	pmapSize := npages * 8
+	meta := pmapSize + nspans*unsafe.Sizeof(span{})
+	m, err := osmem.Map(meta)
+	if err != nil {
+		osmem.Unmap(base, size)
+		return err
+	}
+	h.base, h.size, h.pmap = uintptr(base), size, m
+	h.reserved, h.metaSize = base, meta
+	ph := &h.pages
+	ph.base, ph.npages, ph.pmap = uintptr(base), uint32(npages), m
+	ph.spans = unsafe.Add(m, pmapSize)
+	ph.maxSpan = uint32(nspans - 1)
+	ph.epoch = time.Now()
+	ph.free = make(map[uint32]freeRun)
+	ph.freeEnd = make(map[uint32]uint32)
+	ph.delay = h.opts.ReleaseDelay
+	if ph.delay == 0 {
+		ph.delay = defaultReleaseDelay
+	}
+	if limit > 0 {
+		ph.limit = uint32(max(uintptr(limit)>>pageShift, 1))
+	}
+	return nil
+}
+
+var defaultHeap struct {
+	once sync.Once
+	h    *Heap
+}
+
+// Default returns the process-wide heap, created with the zero Options on
+// first use (checked, under the offheapchecked build tag). It panics if the
+// system has no off-heap memory backend.
+func Default() *Heap {
+	defaultHeap.once.Do(func() {
+		h, err := NewHeap(Options{})
+		if err != nil {
+			panic(fmt.Sprintf("offheap: creating the default heap: %v", err))
+		}
+		defaultHeap.h = h
+	})
+	return defaultHeap.h
+}
+
+// Alloc returns n zeroed bytes with len and cap n, aligned to 16 bytes (8 for
+// n <= 8). It panics with an error whose message starts "offheap:" if n is
+// negative, the limit is reached or the heap is closed; TryAlloc returns that
+// error instead. Alloc(0) returns an empty, non-nil slice that Free ignores.
+func (h *Heap) Alloc(n int) []byte {
+	if a := h.allocFast(n); a != 0 {
+		b := bytesAt(a, n)
+		clear(b)
+		return b
+	}
+	b, err := h.allocSlow(n, true)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// AllocUnzeroed is Alloc without the zeroing, for callers that overwrite
+// every byte: the contents are whatever the block last held.
+func (h *Heap) AllocUnzeroed(n int) []byte {
+	if uint(n)-1 < maxSmall {
+		c := sizeClass(n)
+		pid := pin.Pin()
+		if m := h.mags[uint(pid)%maxProcs].Load(); m != nil {
+			mc := &m.cls[c]
+			if k := mc.n; k != 0 {
+				k--
+				a := m.slots[c][k%maxDepth]
+				mc.n = k
+				mc.hits++
+				pin.Unpin()
+				return bytesAt(a, n)
+			}
+		}
+		pin.Unpin()
+	}
+	b, err := h.allocSlow(n, false)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// TryAlloc is Alloc returning an error instead of panicking: errors.Is(err,
+// ErrLimit), ErrClosed or ErrSize.
+func (h *Heap) TryAlloc(n int) ([]byte, error) {
+	if a := h.allocFast(n); a != 0 {
+		b := bytesAt(a, n)
+		clear(b)
+		return b, nil
+	}
+	return h.allocSlow(n, true)
+}
+
+// allocFast pops a block for a small request from the current P's magazine,
+// or returns 0. This and Free's first half are the fast path: read them top
+// to bottom.
+func (h *Heap) allocFast(n int) uintptr {
+	if uint(n)-1 >= maxSmall {
+		return 0 // 0, negative or large
+	}
+	var c uint8
+	if n <= 1024 {
+		c = sizeToClass8[uint(n+7)>>3]
+	} else {
+		c = sizeToClass128[uint(n-1024+127)>>7]
+	}
+	pid := pin.Pin()
+	if m := h.mags[uint(pid)%maxProcs].Load(); m != nil {
+		mc := &m.cls[c]
+		if k := mc.n; k != 0 {
+			k--
+			a := m.slots[c][k%maxDepth]
+			mc.n = k
+			mc.hits++
+			pin.Unpin()
+			return a
+		}
+	}
+	pin.Unpin()
+	return 0
+}
+
+// allocSlow serves every Alloc the fast path did not: an empty magazine,
+// magazines off, a large or odd size, a closed heap.
+func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
+	switch {
+	case h.closed.Load():
+		return nil, ErrClosed
+	case n < 0:
+		return nil, fmt.Errorf("%w: negative size %d", ErrSize, n)
+	case n == 0:
+		return []byte{}, nil
+	case h.chk != nil:
+		return h.chk.alloc(n, zero)
+	case n > maxSmall:
+		a, err := h.allocLarge(n, zero)
+		if err != nil {
+			return nil, err
+		}
+		return bytesAt(a, n), nil
+	}
+	c := sizeClass(n)
+	var a uintptr
+	var err error
+	if h.magazines {
+		a, err = h.refill(c)
+	} else {
+		var one [1]uintptr
+		_, _, err = h.central[c].get(h, one[:])
+		a = one[0]
+	}
+	if err != nil {
+		return nil, err
+	}
+	b := bytesAt(a, n)
+	if zero {
+		clear(b)
+	}
+	return b, nil
+}
+
+// sizeClass is the class of a small request of n bytes, 0 < n <= maxSmall.
+func sizeClass(n int) uint8 {
+	if n <= 1024 {
+		return sizeToClass8[(n+7)>>3]
+	}
+	return sizeToClass128[(n-1024+127)>>7]
+}
+
+// Free returns b to the heap. b must start where a slice returned by this
+// heap's Alloc started (it may be shorter); nil and empty slices are ignored.
+// b must not be used afterwards. Free panics, leaving the heap intact, when b
+// was not allocated by this heap or does not start at a block.
+func (h *Heap) Free(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	a := addrOf(b)
+	if off := a - h.base; off < h.size {
+		e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
+		if c := uint8(e); c-1 < numClasses-1 {
+			// The offset in the span, divided by the block size with a
+			// multiply: a block start has no remainder.
+			o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
+			q := o * classDivMul[c] >> 40
+			if q*uint64(classSize[c]) == o && q < uint64(classBlocks[c]) {
+				pid := pin.Pin()
+				if m := h.mags[uint(pid)%maxProcs].Load(); m != nil {
+					mc := &m.cls[c]
+					if k := mc.n; k < mc.cap {
+						m.slots[c][k%maxDepth] = a
+						mc.n = k + 1
+						mc.frees++
+						pin.Unpin()
+						return
+					}
+				}
+				pin.Unpin()
+				h.freeSmall(a, c)
+				return
+			}
+		}
+	}
+	h.freeSlow(b)
+}
+
+// freeSmall frees a verified block start of class c when the magazine could
+// not take it.
+func (h *Heap) freeSmall(a uintptr, c uint8) {
+	if h.chk != nil {
+		h.chk.free(a)
+		return
+	}
+	if !h.magazines {
+		h.central[c].freeDirect(h, a)
+		return
+	}
+	if err := h.spill(a, c); err != nil {
+		// No magazine could be made: give the block to the central list.
+		h.central[c].freeDirect(h, a)
+	}
+}
+
+// freeDirect frees one block straight into the central list and counts it.
+func (c *central) freeDirect(h *Heap, a uintptr) {
+	c.mu.Lock()
+	c.putLocked(h, a)
+	c.frees++
+	c.mu.Unlock()
+}
+
+// freeSlow handles every Free the fast path could not verify: large blocks,
+// and the addresses that are not a block start of this heap, which panic.
+func (h *Heap) freeSlow(b []byte) {
+	a := addrOf(b)
+	if h.closed.Load() {
+		panic(fmt.Errorf("%w: Free of %#x", ErrClosed, a))
+	}
+	if h.chk != nil {
+		h.chk.free(a)
+		return
+	}
+	off := a - h.base
+	if off >= h.size {
+		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which this heap did not allocate", a, len(b)))
+	}
+	e := *h.pages.entry(off >> pageShift)
+	switch c := uint8(e); {
+	case c == classLarge:
+		h.freeLarge(a)
+	case c == 0:
+		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which is not allocated (already freed, or never handed out)", a, len(b)))
+	default:
+		size := uintptr(classSize[c])
+		o := off&(pageSize-1) | uintptr(uint32(e)>>8)<<pageShift
+		start := a - o%size
+		panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %d bytes into the %d-byte block at %#x",
+			a, a-start, size, start))
+	}
+}
+
+// Trim gives free memory back to the operating system now: the calling P's
+// magazine goes back to the central lists, empty spans go back to the page
+// heap, and every free page is released. Blocks parked in other Ps'
+// magazines stay there (at most MagazineBound bytes per P).
+func (h *Heap) Trim() {
+	if h.closed.Load() {
+		return
+	}
+	h.drainMagazine()
+	for c := 1; c < numClasses; c++ {
+		h.central[c].trim(h)
+	}
+	h.pages.mu.Lock()
+	h.pages.releaseAll()
+	h.pages.mu.Unlock()
+}
+
+// Close unmaps all of the heap's memory. Every slice it handed out becomes
+// invalid: touching one faults. Later allocations fail with ErrClosed. Close
+// must not run concurrently with other calls on the heap; a second Close
+// returns nil. In checked mode Close returns a *LeakError when blocks are
+// still live.
+func (h *Heap) Close() error {
+	h.closeMu.Lock()
+	defer h.closeMu.Unlock()
+	if h.closed.Swap(true) {
+		return nil
+	}
+	var leaks error
+	if h.chk != nil {
+		leaks = h.chk.close()
+	}
+	h.magMu.Lock()
+	for i := range h.mags {
+		h.mags[i].Store(nil)
+	}
+	mags := h.allMags
+	for _, m := range mags {
+		for c := 1; c < numClasses; c++ {
+			h.closedMagHits += m.cls[c].hits
+			h.closedClass[c].hits += m.cls[c].hits
+			h.closedClass[c].frees += m.cls[c].frees
+		}
+	}
+	h.magMu.Unlock()
+	h.pages.mu.Lock()
+	h.pages.closed = true
+	if h.pages.timer != nil {
+		h.pages.timer.Stop()
+		h.pages.timer = nil
+	}
+	h.pages.mu.Unlock()
+	// Free's range check now fails for every address: it takes the slow
+	// path, which reports the closed heap.
+	h.size = 0
+	var errs []error
+	for _, m := range mags {
+		errs = append(errs, osmem.Unmap(unsafe.Pointer(m), unsafe.Sizeof(*m)))
+	}
+	errs = append(errs, osmem.Unmap(h.reserved, uintptr(h.pages.npages)<<pageShift))
+	errs = append(errs, osmem.Unmap(h.pages.pmap, h.metaSize))
+	if err := errors.Join(errs...); err != nil {
+		return errors.Join(leaks, err)
+	}
+	return leaks
+}
+
+// newSpan makes a span for class c from the page heap.
+func (h *Heap) newSpan(c uint8) (uint32, *span, error) {
+	ph := &h.pages
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	if ph.closed {
+		return 0, nil, ErrClosed
+	}
+	id, ok := ph.newSpanID()
+	if !ok {
+		return 0, nil, errAddressSpace
+	}
+	first, _, err := ph.alloc(uint32(classPages[c]), func(i uint32) uint64 {
+		return uint64(c) | uint64(i)<<8 | uint64(id)<<32
+	})
+	if err != nil {
+		ph.spanIDs = append(ph.spanIDs, id)
+		return 0, nil, err
+	}
+	s := ph.span(id)
+	*s = span{start: ph.addr(first), class: c}
+	return id, s, nil
+}
+
+// freeSpan gives an empty span's pages back to the page heap.
+func (h *Heap) freeSpan(id uint32, s *span) {
+	ph := &h.pages
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	ph.release(uint32((s.start-ph.base)>>pageShift), uint32(classPages[s.class]))
+	ph.spanIDs = append(ph.spanIDs, id)
+}
+
+// pagesFor is the number of pages n bytes need, or false if that overflows.
+func pagesFor(n int) (uint32, bool) {
+	p := (uint64(n) + pageSize - 1) >> pageShift
+	return uint32(p), p <= math.MaxUint32 && bits.Len64(p) < 32
+}

@@ -1,0 +1,80 @@
+//go:build linux
+
+package osmem
+
+import (
+	"fmt"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Supported reports whether this system has a backend.
+const Supported = true
+
+// PageSize is the operating system's page size.
+var PageSize = uintptr(os.Getpagesize())
+
+// Reserve maps n bytes of address space that cannot be read or written until
+// Commit. MAP_NORESERVE keeps the reservation from counting against the
+// system's commit limit.
+func Reserve(n uintptr) (unsafe.Pointer, error) {
+	p, err := unix.MmapPtr(-1, 0, nil, n, unix.PROT_NONE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return nil, fmt.Errorf("offheap: reserving %d bytes of address space: %w", n, err)
+	}
+	return p, nil
+}
+
+// Map maps n bytes readable and writable, zero filled, for metadata. Pages are
+// backed only when first touched.
+func Map(n uintptr) (unsafe.Pointer, error) {
+	p, err := unix.MmapPtr(-1, 0, nil, n, unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return nil, fmt.Errorf("offheap: mapping %d bytes: %w", n, err)
+	}
+	return p, nil
+}
+
+// Commit makes [p, p+n) readable and writable.
+func Commit(p unsafe.Pointer, n uintptr) error {
+	return protect(p, n, unix.PROT_READ|unix.PROT_WRITE)
+}
+
+// Protect makes [p, p+n) fault on any access, without giving up the pages'
+// contents: Commit makes them usable again.
+func Protect(p unsafe.Pointer, n uintptr) error {
+	return protect(p, n, unix.PROT_NONE)
+}
+
+// ReadOnly makes [p, p+n) fault on writes.
+func ReadOnly(p unsafe.Pointer, n uintptr) error {
+	return protect(p, n, unix.PROT_READ)
+}
+
+func protect(p unsafe.Pointer, n uintptr, prot int) error {
+	if err := unix.Mprotect(unsafe.Slice((*byte)(p), n), prot); err != nil {
+		return fmt.Errorf("offheap: mprotect %#x+%d: %w", uintptr(p), n, err)
+	}
+	return nil
+}
+
+// Release gives the pages of [p, p+n) back to the operating system. The range
+// stays mapped: the next touch gets a fresh zero page.
+func Release(p unsafe.Pointer, n uintptr) error {
+	if err := unix.Madvise(unsafe.Slice((*byte)(p), n), unix.MADV_DONTNEED); err != nil {
+		return fmt.Errorf("offheap: madvise %#x+%d: %w", uintptr(p), n, err)
+	}
+	return nil
+}
+
+// Unmap removes [p, p+n) from the address space.
+func Unmap(p unsafe.Pointer, n uintptr) error {
+	if err := unix.MunmapPtr(p, n); err != nil {
+		return fmt.Errorf("offheap: munmap %#x+%d: %w", uintptr(p), n, err)
+	}
+	return nil
+}

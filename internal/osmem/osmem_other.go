@@ -1,0 +1,35 @@
+//go:build !linux
+
+package osmem
+
+import (
+	"os"
+	"unsafe"
+)
+
+// Supported reports whether this system has a backend.
+const Supported = false
+
+// PageSize is the operating system's page size.
+var PageSize = uintptr(os.Getpagesize())
+
+// Reserve fails: no backend on this system.
+func Reserve(n uintptr) (unsafe.Pointer, error) { return nil, ErrUnsupported }
+
+// Map fails: no backend on this system.
+func Map(n uintptr) (unsafe.Pointer, error) { return nil, ErrUnsupported }
+
+// Commit fails: no backend on this system.
+func Commit(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }
+
+// Protect fails: no backend on this system.
+func Protect(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }
+
+// ReadOnly fails: no backend on this system.
+func ReadOnly(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }
+
+// Release fails: no backend on this system.
+func Release(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }
+
+// Unmap fails: no backend on this system.
+func Unmap(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }

@@ -1,0 +1,68 @@
+package lines
+
+import "time"
+
+// DefaultBufferSize is the buffer size used when BufferSize is not given.
+// 64 KiB matches the default Linux pipe capacity, so one flush fills a pipe
+// with one write; for 80-byte lines that is about 800 lines per write.
+const DefaultBufferSize = 64 << 10
+
+// DefaultFlushInterval is the longest time buffered output waits before it
+// is written, when FlushInterval is not given. 100ms is short enough that a
+// person tailing a log does not notice the delay and long enough that a
+// busy writer still fills whole buffers.
+const DefaultFlushInterval = 100 * time.Millisecond
+
+// An Option configures a Writer in NewWriter.
+type Option func(*config)
+
+// config collects the options; it is separate from Writer so that options
+// cannot be applied to a Writer that is already in use.
+type config struct {
+	size     int
+	interval time.Duration
+	lineMode *bool // nil: decide from terminal detection
+	allowEsc bool
+}
+
+// BufferSize sets the size of the Writer's buffer in bytes. A single call
+// larger than the buffer is written straight through as one write. Values
+// n <= 0 select DefaultBufferSize, as bufio.NewWriterSize does.
+func BufferSize(n int) Option {
+	return func(c *config) {
+		if n <= 0 {
+			n = DefaultBufferSize
+		}
+		c.size = n
+	}
+}
+
+// FlushInterval sets the longest time output may sit in the buffer before a
+// background flush writes it. d <= 0 disables timed flushing: output is then
+// written only when the buffer fills, on Flush, on Close, or per call in
+// line mode.
+//
+// The background flusher is a timer armed when the buffer goes from empty to
+// non-empty, not a goroutine that ticks forever: an idle Writer costs
+// nothing, and one that is never closed leaks no goroutine. The timer's
+// function runs on its own goroutine, takes the lock like any caller, and is
+// stopped by Close.
+func FlushInterval(d time.Duration) Option {
+	return func(c *config) { c.interval = d }
+}
+
+// LineMode sets whether every call is flushed at once. It is on by default
+// when the underlying writer is a terminal, where a person is waiting for
+// each line, and off otherwise, where batching is what makes output cheap.
+func LineMode(on bool) Option {
+	return func(c *config) { c.lineMode = &on }
+}
+
+// AllowEscapes sets whether escape sequences inside ordinary text are passed
+// through to a non-terminal. By default they are stripped so that files and
+// pipes receive plain text. Styles from Writer.Color and Writer.Bold are
+// never sent to a non-terminal either way. To a terminal, text is always
+// passed through unchanged.
+func AllowEscapes(on bool) Option {
+	return func(c *config) { c.allowEsc = on }
+}

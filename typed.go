@@ -1,0 +1,113 @@
+package offheap
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+	"unsafe"
+)
+
+// Allocator is what New and MakeSlice allocate from: a *Heap or an *Arena.
+type Allocator interface {
+	Alloc(n int) []byte
+}
+
+// New allocates a zeroed T from a and returns a pointer to it. T must not
+// contain Go pointers (pointers, strings, slices, maps, channels, functions,
+// interfaces): the garbage collector does not scan off-heap memory, so
+// anything they point to could be freed under them. New panics, naming the
+// type, if T contains any.
+func New[T any](a Allocator) *T {
+	size := mustBePointerFree[T]("New")
+	if size == 0 {
+		return (*T)(unsafe.Pointer(&zeroSized))
+	}
+	b := a.Alloc(int(size))
+	return (*T)(unsafe.Pointer(unsafe.SliceData(b)))
+}
+
+// MakeSlice allocates a zeroed slice of n T from a, with len and cap n. T must
+// not contain Go pointers (see New).
+func MakeSlice[T any](a Allocator, n int) []T {
+	size := mustBePointerFree[T]("MakeSlice")
+	if n < 0 {
+		panic(fmt.Sprintf("offheap: MakeSlice[%s]: negative length %d", typeName[T](), n))
+	}
+	if n == 0 {
+		return []T{}
+	}
+	if size == 0 {
+		return unsafe.Slice((*T)(unsafe.Pointer(&zeroSized)), n)
+	}
+	if uintptr(n) > uintptr(maxAlloc)/size {
+		panic(fmt.Sprintf("offheap: MakeSlice[%s]: length %d is too large", typeName[T](), n))
+	}
+	b := a.Alloc(n * int(size))
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+// Free returns *p, allocated by New from h, to h. A nil p is ignored.
+func Free[T any](h *Heap, p *T) {
+	size := unsafe.Sizeof(*p)
+	if p == nil || size == 0 {
+		return
+	}
+	h.Free(unsafe.Slice((*byte)(unsafe.Pointer(p)), size))
+}
+
+// FreeSlice returns s, allocated by MakeSlice from h, to h. s must start
+// where MakeSlice's result started; an empty s is ignored.
+func FreeSlice[T any](h *Heap, s []T) {
+	size := unsafe.Sizeof(*new(T))
+	if cap(s) == 0 || size == 0 {
+		return
+	}
+	h.Free(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), uintptr(cap(s))*size))
+}
+
+// zeroSized is where New and MakeSlice point for zero-size types.
+var zeroSized [0]byte
+
+// maxAlloc bounds a single allocation's size.
+const maxAlloc = 1 << 46
+
+// pointerFree caches, per type, whether it holds no Go pointers.
+var pointerFree sync.Map // reflect.Type -> bool
+
+// mustBePointerFree returns T's size, or panics if T holds Go pointers.
+func mustBePointerFree[T any](fn string) uintptr {
+	t := reflect.TypeFor[T]()
+	ok, cached := pointerFree.Load(t)
+	if !cached {
+		ok = !hasPointers(t)
+		pointerFree.Store(t, ok)
+	}
+	if !ok.(bool) {
+		panic(fmt.Sprintf("offheap: %s[%s]: type %s contains Go pointers, which must not be stored in off-heap memory", fn, t, t))
+	}
+	return t.Size()
+}
+
+func typeName[T any]() string { return reflect.TypeFor[T]().String() }
+
+// hasPointers reports whether values of t contain anything the garbage
+// collector must see.
+func hasPointers(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return false
+	case reflect.Array:
+		return t.Len() > 0 && hasPointers(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if hasPointers(t.Field(i).Type) {
+				return true
+			}
+		}
+		return false
+	default: // pointers, strings, slices, maps, chans, funcs, interfaces, unsafe.Pointer
+		return true
+	}
+}
