@@ -78,8 +78,8 @@ type Heap struct {
 	// The magazines' census, saved by Close before it unmaps them.
 	closedMagHits uint64
 	closedClass   [numClasses]struct{ hits, frees uint64 }
-	closed  atomic.Bool
-	closeMu sync.Mutex
+	closed        atomic.Bool
+	closeMu       sync.Mutex
 
 	// chk is nil in a fast heap. In checked mode the heap has no magazines,
 	// so every Alloc and Free reaches the slow path, which hands it to chk.

@@ -58,18 +58,18 @@ type pageHeap struct {
 	epoch  time.Time
 
 	mu       sync.Mutex
-	frontier uint32                 // pages [0, frontier) have been committed
-	free     map[uint32]freeRun     // free runs by first page
-	freeEnd  map[uint32]uint32      // free runs: last page -> first page
-	buckets  [bucketCount][]uint32  // first pages of runs by length; entries may be stale
-	long     []uint32               // first pages of runs longer than bucketCount; may be stale
-	released uint32                 // released pages below the frontier
-	limit    uint32                 // most mapped pages; 0 = no limit
-	spanIDs  []uint32               // recycled span ids
-	nextSpan uint32                 // next never-used span id (0 is never used)
-	maxSpan  uint32                 // span ids available
-	timer    *time.Timer            // pending release of dirty runs; nil when none
-	delay    time.Duration          // how long a free run stays dirty
+	frontier uint32                // pages [0, frontier) have been committed
+	free     map[uint32]freeRun    // free runs by first page
+	freeEnd  map[uint32]uint32     // free runs: last page -> first page
+	buckets  [bucketCount][]uint32 // first pages of runs by length; entries may be stale
+	long     []uint32              // first pages of runs longer than bucketCount; may be stale
+	released uint32                // released pages below the frontier
+	limit    uint32                // most mapped pages; 0 = no limit
+	spanIDs  []uint32              // recycled span ids
+	nextSpan uint32                // next never-used span id (0 is never used)
+	maxSpan  uint32                // span ids available
+	timer    *time.Timer           // pending release of dirty runs; nil when none
+	delay    time.Duration         // how long a free run stays dirty
 	closed   bool
 
 	largeAllocs, largeFrees uint64 // large blocks, census
@@ -100,7 +100,7 @@ func (ph *pageHeap) alloc(n uint32, mark func(i uint32) uint64) (first uint32, d
 	first, ok := ph.takeRun(n)
 	if ok {
 		for i := range n {
-			if *ph.entry(uintptr(first+i))&pageDirty != 0 {
+			if *ph.entry(uintptr(first + i))&pageDirty != 0 {
 				dirty++
 			}
 		}
@@ -254,12 +254,12 @@ func (ph *pageHeap) releaseOlder(cutoff int64) (left bool) {
 		}
 		// madvise only the dirty stretches: released pages are already zero.
 		for i := uint32(0); i < r.pages; {
-			if *ph.entry(uintptr(first+i))&pageDirty == 0 {
+			if *ph.entry(uintptr(first + i))&pageDirty == 0 {
 				i++
 				continue
 			}
 			j := i
-			for j < r.pages && *ph.entry(uintptr(first+j))&pageDirty != 0 {
+			for j < r.pages && *ph.entry(uintptr(first + j))&pageDirty != 0 {
 				*ph.entry(uintptr(first + j)) = 0
 				j++
 			}
