@@ -337,13 +337,6 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 	return b, nil
 }
 
-// sizeClass is the class of a small request of n bytes, 0 < n <= maxSmall.
-func sizeClass(n int) uint8 {
-	if n <= 1024 {
-		return sizeToClass8[(n+7)>>3]
-	}
-	return sizeToClass128[(n-1024+127)>>7]
-}
 
 // Free returns b to the heap. b must start where a slice returned by this
 // heap's Alloc started (it may be shorter); nil and empty slices are ignored.
@@ -360,8 +353,9 @@ func (h *Heap) Free(b []byte) {
 			// The offset in the span, divided by the block size with a
 			// multiply: a block start has no remainder.
 			o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
-			q := o * classDivMul[c] >> 40
-			if q*uint64(classSize[c]) == o && q < uint64(classBlocks[c]) {
+			ci := &classInfos[c]
+			q := o * ci.divMul >> 40
+			if q*uint64(ci.size) == o && q < uint64(ci.blocks) {
 				pid := pin.Pin()
 				if m := h.mags[uint(pid)%maxProcs].Load(); m != nil {
 					mc := &m.cls[c]

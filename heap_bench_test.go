@@ -1,0 +1,181 @@
+package offheap
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// The benchmarks behind the heap's figures. Each compares arms in one run;
+// read ratios, not nanoseconds. The README has the command and the numbers.
+
+var sink []byte
+
+var pool64 = sync.Pool{New: func() any { return new([64]byte) }}
+
+// BenchmarkPair64 is one goroutine allocating and freeing 64 bytes, four ways.
+func BenchmarkPair64(b *testing.B) {
+	h := newTestHeap(b, Options{})
+	b.Run("arm=offheap-unzeroed", func(b *testing.B) {
+		for b.Loop() {
+			h.Free(h.AllocUnzeroed(64))
+		}
+	})
+	b.Run("arm=sync-pool", func(b *testing.B) {
+		for b.Loop() {
+			pool64.Put(pool64.Get().(*[64]byte))
+		}
+	})
+	b.Run("arm=offheap", func(b *testing.B) {
+		for b.Loop() {
+			h.Free(h.Alloc(64))
+		}
+	})
+	b.Run("arm=go-make", func(b *testing.B) {
+		for b.Loop() {
+			sink = make([]byte, 64)
+		}
+	})
+	nomag := newTestHeap(b, Options{MagazineDepth: -1})
+	b.Run("arm=offheap-nomag", func(b *testing.B) {
+		for b.Loop() {
+			nomag.Free(nomag.Alloc(64))
+		}
+	})
+}
+
+// padded is per-worker state on its own cache lines.
+type padded struct {
+	n uint64
+	_ [120]byte
+}
+
+// runWorkers splits total operations over w goroutines started behind a
+// barrier and returns when all are done.
+func runWorkers(w, total int, work func(n int, slot *padded)) {
+	var start, done sync.WaitGroup
+	start.Add(1)
+	slots := make([]padded, w+1)
+	for i := range w {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			n, slot := total/w, &slots[i]
+			start.Wait()
+			work(n, slot)
+		}()
+	}
+	start.Done()
+	done.Wait()
+}
+
+const scaleTotal = 1 << 20
+
+// BenchmarkScale is a fixed total of 64-byte pairs split over 1, 2, 4 and 8
+// goroutines: a perfectly scaling allocator halves the time per b.N
+// iteration from 1 to 2 workers on 2 Ps and holds it past GOMAXPROCS. The
+// compute arm is the control: if it does not scale, nothing here does.
+func BenchmarkScale(b *testing.B) {
+	heaps := map[string]*Heap{
+		"offheap":       newTestHeap(b, Options{}),
+		"offheap-nomag": newTestHeap(b, Options{MagazineDepth: -1}),
+	}
+	for _, w := range []int{1, 2, 4, 8} {
+		for _, arm := range []string{"compute", "offheap", "offheap-nomag"} {
+			b.Run(fmt.Sprintf("arm=%s/workers=%d", arm, w), func(b *testing.B) {
+				h := heaps[arm]
+				for b.Loop() {
+					runWorkers(w, scaleTotal, func(n int, slot *padded) {
+						if h == nil {
+							x := slot.n
+							for i := range n {
+								x = x*6364136223846793005 + uint64(i)
+							}
+							slot.n = x
+							return
+						}
+						for range n {
+							h.Free(h.AllocUnzeroed(64))
+						}
+					})
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkLiveK keeps k blocks live per class (a ring over 4 classes) and
+// replaces the oldest each step: the shape where a too-shallow magazine
+// misses on most operations.
+func BenchmarkLiveK(b *testing.B) {
+	sizes := []int{32, 64, 256, 1024}
+	for _, k := range []int{1, 3, 8, 32} {
+		for _, arm := range []struct {
+			name  string
+			depth int
+		}{{"offheap", 0}, {"offheap-depth1", 1}, {"offheap-nomag", -1}} {
+			b.Run(fmt.Sprintf("k=%d/arm=%s", k, arm.name), func(b *testing.B) {
+				h := newTestHeap(b, Options{MagazineDepth: arm.depth})
+				ring := make([][]byte, k*len(sizes))
+				for i := range ring {
+					ring[i] = h.AllocUnzeroed(sizes[i%len(sizes)])
+				}
+				i := 0
+				for b.Loop() {
+					h.Free(ring[i])
+					ring[i] = h.AllocUnzeroed(sizes[i%len(sizes)])
+					if i++; i == len(ring) {
+						i = 0
+					}
+				}
+				s := h.Stats()
+				b.ReportMetric(float64(s.MagazineHits)/float64(max(s.Allocs, 1))*100, "%hits")
+				for _, x := range ring {
+					h.Free(x)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkProdCons: one goroutine allocates, another frees, in batches of 64
+// through a channel; compared with the same goroutine doing pairs.
+func BenchmarkProdCons(b *testing.B) {
+	for _, arm := range []struct {
+		name  string
+		depth int
+	}{{"offheap", 0}, {"offheap-nomag", -1}} {
+		h := newTestHeap(b, Options{MagazineDepth: arm.depth})
+		b.Run("shape=pairs/arm="+arm.name, func(b *testing.B) {
+			for b.Loop() {
+				h.Free(h.AllocUnzeroed(64))
+			}
+		})
+		b.Run("shape=prodcons/arm="+arm.name, func(b *testing.B) {
+			ch := make(chan []([]byte), 4)
+			done := make(chan struct{})
+			go func() {
+				for batch := range ch {
+					for _, x := range batch {
+						h.Free(x)
+					}
+				}
+				close(done)
+			}()
+			batch := make([][]byte, 0, 64)
+			for b.Loop() {
+				batch = append(batch, h.AllocUnzeroed(64))
+				if len(batch) == cap(batch) {
+					ch <- batch
+					batch = make([][]byte, 0, 64)
+				}
+			}
+			ch <- batch
+			close(ch)
+			<-done
+			b.ReportMetric(float64(h.Stats().MappedBytes), "mapped-bytes")
+		})
+	}
+	_ = runtime.GOMAXPROCS
+}

@@ -1,0 +1,133 @@
+package offheap
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// fill writes b's pattern: every byte derived from the block's address and
+// its offset, so a block handed out twice, or written by someone else, shows.
+func fill(b []byte) {
+	seed := byte(addrOf(b) >> 4)
+	for i := range b {
+		b[i] = seed + byte(i)*7
+	}
+}
+
+// checkFill reports the first byte of b that does not hold its pattern.
+func checkFill(b []byte) error {
+	seed := byte(addrOf(b) >> 4)
+	for i, x := range b {
+		if want := seed + byte(i)*7; x != want {
+			return fmt.Errorf("block %#x (%d bytes): byte %d is %#x, want %#x", addrOf(b), len(b), i, x, want)
+		}
+	}
+	return nil
+}
+
+// TestCheckFillControl: a block overwritten by someone else must be caught.
+func TestCheckFillControl(t *testing.T) {
+	h := newTestHeap(t, Options{})
+	b := h.Alloc(100)
+	fill(b)
+	if err := checkFill(b); err != nil {
+		t.Fatal(err)
+	}
+	b[57]++
+	if checkFill(b) == nil {
+		t.Fatal("checkFill missed a changed byte")
+	}
+	h.Free(b)
+}
+
+// stressSize draws sizes across every class, with some large blocks.
+func stressSize(r *rand.Rand) int {
+	switch r.IntN(20) {
+	case 0:
+		return maxSmall + 1 + r.IntN(200_000)
+	case 1, 2, 3:
+		return 1 + r.IntN(maxSmall)
+	default:
+		return 1 + r.IntN(512)
+	}
+}
+
+// TestConcurrentStress runs GOMAXPROCS*4 goroutines allocating blocks of
+// every size, filling each with its pattern and checking it before Free.
+// Half of the blocks are freed by another goroutine than the one that
+// allocated them. A block handed to two owners at once fails the check.
+func TestConcurrentStress(t *testing.T) {
+	for _, arm := range arms {
+		t.Run(arm.name, func(t *testing.T) {
+			h := newTestHeap(t, arm.opts)
+			workers := runtime.GOMAXPROCS(0) * 4
+			ops := 4000
+			if testing.Short() || raceEnabled {
+				ops = 1000
+			}
+			handoff := make(chan []byte, 256)
+			var wg, freers sync.WaitGroup
+			errs := make(chan error, workers*2)
+			for range workers / 2 { // goroutines that free other goroutines' blocks
+				freers.Add(1)
+				go func() {
+					defer freers.Done()
+					for b := range handoff {
+						if err := checkFill(b); err != nil {
+							errs <- err
+						}
+						h.Free(b)
+					}
+				}()
+			}
+			for w := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := rand.New(rand.NewPCG(uint64(w), 1))
+					var mine [][]byte
+					for range ops {
+						b := h.Alloc(stressSize(r))
+						fill(b)
+						switch {
+						case r.IntN(2) == 0:
+							handoff <- b
+						default:
+							mine = append(mine, b)
+						}
+						if len(mine) > 32 {
+							k := r.IntN(len(mine))
+							if err := checkFill(mine[k]); err != nil {
+								errs <- err
+								return
+							}
+							h.Free(mine[k])
+							mine[k] = mine[len(mine)-1]
+							mine = mine[:len(mine)-1]
+						}
+					}
+					for _, b := range mine {
+						if err := checkFill(b); err != nil {
+							errs <- err
+						}
+						h.Free(b)
+					}
+				}()
+			}
+			wg.Wait()
+			close(handoff)
+			freers.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			s := h.Stats()
+			if s.InUseBytes != 0 || s.Allocs != s.Frees || s.Allocs != uint64(workers*ops) {
+				t.Fatalf("after the stress: Allocs %d Frees %d InUseBytes %d, want %d allocs", s.Allocs, s.Frees, s.InUseBytes, workers*ops)
+			}
+		})
+	}
+}

@@ -1,0 +1,535 @@
+package offheap
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// arms are the heap configurations every behavioural test runs against.
+var arms = []struct {
+	name string
+	opts Options
+}{
+	{"magazines", Options{}},
+	{"nomag", Options{MagazineDepth: -1}},
+	{"depth1", Options{MagazineDepth: 1}},
+}
+
+func newTestHeap(t testing.TB, opts Options) *Heap {
+	t.Helper()
+	h, err := NewHeap(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// sizes covers every class boundary and a few large sizes.
+func testSizes() []int {
+	var s []int
+	for c := 1; c < numClasses; c++ {
+		n := int(classSize[c])
+		s = append(s, n, n-1)
+		if c > 1 {
+			s = append(s, int(classSize[c-1])+1)
+		}
+	}
+	return append(s, 1, maxSmall+1, 100_000, 1<<20+3)
+}
+
+func TestAllocShape(t *testing.T) {
+	for _, arm := range arms {
+		t.Run(arm.name, func(t *testing.T) {
+			h := newTestHeap(t, arm.opts)
+			for _, n := range testSizes() {
+				for _, alloc := range []func(int) []byte{h.Alloc, h.AllocUnzeroed} {
+					b := alloc(n)
+					if len(b) != n || cap(b) != n {
+						t.Fatalf("Alloc(%d): len %d cap %d", n, len(b), cap(b))
+					}
+					align := uintptr(16)
+					if n <= 8 {
+						align = 8
+					}
+					if a := addrOf(b); a%align != 0 {
+						t.Fatalf("Alloc(%d) = %#x, not %d-aligned", n, a, align)
+					}
+					for i := range b {
+						b[i] = 0xAB
+					}
+					h.Free(b)
+				}
+				// Zeroed even though the same block was just dirtied.
+				b := h.Alloc(n)
+				for i, x := range b {
+					if x != 0 {
+						t.Fatalf("Alloc(%d)[%d] = %#x, want 0", n, i, x)
+					}
+				}
+				h.Free(b)
+			}
+			if s := h.Stats(); s.InUseBytes != 0 || s.Allocs != s.Frees {
+				t.Fatalf("after freeing all: %+v", s)
+			}
+		})
+	}
+}
+
+func TestAllocZero(t *testing.T) {
+	h := newTestHeap(t, Options{})
+	b := h.Alloc(0)
+	if b == nil || len(b) != 0 {
+		t.Fatalf("Alloc(0) = %v (nil %v)", b, b == nil)
+	}
+	h.Free(b)
+	h.Free(nil)
+	if s := h.Stats(); s.Allocs != 0 || s.Frees != 0 {
+		t.Fatalf("zero-size operations were counted: %+v", s)
+	}
+}
+
+// census is what a test expects Stats to say.
+type census struct {
+	allocs, frees, large uint64
+	inUse                uint64
+}
+
+// checkCensus compares Stats with the test's own count of operations.
+func checkCensus(s Stats, want census) error {
+	var errs []error
+	if s.Allocs != want.allocs {
+		errs = append(errs, fmt.Errorf("Allocs = %d, want %d", s.Allocs, want.allocs))
+	}
+	if s.Frees != want.frees {
+		errs = append(errs, fmt.Errorf("Frees = %d, want %d", s.Frees, want.frees))
+	}
+	if s.Large != want.large {
+		errs = append(errs, fmt.Errorf("Large = %d, want %d", s.Large, want.large))
+	}
+	if s.InUseBytes != want.inUse {
+		errs = append(errs, fmt.Errorf("InUseBytes = %d, want %d", s.InUseBytes, want.inUse))
+	}
+	if sum := s.MagazineHits + s.CentralHits + s.Fresh + s.Large; sum != s.Allocs {
+		errs = append(errs, fmt.Errorf("MagazineHits+CentralHits+Fresh+Large = %d, Allocs = %d", sum, s.Allocs))
+	}
+	var ca, cf uint64
+	for _, c := range s.Classes {
+		ca += c.Allocs
+		cf += c.Frees
+		if c.InUse != c.Allocs-c.Frees {
+			errs = append(errs, fmt.Errorf("class %d: InUse %d != Allocs %d - Frees %d", c.Size, c.InUse, c.Allocs, c.Frees))
+		}
+	}
+	if ca+s.Large != s.Allocs {
+		errs = append(errs, fmt.Errorf("class Allocs sum %d + Large %d != Allocs %d", ca, s.Large, s.Allocs))
+	}
+	return errors.Join(errs...)
+}
+
+// blockBytes is the bytes a block of n occupies: its class size or pages.
+func blockBytes(n int) uint64 {
+	if n > maxSmall {
+		return uint64((n + pageSize - 1) &^ (pageSize - 1))
+	}
+	return uint64(classSize[sizeClass(n)])
+}
+
+func TestCensusExact(t *testing.T) {
+	for _, arm := range arms {
+		t.Run(arm.name, func(t *testing.T) {
+			h := newTestHeap(t, arm.opts)
+			var want census
+			var live [][]byte
+			for i := range 20000 {
+				n := 1 + (i*7919)%5000
+				if i%97 == 0 {
+					n = maxSmall + 1 + i
+					want.large++
+				}
+				live = append(live, h.Alloc(n))
+				want.allocs++
+				want.inUse += blockBytes(n)
+				if i%3 != 0 {
+					b := live[0]
+					live = live[1:]
+					h.Free(b)
+					want.frees++
+					want.inUse -= blockBytes(len(b))
+				}
+			}
+			if err := checkCensus(h.Stats(), want); err != nil {
+				t.Fatal(err)
+			}
+			s := h.Stats()
+			if arm.opts.MagazineDepth < 0 && s.MagazineHits != 0 {
+				t.Fatalf("magazines off, but MagazineHits = %d", s.MagazineHits)
+			}
+			if arm.opts.MagazineDepth >= 0 && s.MagazineHits == 0 {
+				t.Fatalf("magazines on, but MagazineHits = 0")
+			}
+			for _, b := range live {
+				h.Free(b)
+				want.frees++
+				want.inUse -= blockBytes(len(b))
+			}
+			if err := checkCensus(h.Stats(), want); err != nil {
+				t.Fatal(err)
+			}
+			h.Close()
+			if err := checkCensus(h.Stats(), want); err != nil {
+				t.Fatalf("after Close: %v", err)
+			}
+		})
+	}
+}
+
+// TestCensusControl is the positive control for checkCensus: one operation
+// the census did not see must be reported.
+func TestCensusControl(t *testing.T) {
+	h := newTestHeap(t, Options{})
+	b := h.Alloc(64)
+	h.Free(b)
+	b = h.Alloc(64)                     // a magazine hit
+	want := census{allocs: 1, frees: 1} // misses the second Alloc
+	if err := checkCensus(h.Stats(), want); err == nil {
+		t.Fatal("checkCensus accepted a census one Alloc short")
+	}
+	h.Free(b)
+}
+
+// mustPanic runs f and returns the message it panicked with, or fails.
+func mustPanic(t *testing.T, f func()) (msg string) {
+	t.Helper()
+	defer func() {
+		r := recover()
+		if r == nil {
+			t.Fatal("did not panic")
+		}
+		msg = fmt.Sprint(r)
+		if !strings.HasPrefix(msg, "offheap: ") {
+			t.Fatalf("panic message %q does not start with \"offheap: \"", msg)
+		}
+	}()
+	f()
+	return ""
+}
+
+// TestMustPanicControl: a function that does not panic must fail mustPanic.
+func TestMustPanicControl(t *testing.T) {
+	var inner testing.T
+	done := make(chan bool)
+	go func() {
+		defer func() { done <- inner.Failed() }()
+		mustPanic(&inner, func() {})
+	}()
+	if !<-done {
+		t.Fatal("mustPanic passed a function that did not panic")
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	for _, arm := range arms {
+		t.Run(arm.name, func(t *testing.T) {
+			h := newTestHeap(t, arm.opts)
+			if msg := mustPanic(t, func() { h.Alloc(-1) }); !strings.Contains(msg, "negative size -1") {
+				t.Errorf("Alloc(-1): %q", msg)
+			}
+			if _, err := h.TryAlloc(-5); !errors.Is(err, ErrSize) {
+				t.Errorf("TryAlloc(-5) error = %v, want ErrSize", err)
+			}
+			if _, err := h.TryAlloc(1 << 62); !errors.Is(err, ErrSize) && !errors.Is(err, ErrLimit) {
+				t.Errorf("TryAlloc(1<<62) error = %v", err)
+			}
+			goSlice := make([]byte, 64)
+			if msg := mustPanic(t, func() { h.Free(goSlice) }); !strings.Contains(msg, "did not allocate") {
+				t.Errorf("Free(Go slice): %q", msg)
+			}
+			for _, n := range []int{64, 1000, maxSmall, maxSmall + 1, 1 << 20} {
+				b := h.Alloc(n)
+				if msg := mustPanic(t, func() { h.Free(b[1:]) }); !strings.Contains(msg, "not the start of a block") {
+					t.Errorf("Free(b[1:]) of %d bytes: %q", n, msg)
+				}
+				if n > pageSize {
+					if msg := mustPanic(t, func() { h.Free(b[pageSize:]) }); !strings.Contains(msg, "not the start of a block") {
+						t.Errorf("Free(b[pageSize:]) of %d bytes: %q", n, msg)
+					}
+				}
+				h.Free(b) // the heap is intact: the real start still frees
+			}
+			// A page the heap never handed out.
+			b := h.Alloc(1 << 20)
+			h.Free(b)
+			if msg := mustPanic(t, func() { h.Free(b) }); !strings.Contains(msg, "not allocated") {
+				t.Errorf("Free of a freed large block: %q", msg)
+			}
+			if s := h.Stats(); s.InUseBytes != 0 {
+				t.Fatalf("bad input leaked: %+v", s)
+			}
+			// Another heap's block.
+			other := newTestHeap(t, arm.opts)
+			ob := other.Alloc(64)
+			if msg := mustPanic(t, func() { h.Free(ob) }); !strings.Contains(msg, "did not allocate") {
+				t.Errorf("Free of another heap's block: %q", msg)
+			}
+			other.Free(ob)
+		})
+	}
+}
+
+func TestLimit(t *testing.T) {
+	for _, arm := range arms {
+		t.Run(arm.name, func(t *testing.T) {
+			const limit = 4 << 20
+			h := newTestHeap(t, Options{MagazineDepth: arm.opts.MagazineDepth, Limit: limit})
+			var live [][]byte
+			var err error
+			for {
+				var b []byte
+				if b, err = h.TryAlloc(100_000); err != nil {
+					break
+				}
+				live = append(live, b)
+			}
+			if !errors.Is(err, ErrLimit) {
+				t.Fatalf("TryAlloc past the limit: %v, want ErrLimit", err)
+			}
+			if s := h.Stats(); s.MappedBytes > limit {
+				t.Fatalf("MappedBytes %d above Limit %d", s.MappedBytes, limit)
+			}
+			if len(live) < limit/100_000/2 {
+				t.Fatalf("only %d blocks of 100000 bytes fit in %d", len(live), limit)
+			}
+			if msg := mustPanic(t, func() { h.Alloc(100_000) }); !strings.Contains(msg, "limit") {
+				t.Errorf("Alloc past the limit: %q", msg)
+			}
+			// Small blocks hit the same limit.
+			var small [][]byte
+			for {
+				b, err := h.TryAlloc(64)
+				if err != nil {
+					if !errors.Is(err, ErrLimit) {
+						t.Fatalf("small TryAlloc past the limit: %v", err)
+					}
+					break
+				}
+				small = append(small, b)
+			}
+			// The heap stays usable: free some, allocate again.
+			for _, b := range live {
+				h.Free(b)
+			}
+			for _, b := range small {
+				h.Free(b)
+			}
+			b, err := h.TryAlloc(100_000)
+			if err != nil {
+				t.Fatalf("after freeing, TryAlloc: %v", err)
+			}
+			h.Free(b)
+			if s := h.Stats(); s.InUseBytes != 0 {
+				t.Fatalf("InUseBytes = %d after freeing everything", s.InUseBytes)
+			}
+		})
+	}
+}
+
+func TestClose(t *testing.T) {
+	h, err := NewHeap(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := h.Alloc(64)
+	h.Free(b)
+	big := h.Alloc(1 << 20)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	for _, n := range []int{64, 1 << 20} {
+		if _, err := h.TryAlloc(n); !errors.Is(err, ErrClosed) {
+			t.Errorf("TryAlloc(%d) after Close: %v, want ErrClosed", n, err)
+		}
+		if msg := mustPanic(t, func() { h.Alloc(n) }); !strings.Contains(msg, "closed") {
+			t.Errorf("Alloc(%d) after Close: %q", n, msg)
+		}
+	}
+	if msg := mustPanic(t, func() { h.Free(big) }); !strings.Contains(msg, "closed") {
+		t.Errorf("Free after Close: %q", msg)
+	}
+	h.Trim() // a no-op, not a crash
+	if s := h.Stats(); s.Allocs != 2 || s.Frees != 1 {
+		t.Errorf("Stats after Close: %+v", s)
+	}
+}
+
+func TestTrimReleases(t *testing.T) {
+	for _, arm := range arms {
+		t.Run(arm.name, func(t *testing.T) {
+			h := newTestHeap(t, Options{MagazineDepth: arm.opts.MagazineDepth, ReleaseDelay: time.Hour})
+			var live [][]byte
+			for i := range 4000 {
+				live = append(live, h.Alloc(16+i%2000), h.Alloc(50_000))
+			}
+			for _, b := range live {
+				h.Free(b)
+			}
+			before := h.Stats()
+			h.Trim()
+			after := h.Stats()
+			if after.ReleasedBytes <= before.ReleasedBytes || after.MappedBytes >= before.MappedBytes/4 {
+				t.Fatalf("Trim released too little: before mapped %d released %d, after mapped %d released %d",
+					before.MappedBytes, before.ReleasedBytes, after.MappedBytes, after.ReleasedBytes)
+			}
+			if after.MappedBytes > uint64(MagazineBound(arm.opts.MagazineDepth))+1<<20 {
+				t.Fatalf("after Trim %d bytes still mapped", after.MappedBytes)
+			}
+			// Released memory is reused, and reads as zero.
+			b := h.Alloc(50_000)
+			for _, x := range b {
+				if x != 0 {
+					t.Fatal("reused released memory is not zero")
+				}
+			}
+			h.Free(b)
+		})
+	}
+}
+
+func TestReleaseDelay(t *testing.T) {
+	h := newTestHeap(t, Options{ReleaseDelay: 20 * time.Millisecond})
+	b := h.Alloc(1 << 20)
+	h.Free(b)
+	if s := h.Stats(); s.ReleasedBytes != 0 {
+		t.Fatalf("released at once: %+v", s)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for h.Stats().ReleasedBytes < 1<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("free pages not released after the delay: %+v", h.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestFreeOnlyGoroutineBounded: one goroutine allocates, another only frees.
+// The freeing side's magazine must hand blocks on, not hoard them: mapped
+// memory stays bounded however long the run.
+func TestFreeOnlyGoroutineBounded(t *testing.T) {
+	h := newTestHeap(t, Options{})
+	ch := make(chan []byte, 64)
+	done := make(chan struct{})
+	go func() {
+		for b := range ch {
+			h.Free(b)
+		}
+		close(done)
+	}()
+	rounds := 200_000
+	if testing.Short() {
+		rounds = 50_000
+	}
+	var peak uint64
+	for i := range rounds {
+		ch <- h.Alloc(64 + i%512)
+		if i%10_000 == 0 {
+			peak = max(peak, h.Stats().MappedBytes)
+		}
+	}
+	close(ch)
+	<-done
+	bound := uint64(runtime.GOMAXPROCS(0)*MagazineBound(0)) + 8<<20
+	if peak > bound {
+		t.Fatalf("producer/consumer mapped %d bytes, bound %d", peak, bound)
+	}
+	if s := h.Stats(); s.InUseBytes != 0 {
+		t.Fatalf("InUseBytes %d", s.InUseBytes)
+	}
+}
+
+func TestGOMAXPROCSChange(t *testing.T) {
+	h := newTestHeap(t, Options{})
+	old := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(old)
+	var want census
+	for _, p := range []int{1, 8, 3, 1, old} {
+		runtime.GOMAXPROCS(p)
+		done := make(chan [][]byte)
+		for range p {
+			go func() {
+				var kept [][]byte
+				for i := range 2000 {
+					b := h.Alloc(8 + i%300)
+					if i%2 == 0 {
+						h.Free(b)
+					} else {
+						kept = append(kept, b)
+					}
+				}
+				done <- kept
+			}()
+		}
+		for range p {
+			for _, b := range <-done {
+				h.Free(b)
+			}
+		}
+		want.allocs += uint64(2000 * p)
+		want.frees += uint64(2000 * p)
+	}
+	if err := checkCensus(h.Stats(), want); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMagazineBound(t *testing.T) {
+	if MagazineBound(-1) != 0 {
+		t.Fatal("magazines off must hold nothing")
+	}
+	if a, b := MagazineBound(1), MagazineBound(DefaultMagazineDepth); a >= b {
+		t.Fatalf("bound at depth 1 (%d) not below default (%d)", a, b)
+	}
+	// Fill one P's magazines to the brim: every class allocated past its
+	// capacity, then freed on one goroutine with the P held (LockOSThread
+	// does not pin the P, so measure MagazineBytes, which is per heap).
+	h := newTestHeap(t, Options{})
+	for c := 1; c < numClasses; c++ {
+		var live [][]byte
+		for range 2 * maxDepth {
+			live = append(live, h.Alloc(int(classSize[c])))
+		}
+		for _, b := range live {
+			h.Free(b)
+		}
+	}
+	s := h.Stats()
+	if s.MagazineBytes == 0 || s.MagazineBytes > uint64(runtime.GOMAXPROCS(0)*MagazineBound(0)) {
+		t.Fatalf("MagazineBytes %d, bound %d per P", s.MagazineBytes, MagazineBound(0))
+	}
+}
+
+func TestNewHeapOptions(t *testing.T) {
+	if _, err := NewHeap(Options{MagazineDepth: MaxMagazineDepth + 1}); err == nil {
+		t.Error("MagazineDepth above the maximum accepted")
+	}
+	if _, err := NewHeap(Options{Limit: -1}); err == nil {
+		t.Error("negative Limit accepted")
+	}
+	h := newTestHeap(t, Options{MagazineDepth: MaxMagazineDepth})
+	h.Free(h.Alloc(64))
+}
+
+func TestDefault(t *testing.T) {
+	h := Default()
+	if h != Default() {
+		t.Fatal("Default returned two heaps")
+	}
+	b := h.Alloc(100)
+	h.Free(b)
+}
