@@ -87,5 +87,10 @@ func (h *Heap) Stats() Stats {
 		s.ReleasedBytes = uint64(ph.released) << pageShift
 	}
 	ph.mu.Unlock()
+	if h.chk != nil {
+		// Checked mode: blocks in the quarantine are freed as far as the
+		// program is concerned (checked.go).
+		h.chk.census(&s)
+	}
 	return s
 }

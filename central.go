@@ -2,18 +2,29 @@ package offheap
 
 import "sync"
 
-// central is the heap-wide store of free blocks of one size class: a list of
-// its spans that have blocks to give, under one lock. Magazines come here in
-// batches, so the lock is taken once per several operations; with magazines
-// off, every Alloc and Free comes here.
+// central is the heap-wide store of free blocks of one size class, under one
+// lock: a depot of full batches that magazines spilled, and a list of the
+// class's spans that have blocks to give. Magazines come here in batches, so
+// the lock is taken once per several operations; with magazines off, every
+// Alloc and Free comes here.
 //
-// Invariant: a block is in at most one place: a magazine, a span's free list,
-// or the caller's hands. A block in a magazine is never on a span's free list.
+// The depot is what makes a producer/consumer pair cheap (Bonwick's magazine
+// depot): the consumer's full magazine hands its older half over as one
+// batch, and the producer's empty magazine takes a batch back, each in O(1)
+// under the lock, without touching a span. The depot holds at most
+// depotBatches batches; past that, spilled blocks go back to their spans, so
+// spans can empty and their pages go back to the operating system.
+//
+// Invariant: a block is in exactly one place: the caller's hands, a magazine,
+// a depot batch, or a span's free list (or not yet carved). Blocks in
+// magazines and depot batches count as live for their span.
 type central struct {
 	mu      sync.Mutex
 	class   uint8
-	partial uint32 // first span id of the partial list; 0 = empty list
-	empty   int    // spans on the list with no live block
+	partial uint32   // first span id of the partial list; 0 = empty list
+	empty   int      // spans on the list with no live block
+	depot   []*batch // full batches, newest last
+	spare   []*batch // empty batches, for reuse
 
 	// Census, guarded by mu.
 	hits  uint64 // Allocs served from a span's free list
@@ -22,6 +33,19 @@ type central struct {
 
 	_ [64]byte // keep neighbouring classes' locks off this cache line
 }
+
+// batch is a run of free blocks moved between a magazine and the depot in
+// one piece.
+type batch struct {
+	n      int
+	blocks [maxDepth / 2]uintptr
+}
+
+// depotBatches bounds the depot of each class: enough for a few producer and
+// consumer Ps to hand batches on without touching spans, small enough that
+// the blocks it holds (at most depotBatches*magazineClassBytes/2 bytes per
+// class) are noise next to the magazines.
+const depotBatches = 8
 
 // keepEmpty is how many empty spans a class keeps for reuse before it gives
 // spans back to the page heap: without it a class that allocates and frees
@@ -33,6 +57,14 @@ const keepEmpty = 1
 func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if k := len(c.depot); k > 0 && len(dst) >= c.depot[k-1].n {
+		b := c.depot[k-1]
+		c.depot = c.depot[:k-1]
+		n = copy(dst, b.blocks[:b.n])
+		c.spare = append(c.spare, b)
+		c.hits++
+		return n, false, nil
+	}
 	for n < len(dst) {
 		if c.partial == 0 {
 			if err = c.grow(h); err != nil {
@@ -72,6 +104,28 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 func (c *central) put(h *Heap, blocks []uintptr) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, b := range blocks {
+		c.putLocked(h, b)
+	}
+}
+
+// putBatch hands a magazine's spilled blocks to the depot as one batch, or,
+// when the depot is full, back to their spans. Called without mu.
+func (c *central) putBatch(h *Heap, blocks []uintptr) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.depot) < depotBatches && len(blocks) <= len(batch{}.blocks) {
+		var b *batch
+		if k := len(c.spare); k > 0 {
+			b = c.spare[k-1]
+			c.spare = c.spare[:k-1]
+		} else {
+			b = new(batch)
+		}
+		b.n = copy(b.blocks[:], blocks)
+		c.depot = append(c.depot, b)
+		return
+	}
 	for _, b := range blocks {
 		c.putLocked(h, b)
 	}
@@ -132,10 +186,18 @@ func (c *central) unlink(h *Heap, s *span) {
 	s.next, s.prev, s.listed = 0, 0, false
 }
 
-// trim gives every empty span of the class back to the page heap.
+// trim empties the depot into the spans and gives every empty span of the
+// class back to the page heap.
 func (c *central) trim(h *Heap) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, b := range c.depot {
+		for _, a := range b.blocks[:b.n] {
+			c.putLocked(h, a)
+		}
+	}
+	c.depot = c.depot[:0]
+	c.spare = nil
 	for id := c.partial; id != 0; {
 		s := h.pages.span(id)
 		next := s.next

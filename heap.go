@@ -240,7 +240,8 @@ func (h *Heap) AllocUnzeroed(n int) []byte {
 		pid := pin.Pin()
 		if m := h.mags[uint(pid)%maxProcs].Load(); m != nil {
 			mc := &m.cls[c]
-			if k := mc.n; k != 0 {
+			// sampleAt: see guard.go (never reached unless SampleRate > 0).
+			if k := mc.n; k != 0 && mc.hits != mc.sampleAt {
 				k--
 				a := m.slots[c][k%maxDepth]
 				mc.n = k
@@ -285,7 +286,8 @@ func (h *Heap) allocFast(n int) uintptr {
 	pid := pin.Pin()
 	if m := h.mags[uint(pid)%maxProcs].Load(); m != nil {
 		mc := &m.cls[c]
-		if k := mc.n; k != 0 {
+		// sampleAt: see guard.go (never reached unless SampleRate > 0).
+		if k := mc.n; k != 0 && mc.hits != mc.sampleAt {
 			k--
 			a := m.slots[c][k%maxDepth]
 			mc.n = k
@@ -308,7 +310,7 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 		return nil, fmt.Errorf("%w: negative size %d", ErrSize, n)
 	case n == 0:
 		return []byte{}, nil
-	case h.chk != nil:
+	case h.chk != nil && h.chk.takes(n): // all in checked mode, the sampled ones otherwise
 		return h.chk.alloc(n, zero)
 	case n > maxSmall:
 		a, err := h.allocLarge(n, zero)
@@ -336,7 +338,6 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 	}
 	return b, nil
 }
-
 
 // Free returns b to the heap. b must start where a slice returned by this
 // heap's Alloc started (it may be shorter); nil and empty slices are ignored.
@@ -379,7 +380,7 @@ func (h *Heap) Free(b []byte) {
 // freeSmall frees a verified block start of class c when the magazine could
 // not take it.
 func (h *Heap) freeSmall(a uintptr, c uint8) {
-	if h.chk != nil {
+	if h.chk != nil && h.chk.owns(a) { // all in checked mode, guarded blocks otherwise
 		h.chk.free(a)
 		return
 	}
@@ -408,7 +409,7 @@ func (h *Heap) freeSlow(b []byte) {
 	if h.closed.Load() {
 		panic(fmt.Errorf("%w: Free of %#x", ErrClosed, a))
 	}
-	if h.chk != nil {
+	if h.chk != nil && h.chk.owns(a) { // all in checked mode, guarded blocks otherwise
 		h.chk.free(a)
 		return
 	}
@@ -438,6 +439,9 @@ func (h *Heap) freeSlow(b []byte) {
 func (h *Heap) Trim() {
 	if h.closed.Load() {
 		return
+	}
+	if h.chk != nil {
+		h.chk.flush() // checked mode: the quarantine's blocks go back first (checked.go)
 	}
 	h.drainMagazine()
 	for c := 1; c < numClasses; c++ {

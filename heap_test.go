@@ -133,6 +133,9 @@ func checkCensus(s Stats, want census) error {
 
 // blockBytes is the bytes a block of n occupies: its class size or pages.
 func blockBytes(n int) uint64 {
+	if buildChecked {
+		n += canaryLen // checked mode allocates a trailing canary (checked.go)
+	}
 	if n > maxSmall {
 		return uint64((n + pageSize - 1) &^ (pageSize - 1))
 	}
@@ -169,7 +172,7 @@ func TestCensusExact(t *testing.T) {
 			if arm.opts.MagazineDepth < 0 && s.MagazineHits != 0 {
 				t.Fatalf("magazines off, but MagazineHits = %d", s.MagazineHits)
 			}
-			if arm.opts.MagazineDepth >= 0 && s.MagazineHits == 0 {
+			if arm.opts.MagazineDepth >= 0 && s.MagazineHits == 0 && !buildChecked { // checked: no magazines
 				t.Fatalf("magazines on, but MagazineHits = 0")
 			}
 			for _, b := range live {
@@ -346,7 +349,13 @@ func TestClose(t *testing.T) {
 	b := h.Alloc(64)
 	h.Free(b)
 	big := h.Alloc(1 << 20)
-	if err := h.Close(); err != nil {
+	if err := h.Close(); buildChecked {
+		// Checked mode reports big as a leak (checked.go).
+		var le *LeakError
+		if !errors.As(err, &le) || len(le.Leaks) != 1 || le.Leaks[0].Size != 1<<20 {
+			t.Fatalf("checked Close: %v, want a LeakError for big", err)
+		}
+	} else if err != nil {
 		t.Fatal(err)
 	}
 	if err := h.Close(); err != nil {
@@ -403,6 +412,9 @@ func TestTrimReleases(t *testing.T) {
 }
 
 func TestReleaseDelay(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked mode keeps freed blocks in quarantine until pushed out, Trim or Close")
+	}
 	h := newTestHeap(t, Options{ReleaseDelay: 20 * time.Millisecond})
 	b := h.Alloc(1 << 20)
 	h.Free(b)
@@ -494,6 +506,9 @@ func TestMagazineBound(t *testing.T) {
 	}
 	if a, b := MagazineBound(1), MagazineBound(DefaultMagazineDepth); a >= b {
 		t.Fatalf("bound at depth 1 (%d) not below default (%d)", a, b)
+	}
+	if buildChecked {
+		t.Skip("checked mode has no magazines")
 	}
 	// Fill one P's magazines to the brim: every class allocated past its
 	// capacity, then freed on one goroutine with the P held (LockOSThread

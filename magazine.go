@@ -37,6 +37,12 @@ type magClass struct {
 	n, cap uint32 // blocks held; most blocks held
 	hits   uint64 // Allocs served from this stack
 	frees  uint64 // Frees pushed onto this stack
+
+	// sampleAt is the hits count at which the fast path declines, so that
+	// the allocation reaches the slow path and is sampled (guard.go). Only
+	// the owning P touches it. The maximum uint64, never reached, in a heap
+	// that does not sample.
+	sampleAt uint64
 }
 
 const (
@@ -105,6 +111,7 @@ func (h *Heap) installMagazine(pid int) error {
 	m := (*magazine)(p)
 	for c := 1; c < numClasses; c++ {
 		m.cls[c].cap = h.caps[c]
+		m.cls[c].sampleAt = h.sampleStart() // checked mode: guard.go
 	}
 	h.allMags = append(h.allMags, m)
 	h.mags[pid].Store(m)
@@ -179,7 +186,7 @@ func (h *Heap) spill(b uintptr, c uint8) error {
 		mc.frees++
 		pin.Unpin()
 		if k > 0 {
-			h.central[c].put(h, buf[:k])
+			h.central[c].putBatch(h, buf[:k])
 		}
 		return nil
 	}

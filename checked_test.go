@@ -1,0 +1,483 @@
+package offheap
+
+// The bug corpus of checked mode: each test runs one bug and demands the
+// exact error, then runs the same program without the bug and demands
+// silence (the negative control). Where a detector can be switched off, a
+// positive control shows the detection comes from it.
+
+import (
+	"errors"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+)
+
+// checkedHeap is a checked heap closed at the end of the test (its Close
+// error is the test's business when it matters).
+func checkedHeap(t testing.TB, opts Options) *Heap {
+	t.Helper()
+	opts.Checked = true
+	h, err := NewHeap(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// memoryError runs f and returns the *MemoryError it panics with; it fails
+// the test if f does not panic with one.
+func memoryError(t *testing.T, f func()) (me *MemoryError) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		r := recover()
+		err, ok := r.(error)
+		if !ok || !errors.As(err, &me) {
+			t.Fatalf("panic %v (%T), want a *MemoryError", r, r)
+		}
+	}()
+	f()
+	return nil
+}
+
+// noPanic runs f and fails the test if it panics.
+func noPanic(t *testing.T, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		if r := recover(); r != nil {
+			t.Fatalf("unexpected panic: %v", r)
+		}
+	}()
+	f()
+}
+
+// closeClean closes h and fails the test unless Close reports nothing.
+func closeClean(t *testing.T, h *Heap) {
+	t.Helper()
+	if err := h.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+// withKnobs sets the checker's test knobs for one test.
+func withKnobs(t *testing.T, blocks, bytes int, poison bool) {
+	b, by, p := quarantineBlocks, quarantineBytes, checkedPoison
+	quarantineBlocks, quarantineBytes, checkedPoison = blocks, bytes, poison
+	t.Cleanup(func() { quarantineBlocks, quarantineBytes, checkedPoison = b, by, p })
+}
+
+// wantStack fails the test unless stack names the function fn.
+func wantStack(t *testing.T, what, stack, fn string) {
+	t.Helper()
+	if !strings.Contains(stack, fn) {
+		t.Errorf("%s stack does not name %s:\n%s", what, fn, stack)
+	}
+	if strings.Contains(stack, "allocSlow") || strings.Contains(stack, "(*checker)") {
+		t.Errorf("%s stack shows the heap's own frames:\n%s", what, stack)
+	}
+}
+
+var corpusSizes = []int{1, 64, 100, maxSmall - 4, maxSmall, 100_000}
+
+func TestCheckedDoubleFree(t *testing.T) {
+	for _, n := range corpusSizes {
+		h := checkedHeap(t, Options{})
+		b := h.Alloc(n)
+		h.Free(b)
+		me := memoryError(t, func() { h.Free(b) })
+		if me.Kind != DoubleFree || me.Addr != addrOf(b) || me.Size != n {
+			t.Fatalf("n=%d: %v", n, me)
+		}
+		wantStack(t, "alloc", me.AllocStack, "TestCheckedDoubleFree")
+		wantStack(t, "free", me.FreeStack, "TestCheckedDoubleFree")
+		if !strings.HasPrefix(me.Error(), "offheap: double free of 0x") || !strings.Contains(me.Error(), "first freed at:") {
+			t.Errorf("message: %s", me.Error())
+		}
+		closeClean(t, h) // the failed Free left the heap intact
+
+		// Control: one Free.
+		h = checkedHeap(t, Options{})
+		noPanic(t, func() { h.Free(h.Alloc(n)) })
+		closeClean(t, h)
+	}
+}
+
+func TestCheckedFreeInterior(t *testing.T) {
+	for _, n := range corpusSizes {
+		if n < 2 {
+			continue
+		}
+		h := checkedHeap(t, Options{})
+		b := h.Alloc(n)
+		me := memoryError(t, func() { h.Free(b[1:]) })
+		if me.Kind != InvalidFree || me.Addr != addrOf(b)+1 || !strings.Contains(me.Error(), "not the start of a block") {
+			t.Fatalf("n=%d: %v", n, me)
+		}
+		wantStack(t, "alloc", me.AllocStack, "TestCheckedFreeInterior")
+		noPanic(t, func() { h.Free(b) }) // control: the real start
+		closeClean(t, h)
+	}
+}
+
+// goHeapSlice is on the Go heap (a slice on the stack could move while the
+// test recovers, and its address with it).
+var goHeapSlice = make([]byte, 64)
+
+func TestCheckedFreeGoMemory(t *testing.T) {
+	h := checkedHeap(t, Options{})
+	goSlice := goHeapSlice
+	me := memoryError(t, func() { h.Free(goSlice) })
+	if me.Kind != InvalidFree || me.Addr != addrOf(goSlice) {
+		t.Fatalf("%v", me)
+	}
+	// Control: a slice of the heap.
+	noPanic(t, func() { h.Free(h.Alloc(64)) })
+	closeClean(t, h)
+}
+
+func TestCheckedForeignFree(t *testing.T) {
+	h := checkedHeap(t, Options{})
+	other := checkedHeap(t, Options{})
+	ob := other.Alloc(48)
+	me := memoryError(t, func() { h.Free(ob) })
+	if me.Kind != ForeignFree || me.Size != 48 {
+		t.Fatalf("%v", me)
+	}
+	wantStack(t, "alloc", me.AllocStack, "TestCheckedForeignFree")
+	// Control: each block into its own heap.
+	noPanic(t, func() { other.Free(ob); h.Free(h.Alloc(48)) })
+	closeClean(t, h)
+	closeClean(t, other)
+}
+
+func TestCheckedWriteAfterFree(t *testing.T) {
+	const q = 8
+	run := func(t *testing.T, n int, bug bool) *MemoryError {
+		h := checkedHeap(t, Options{})
+		b := h.Alloc(n)
+		h.Free(b)
+		if bug {
+			b[n/2] = 1 // the write after free
+		}
+		var me *MemoryError
+		for range q + 1 { // push b out of the quarantine
+			if bug && me == nil {
+				func() {
+					defer func() {
+						if r := recover(); r != nil {
+							if err, ok := r.(error); !ok || !errors.As(err, &me) {
+								panic(r)
+							}
+						}
+					}()
+					h.Free(h.Alloc(16))
+				}()
+			} else {
+				h.Free(h.Alloc(16))
+			}
+		}
+		closeClean(t, h)
+		return me
+	}
+	withKnobs(t, q, 1<<20, true)
+	for _, n := range []int{16, 1000, 100_000} {
+		me := run(t, n, true)
+		if me == nil || me.Kind != WriteAfterFree || me.Size != n {
+			t.Fatalf("n=%d: %v, want a write after free", n, me)
+		}
+		wantStack(t, "alloc", me.AllocStack, "TestCheckedWriteAfterFree")
+		wantStack(t, "free", me.FreeStack, "TestCheckedWriteAfterFree")
+		if me := run(t, n, false); me != nil { // control: no write
+			t.Fatalf("n=%d: control: %v", n, me)
+		}
+	}
+	// Positive control: with poisoning off the same bug goes unseen, so it
+	// is the poison check that catches it.
+	withKnobs(t, q, 1<<20, false)
+	if me := run(t, 1000, true); me != nil {
+		t.Fatalf("poisoning off, yet: %v", me)
+	}
+}
+
+func TestCheckedWriteAfterFreeAtClose(t *testing.T) {
+	h := checkedHeap(t, Options{})
+	b := h.Alloc(100)
+	h.Free(b)
+	b[0] = 7
+	err := h.Close()
+	var me *MemoryError
+	if !errors.As(err, &me) || me.Kind != WriteAfterFree {
+		t.Fatalf("Close: %v, want a write after free", err)
+	}
+	var le *LeakError
+	if errors.As(err, &le) {
+		t.Fatalf("Close reports leaks: %v", le)
+	}
+	// Control.
+	h = checkedHeap(t, Options{})
+	h.Free(h.Alloc(100))
+	closeClean(t, h)
+}
+
+// pastLen is b extended k bytes past its length: an unsafe write through
+// it is the bug Corrupted catches.
+func pastLen(b []byte, k int) []byte { return unsafe.Slice(unsafe.SliceData(b), len(b)+k) }
+
+func TestCheckedWritePastLen(t *testing.T) {
+	for _, n := range corpusSizes {
+		for _, opts := range []Options{{}, {GuardPages: true}} {
+			h := checkedHeap(t, opts)
+			b := h.Alloc(n)
+			if opts.GuardPages && (n+15)&^15 == n {
+				// No slack before the guard page: the write would fault
+				// (TestGuardFaults covers that).
+				h.Free(b)
+				closeClean(t, h)
+				continue
+			}
+			pastLen(b, 1)[n] = 0x42
+			me := memoryError(t, func() { h.Free(b) })
+			if me.Kind != Corrupted || me.Size != n || !strings.Contains(me.Error(), "past its length") {
+				t.Fatalf("n=%d %+v: %v", n, opts, me)
+			}
+			wantStack(t, "alloc", me.AllocStack, "TestCheckedWritePastLen")
+			// The block was freed nonetheless: no leak, no second report.
+			closeClean(t, h)
+
+			h = checkedHeap(t, opts) // control: writes up to len only
+			b = h.Alloc(n)
+			for i := range b {
+				b[i] = 0x42
+			}
+			noPanic(t, func() { h.Free(b) })
+			closeClean(t, h)
+		}
+	}
+}
+
+func TestCheckedCorruptedMetadata(t *testing.T) {
+	h := checkedHeap(t, Options{})
+	b := h.Alloc(64)
+	sh := h.chk.shard(addrOf(b))
+	sh.mu.Lock()
+	sh.recs[addrOf(b)].size = 1 << 20 // a stray write into the metadata
+	sh.mu.Unlock()
+	me := memoryError(t, func() { h.Free(b) })
+	if me.Kind != Corrupted || !strings.Contains(me.Error(), "metadata") {
+		t.Fatalf("%v", me)
+	}
+	// Control: an untouched record frees.
+	noPanic(t, func() { h.Free(h.Alloc(64)) })
+}
+
+func TestCheckedLeak(t *testing.T) {
+	h := checkedHeap(t, Options{})
+	keep := h.Alloc(100)
+	h.Free(h.Alloc(200))
+	big := h.Alloc(100_000)
+	err := h.Close()
+	var le *LeakError
+	if !errors.As(err, &le) || len(le.Leaks) != 2 {
+		t.Fatalf("Close: %v, want 2 leaks", err)
+	}
+	want := map[uintptr]int{addrOf(keep): 100, addrOf(big): 100_000}
+	for _, l := range le.Leaks {
+		if want[l.Addr] != l.Size {
+			t.Errorf("leak %+v, want %v", l, want)
+		}
+		wantStack(t, "leak", l.Stack, "TestCheckedLeak")
+	}
+	if !strings.HasPrefix(err.Error(), "offheap: 2 blocks (100100 bytes) still live at Close") {
+		t.Errorf("message: %s", err)
+	}
+	// Control: everything freed.
+	h = checkedHeap(t, Options{})
+	h.Free(h.Alloc(100))
+	closeClean(t, h)
+}
+
+func TestCheckedStats(t *testing.T) {
+	withKnobs(t, 16, 1<<20, true)
+	h := checkedHeap(t, Options{})
+	var live [][]byte
+	var inUse uint64
+	for i := range 1000 {
+		n := 1 + i*37%5000
+		if i%50 == 0 {
+			n = 40_000 + i
+		}
+		b := h.Alloc(n)
+		live = append(live, b)
+		inUse += blockBytesChecked(n)
+		if i%2 == 1 {
+			h.Free(live[0])
+			inUse -= blockBytesChecked(len(live[0]))
+			live = live[1:]
+		}
+	}
+	s := h.Stats()
+	if s.Allocs != 1000 || s.Frees != 500 || s.InUseBytes != inUse ||
+		s.MagazineHits+s.CentralHits+s.Fresh+s.Large != s.Allocs {
+		t.Fatalf("Stats %+v, want 1000 allocs, 500 frees, %d bytes in use", s, inUse)
+	}
+	for _, b := range live {
+		h.Free(b)
+	}
+	h.Trim() // empties the quarantine
+	if s := h.Stats(); s.Frees != 1000 || s.InUseBytes != 0 {
+		t.Fatalf("after freeing all: %+v", s)
+	}
+	closeClean(t, h)
+}
+
+// blockBytesChecked is what a checked block of n bytes holds of the heap.
+func blockBytesChecked(n int) uint64 {
+	n += canaryLen
+	if n > maxSmall {
+		return uint64((n + pageSize - 1) &^ (pageSize - 1))
+	}
+	return uint64(classSize[sizeClass(n)])
+}
+
+func TestCheckedLimitFlushesQuarantine(t *testing.T) {
+	h := checkedHeap(t, Options{Limit: 4 << 20})
+	for range 200 { // 20 MB through a 4 MB heap: the quarantine must give way
+		b, err := h.TryAlloc(100_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Free(b)
+	}
+	closeClean(t, h)
+}
+
+func TestCheckedAllocStack(t *testing.T) {
+	h := checkedHeap(t, Options{})
+	b := h.Alloc(300)
+	if st := h.allocStack(addrOf(b) + 100); !strings.Contains(st, "TestCheckedAllocStack") {
+		t.Fatalf("allocStack: %q", st)
+	}
+	info, ok := h.Lookup(addrOf(b) + 299)
+	if !ok || info.Start != addrOf(b) || info.Size != 300 || info.Freed {
+		t.Fatalf("Lookup: %+v %v", info, ok)
+	}
+	h.Free(b)
+	info, ok = h.Lookup(addrOf(b))
+	if !ok || !info.Freed || !strings.Contains(info.FreeStack, "TestCheckedAllocStack") {
+		t.Fatalf("Lookup after Free: %+v %v", info, ok)
+	}
+	// Control: a fast heap knows no stacks.
+	f := newTestHeap(t, Options{})
+	if !buildChecked {
+		if st := f.allocStack(addrOf(f.Alloc(300))); st != "" {
+			t.Fatalf("fast heap allocStack: %q", st)
+		}
+	}
+}
+
+// TestCheckedStackUnwinder compares the frame-pointer stack with
+// runtime.Callers: the cheap unwinder must name the same functions.
+func TestCheckedStackUnwinder(t *testing.T) {
+	var fp, rc stack
+	func() {
+		captureStack(&fp)
+		framePointers = false
+		defer func() { framePointers = true }()
+		captureStack(&rc)
+	}()
+	names := func(s *stack) []string {
+		var out []string
+		fr := runtime.CallersFrames(s.frames())
+		for {
+			f, more := fr.Next()
+			// runtime.Callers elides wrappers; the heap's frames are
+			// dropped when a stack is printed.
+			if !internalFrame(f.Function) && !strings.Contains(f.Function, ".gowrap") {
+				out = append(out, f.Function)
+			}
+			if !more {
+				return out
+			}
+		}
+	}
+	a, b := names(&fp), names(&rc)
+	if !strings.Contains(strings.Join(a, " "), "TestCheckedStackUnwinder") {
+		t.Fatalf("frame-pointer stack %v", a)
+	}
+	if len(a) < 3 || strings.Join(a, " ") != strings.Join(b, " ") {
+		t.Fatalf("frame pointers: %v\nruntime.Callers: %v", a, b)
+	}
+}
+
+func TestCheckedConcurrent(t *testing.T) {
+	h := checkedHeap(t, Options{})
+	const workers, rounds = 4, 2000
+	ch := make(chan []byte, 64)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(2)
+		go func() { // allocates, and hands half its blocks to a freer
+			defer wg.Done()
+			var mine [][]byte
+			for i := range rounds {
+				b := h.Alloc(1 + (i*31+w)%3000)
+				b[0] = byte(i)
+				if i%2 == 0 {
+					ch <- b
+				} else {
+					mine = append(mine, b)
+				}
+				if len(mine) > 8 {
+					h.Free(mine[0])
+					mine = mine[1:]
+				}
+			}
+			for _, b := range mine {
+				h.Free(b)
+			}
+		}()
+		go func() { // frees blocks other goroutines allocated
+			defer wg.Done()
+			for range rounds / 2 {
+				h.Free(<-ch)
+			}
+		}()
+	}
+	wg.Wait()
+	if s := h.Stats(); s.Allocs != workers*rounds || s.Frees != s.Allocs || s.InUseBytes != 0 {
+		t.Fatalf("Stats %+v", s)
+	}
+	closeClean(t, h)
+}
+
+func TestErrorKindString(t *testing.T) {
+	for k, want := range map[ErrorKind]string{DoubleFree: "double free", InvalidFree: "invalid free",
+		ForeignFree: "foreign free", WriteAfterFree: "write after free", Corrupted: "corrupted block", 0: "ErrorKind(0)"} {
+		if k.String() != want {
+			t.Errorf("%d: %q, want %q", int(k), k, want)
+		}
+	}
+}
+
+func TestSampleRateOffCostsNothing(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked mode has no magazines")
+	}
+	h := newTestHeap(t, Options{})
+	h.Free(h.Alloc(64)) // installs this P's magazine
+	for _, m := range h.allMags {
+		for c := 1; c < numClasses; c++ {
+			if m.cls[c].sampleAt != math.MaxUint64 {
+				t.Fatalf("class %d: sampleAt %d in a heap that does not sample", c, m.cls[c].sampleAt)
+			}
+		}
+	}
+	if h.chk != nil {
+		t.Fatal("fast heap has a checker")
+	}
+}

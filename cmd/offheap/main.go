@@ -1,0 +1,179 @@
+// Command offheap is the offheap project's tool. Its one subcommand so far,
+// bench, compares offheap with the allocators Go programs use today, on this
+// machine, in about a minute:
+//
+//	go run ./cmd/offheap bench
+//	go run ./cmd/offheap bench -h
+//
+// The measuring lives in the bench packages; this command only parses flags
+// and wires up the output.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/offheap/offheap/bench"
+	_ "github.com/offheap/offheap/bench/arms"   // registers the arms
+	_ "github.com/offheap/offheap/bench/shapes" // registers the shapes
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the exit, for tests: it returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "bench":
+		return runBench(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "offheap: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: offheap <command> [flags]
+
+commands:
+  bench   compare offheap with other allocators on this machine (offheap bench -h)
+`)
+}
+
+func runBench(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("offheap bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	shapes := fs.String("shapes", "", "comma-separated shapes to run (default: every quick shape)")
+	arms := fs.String("arms", "", "comma-separated arms to compare (default: every default arm)")
+	workers := fs.String("workers", "", "comma-separated worker counts (default: 1,2,4 and 2x GOMAXPROCS)")
+	runs := fs.Int("runs", 3, "runs of every measurement, arms interleaved; the min and median are reported")
+	long := fs.Bool("long", false, "seed-scale sizes (minutes, not seconds)")
+	out := fs.String("out", "offheap-report", "directory for results.txt, results.json, the SVG plots and index.html (\"\" for none)")
+	jsonOut := fs.Bool("json", false, "write the JSON report to stdout instead of the tables")
+	scale := fs.Float64("scale", 1, "shrink every size by this factor, 0 < scale <= 1 (for smoke tests)")
+	// Parse reports its own error; the long help goes to stdout only when
+	// asked for, so that it can be paged.
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			benchUsage(stdout, fs)
+			return 0
+		}
+		fmt.Fprintln(stderr, "run 'offheap bench -h' for the flags, shapes and arms")
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "offheap bench: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	cfg := bench.Config{Shapes: list(*shapes), Arms: list(*arms), Runs: *runs, Long: *long, Scale: *scale}
+	if *scale <= 0 || *scale > 1 {
+		fmt.Fprintf(stderr, "offheap bench: -scale %v: must be in (0, 1]\n", *scale)
+		return 2
+	}
+	for _, s := range list(*workers) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			fmt.Fprintf(stderr, "offheap bench: -workers: %q is not a positive count\n", s)
+			return 2
+		}
+		cfg.Workers = append(cfg.Workers, n)
+	}
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		var bar *progressbar.ProgressBar
+		cfg.Progress = func(done, total int, what string) {
+			if bar == nil {
+				bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(stderr),
+					progressbar.OptionSetWidth(30), progressbar.OptionShowCount(),
+					progressbar.OptionClearOnFinish(), progressbar.OptionSetPredictTime(true))
+			}
+			bar.Describe(fmt.Sprintf("%-48s", what))
+			bar.Set(done)
+			if done == total {
+				bar.Finish()
+			}
+		}
+	}
+
+	r, err := bench.Run(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "offheap bench: %v\n", err)
+		return 1
+	}
+	if *jsonOut {
+		err = bench.WriteJSON(stdout, r)
+	} else {
+		err = bench.WriteText(stdout, r)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "offheap bench: writing the report: %v\n", err)
+		return 1
+	}
+	if *out != "" {
+		if err := bench.WriteDir(*out, r); err != nil {
+			fmt.Fprintf(stderr, "offheap bench: writing %s: %v\n", *out, err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "report written to %s (index.html, results.txt for benchstat, results.json)\n", *out)
+	}
+	return 0
+}
+
+// benchUsage explains every flag, shape and arm; the shapes and arms come
+// from the registry, so a new one documents itself.
+func benchUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: offheap bench [flags]\n\nRuns workload shapes against allocator arms and prints a table per shape.\n\nflags:\n")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nshapes (* = run by default):\n")
+	for _, s := range bench.Shapes() {
+		fmt.Fprintf(tw, "  %s%s\t%s\t%s\n", s.Name, star(s.Quick), s.Work, s.Doc)
+	}
+	fmt.Fprintf(tw, "\narms (* = run by default):\n")
+	for _, a := range bench.Arms() {
+		fmt.Fprintf(tw, "  %s%s\t%s\n", a.Name, star(a.Default), a.Doc)
+	}
+	tw.Flush()
+	fmt.Fprint(w, `
+The C allocators (cgo-malloc, jemalloc, mimalloc) are arms only in a build
+with the offheap_cgo tag:
+  apt-get install -y libjemalloc-dev libmimalloc-dev
+  go run -tags offheap_cgo ./cmd/offheap bench -arms offheap,go-make,cgo-malloc,jemalloc,mimalloc
+`)
+}
+
+func star(b bool) string {
+	if b {
+		return "*"
+	}
+	return ""
+}
+
+func list(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

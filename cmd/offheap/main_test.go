@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/offheap/offheap/bench"
+)
+
+func TestBenchCommand(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"bench", "-shapes", "pairs,live-k,gc", "-workers", "1,2", "-runs", "2", "-scale", "0.001", "-out", dir}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"== compute", "== pairs", "== live-k", "== gc", "== verdicts", "go-pointers"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q", want)
+		}
+	}
+	for _, f := range []string{"results.txt", "results.json", "index.html", "pairs.svg", "live-k.svg", "gc.svg", "compute.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestBenchJSON(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"bench", "-shapes", "binsplit", "-arms", "offheap,null", "-workers", "1", "-runs", "1", "-scale", "0.001", "-out", "", "-json"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	var r bench.Report
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("stdout is not the JSON report: %v", err)
+	}
+	if len(r.Samples) != 2 {
+		t.Errorf("%d samples, want 2", len(r.Samples))
+	}
+}
+
+func TestBenchHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"bench", "-h"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, s := range bench.Shapes() {
+		if !strings.Contains(stdout.String(), s.Name) || !strings.Contains(stdout.String(), s.Doc) {
+			t.Errorf("-h does not explain shape %s", s.Name)
+		}
+	}
+	for _, a := range bench.Arms() {
+		if !strings.Contains(stdout.String(), a.Name) || !strings.Contains(stdout.String(), a.Doc) {
+			t.Errorf("-h does not explain arm %s", a.Name)
+		}
+	}
+}
+
+func TestBenchBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"bench", "-shapes", "nope"}, 1, "valid shapes: "},
+		{[]string{"bench", "-arms", "nope"}, 1, "valid arms"},
+		{[]string{"bench", "-workers", "0"}, 2, "not a positive count"},
+		{[]string{"bench", "-scale", "2"}, 2, "-scale"},
+		{[]string{"frobnicate"}, 2, "unknown command"},
+		{nil, 2, "usage"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(tc.args, &stdout, &stderr)
+		if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr.String(), tc.code, tc.want)
+		}
+	}
+}

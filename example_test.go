@@ -1,0 +1,66 @@
+package offheap_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/offheap/offheap"
+)
+
+func Example() {
+	h, err := offheap.NewHeap(offheap.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close()
+
+	b := h.Alloc(64) // zeroed, len == cap == 64, invisible to the GC
+	copy(b, "hello, off-heap")
+	fmt.Println(string(b[:15]))
+	h.Free(b) // b must not be used after this
+
+	s := h.Stats()
+	fmt.Println("allocs:", s.Allocs, "frees:", s.Frees, "in use:", s.InUseBytes)
+	// Output:
+	// hello, off-heap
+	// allocs: 1 frees: 1 in use: 0
+}
+
+// Point is plain data: no Go pointers, so it may live off-heap.
+type Point struct{ X, Y float64 }
+
+func ExampleNew() {
+	h, _ := offheap.NewHeap(offheap.Options{})
+	defer h.Close()
+
+	p := offheap.New[Point](h)
+	p.X, p.Y = 3, 4
+	pts := offheap.MakeSlice[Point](h, 100)
+	pts[99] = *p
+	fmt.Println(pts[99], len(pts))
+
+	offheap.FreeSlice(h, pts)
+	offheap.Free(h, p)
+	// Output: {3 4} 100
+}
+
+func ExampleNew_pointers() {
+	h, _ := offheap.NewHeap(offheap.Options{})
+	defer h.Close()
+	defer func() { fmt.Println(recover()) }()
+
+	type Node struct {
+		Name string // a string holds a Go pointer
+	}
+	offheap.New[Node](h)
+	// Output: offheap: New[offheap_test.Node]: type offheap_test.Node contains Go pointers, which must not be stored in off-heap memory
+}
+
+func ExampleHeap_TryAlloc() {
+	h, _ := offheap.NewHeap(offheap.Options{Limit: 1 << 20})
+	defer h.Close()
+
+	_, err := h.TryAlloc(4 << 20)
+	fmt.Println(errors.Is(err, offheap.ErrLimit))
+	// Output: true
+}

@@ -1,0 +1,228 @@
+package offheap
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// childEnv names the bug a re-executed test binary runs; the parent demands
+// the crash.
+const childEnv = "OFFHEAP_GUARD_CHILD"
+
+// guardChild is the body of TestGuardFaults in a child process: it runs the
+// program named by mode, with or without its bug, and prints "survived" if
+// it gets to the end.
+func guardChild(mode string) {
+	h, err := NewHeap(Options{GuardPages: true})
+	if err != nil {
+		panic(err)
+	}
+	b := h.Alloc(64)
+	b[0] = 1
+	p := unsafe.SliceData(b)
+	var sink byte
+	switch mode {
+	case "read-after-free":
+		h.Free(b)
+		sink = *p // the bug
+	case "read-after-free-control":
+		sink = *p
+		h.Free(b)
+	case "write-past-end":
+		*(*byte)(unsafe.Add(unsafe.Pointer(p), 64)) = 1 // the bug: 64-byte block, guard page right after
+	case "write-past-end-control":
+		*(*byte)(unsafe.Add(unsafe.Pointer(p), 63)) = 1
+		h.Free(b)
+	}
+	os.Stdout.WriteString("survived " + string('0'+sink%10) + "\n")
+	os.Exit(0)
+}
+
+// runChild re-executes this test binary to run mode in guardChild.
+func runChild(t *testing.T, mode string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestGuardFaults$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnv+"="+mode)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestGuardFaults shows that with GuardPages a read after free and a write
+// past the end crash the process at once, with a fault.
+func TestGuardFaults(t *testing.T) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		guardChild(mode)
+		return
+	}
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	for _, bug := range []string{"read-after-free", "write-past-end"} {
+		out, err := runChild(t, bug)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+			t.Errorf("%s: exit %v, want a crash; output:\n%s", bug, err, out)
+			continue
+		}
+		if !strings.Contains(out, "unexpected fault address") && !strings.Contains(out, "SIGSEGV") {
+			t.Errorf("%s: no fault in the output:\n%s", bug, out)
+		}
+		// Control: the same program without the bug.
+		out, err = runChild(t, bug+"-control")
+		if err != nil || !strings.Contains(out, "survived") {
+			t.Errorf("%s control: %v\n%s", bug, err, out)
+		}
+	}
+}
+
+// faultAddr runs f with faults turned into panics and returns the faulting
+// address, or false if f did not fault.
+func faultAddr(f func()) (addr uintptr, faulted bool) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(interface{ Addr() uintptr }); ok {
+				addr, faulted = e.Addr(), true
+				return
+			}
+			panic(r)
+		}
+	}()
+	f()
+	return 0, false
+}
+
+// sinkByte keeps the loads of the fault tests from being optimized away.
+var sinkByte byte
+
+// TestGuardLookup recovers a fault in process and names the block.
+func TestGuardLookup(t *testing.T) {
+	h := checkedHeap(t, Options{GuardPages: true})
+	b := h.Alloc(100)
+	p := unsafe.SliceData(b)
+	if _, faulted := faultAddr(func() { sinkByte = *p }); faulted {
+		t.Fatal("control: reading a live guarded block faulted")
+	}
+	h.Free(b)
+	addr, faulted := faultAddr(func() { sinkByte = *(*byte)(unsafe.Add(unsafe.Pointer(p), 10)) })
+	if !faulted {
+		t.Fatal("read after free did not fault")
+	}
+	info, ok := h.Lookup(addr)
+	if !ok || info.Start != addrOf(b) || info.Size != 100 || !info.Freed || !info.Guarded {
+		t.Fatalf("Lookup(%#x) = %+v, %v", addr, info, ok)
+	}
+	wantStack(t, "alloc", info.AllocStack, "TestGuardLookup")
+	wantStack(t, "free", info.FreeStack, "TestGuardLookup")
+
+	// Past the end of a live block: the guard page, which Lookup also
+	// attributes to the block.
+	c := h.Alloc(32)
+	addr, faulted = faultAddr(func() { sinkByte = *(*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(c)), 32)) })
+	if info, ok := h.Lookup(addr); !faulted || !ok || info.Start != addrOf(c) || info.Freed {
+		t.Fatalf("overrun: faulted %v, Lookup(%#x) = %+v, %v", faulted, addr, info, ok)
+	}
+	h.Free(c)
+}
+
+func TestGuardPagesBasics(t *testing.T) {
+	withKnobs(t, 4, 1<<20, true)
+	h := checkedHeap(t, Options{GuardPages: true})
+	for _, n := range []int{1, 15, 16, 17, 4000, pageSize, pageSize + 1, 100_000} {
+		b := h.Alloc(n)
+		a := addrOf(b)
+		if a%16 != 0 || (a+uintptr(n)+15)&^15&(pageSize-1) != 0 {
+			t.Fatalf("Alloc(%d) at %#x: not 16-aligned and flush with its page end", n, a)
+		}
+		for i := range b {
+			if b[i] != 0 {
+				t.Fatalf("Alloc(%d) not zeroed", n)
+			}
+			b[i] = 0xff
+		}
+		if info, ok := h.Lookup(a); !ok || !info.Guarded {
+			t.Fatalf("Lookup: %+v %v", info, ok)
+		}
+		if n > 1 {
+			if me := memoryError(t, func() { h.Free(b[1:]) }); me.Kind != InvalidFree {
+				t.Fatalf("Free(b[1:]): %v", me)
+			}
+		}
+		h.Free(b)
+		if me := memoryError(t, func() { h.Free(b) }); me.Kind != DoubleFree {
+			t.Fatalf("double free: %v", me)
+		}
+	}
+	s := h.Stats()
+	if s.Allocs != 8 || s.Large != 8 || s.Frees != 8 || s.InUseBytes != 0 {
+		t.Fatalf("Stats %+v", s)
+	}
+	closeClean(t, h)
+}
+
+func TestSampleRate(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked mode samples through its own counter")
+	}
+	// SampleRate 1: every allocation on guard pages, in a heap with
+	// magazines.
+	h := newTestHeap(t, Options{SampleRate: 1})
+	if !h.magazines {
+		t.Fatal("a sampled heap lost its magazines")
+	}
+	for _, n := range []int{64, 64, 64, 100_000, 64, 64} {
+		b := h.Alloc(n)
+		if info, ok := h.Lookup(addrOf(b)); !ok || !info.Guarded {
+			t.Fatalf("SampleRate 1: Alloc(%d) not guarded: %+v %v", n, info, ok)
+		}
+		h.Free(b)
+		if me := memoryError(t, func() { h.Free(b) }); me.Kind != DoubleFree {
+			t.Fatalf("double free of a sampled block: %v", me)
+		}
+	}
+
+	// SampleRate 100: about one in a hundred, and the others are ordinary
+	// fast-path blocks. The intervals are uniform in [1, 199], so 20000
+	// allocations give 200 samples, give or take about 12.
+	h = newTestHeap(t, Options{SampleRate: 100})
+	sampled := 0
+	var live [][]byte
+	for i := range 20000 {
+		b := h.Alloc(64)
+		if uint8(*h.pages.entry((addrOf(b) - h.base) >> pageShift)) == classGuarded {
+			sampled++
+		}
+		live = append(live, b)
+		if i%4 != 3 { // a few live per class
+			for _, b := range live {
+				h.Free(b)
+			}
+			live = live[:0]
+		}
+	}
+	for _, b := range live {
+		h.Free(b)
+	}
+	if sampled < 120 || sampled > 300 {
+		t.Fatalf("SampleRate 100: %d of 20000 sampled", sampled)
+	}
+	s := h.Stats()
+	if s.Allocs != 20000 || s.Frees != 20000 || s.InUseBytes != 0 || s.MagazineHits == 0 ||
+		s.MagazineHits+s.CentralHits+s.Fresh+s.Large != s.Allocs {
+		t.Fatalf("Stats %+v", s)
+	}
+	closeClean(t, h)
+
+	// A leaked sampled block is reported; unsampled ones are not known.
+	h = newTestHeap(t, Options{SampleRate: 1})
+	h.Alloc(10)
+	var le *LeakError
+	if err := h.Close(); !errors.As(err, &le) || len(le.Leaks) != 1 || le.Leaks[0].Size != 10 {
+		t.Fatalf("Close: %v", err)
+	}
+}

@@ -1,0 +1,579 @@
+package offheap
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/offheap/offheap/internal/osmem"
+)
+
+// sharedHeap is a fast heap closed at the end of the test.
+func sharedHeap(t testing.TB) *Heap {
+	t.Helper()
+	h, err := NewHeap(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// sharedCheckedHeap is a checked heap, or skips the test where checked mode
+// is not available yet.
+func sharedCheckedHeap(t testing.TB) *Heap {
+	t.Helper()
+	h, err := NewHeap(Options{Checked: true})
+	if err != nil {
+		t.Skipf("checked mode unavailable: %v", err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// sharedLive is the number of live blocks of h.
+func sharedLive(h *Heap) uint64 {
+	s := h.Stats()
+	return s.Allocs - s.Frees
+}
+
+// sharedPanic runs f and returns what it panicked with, as a string, or "".
+func sharedPanic(f func()) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+			if msg == "" {
+				msg = "(empty panic)"
+			}
+		}
+	}()
+	f()
+	return ""
+}
+
+func TestSharedBasics(t *testing.T) {
+	h := sharedHeap(t)
+	base := sharedLive(h)
+	for _, hot := range []bool{false, true} {
+		for _, n := range []int{0, 1, 15, 16, 100, 4096, maxSmall + 1} {
+			var opts []SharedOption
+			if hot {
+				opts = append(opts, Hot())
+			}
+			var calls int
+			var seen []byte
+			opts = append(opts, OnRelease(func(b []byte) {
+				calls++
+				seen = append([]byte(nil), b...) // b is freed after the callback
+				// Heap locks are free here: these would deadlock otherwise.
+				h.Free(h.Alloc(64))
+				h.Stats()
+				x := h.NewShared(8)
+				x.Release()
+			}))
+			s := h.NewShared(n, opts...)
+			if s.IsZero() {
+				t.Fatal("NewShared returned the zero Shared")
+			}
+			b := s.Bytes()
+			if len(b) != n || cap(b) != n {
+				t.Fatalf("hot=%v n=%d: len %d cap %d", hot, n, len(b), cap(b))
+			}
+			for i, c := range b {
+				if c != 0 {
+					t.Fatalf("hot=%v n=%d: byte %d = %d, not zeroed", hot, n, i, c)
+				}
+			}
+			for i := range b {
+				b[i] = byte(i)
+			}
+			if got := s.Refs(); got != 1 {
+				t.Fatalf("hot=%v: Refs = %d, want 1", hot, got)
+			}
+			var refs []Shared
+			for i := range 10 {
+				r := s.Retain()
+				if n > 0 && &r.Bytes()[0] != &b[0] {
+					t.Fatal("Retain changed the bytes")
+				}
+				refs = append(refs, r)
+				if got := s.Refs(); got != i+2 {
+					t.Fatalf("hot=%v: Refs = %d after %d Retains, want %d", hot, got, i+1, i+2)
+				}
+			}
+			s.Release() // the creator first: seals a Hot handle
+			if got := refs[0].Refs(); got != 10 {
+				t.Fatalf("hot=%v: Refs = %d after the creator's Release, want 10", hot, got)
+			}
+			ReleaseAll(refs[1:])
+			if calls != 0 {
+				t.Fatalf("hot=%v: OnRelease ran with a reference left", hot)
+			}
+			for _, r := range refs[1:] {
+				if !r.IsZero() {
+					t.Fatal("ReleaseAll did not zero the element")
+				}
+			}
+			refs[0].Release()
+			if calls != 1 || len(seen) != n {
+				t.Fatalf("hot=%v n=%d: OnRelease ran %d times with %d bytes", hot, n, calls, len(seen))
+			}
+			for i := range seen {
+				if seen[i] != byte(i) {
+					t.Fatalf("OnRelease saw byte %d = %d", i, seen[i])
+				}
+			}
+		}
+	}
+	if got := sharedLive(h); got != base {
+		t.Fatalf("%d blocks live, want %d", got, base)
+	}
+}
+
+func TestSharedZero(t *testing.T) {
+	var z Shared
+	if !z.IsZero() || z.Bytes() != nil || z.Refs() != 0 || !z.Retain().IsZero() {
+		t.Fatal("the zero Shared is not empty")
+	}
+	z.Release()
+	ReleaseAll([]Shared{{}, {}})
+	if Static(nil).IsZero() || len(Static(nil).Bytes()) != 0 {
+		t.Fatal("Static(nil) is the zero Shared")
+	}
+	if n := int(unsafe.Sizeof(z)); n > 24 {
+		t.Fatalf("Shared is %d bytes", n)
+	}
+}
+
+// TestSharedStaticReadOnly retains and releases a Static handle over a page
+// that faults on any write: a write would kill the test.
+func TestSharedStaticReadOnly(t *testing.T) {
+	n := osmem.PageSize
+	p, err := osmem.Map(n)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer osmem.Unmap(p, n)
+	page := unsafe.Slice((*byte)(p), n)
+	for i := range page {
+		page[i] = byte(i * 7)
+	}
+	if err := osmem.ReadOnly(p, n); err != nil {
+		t.Fatal(err)
+	}
+	s := Static(page[:100])
+	held := make([]Shared, 0, 64)
+	for i := range 200_000 {
+		held = append(held, s.Retain())
+		if len(held) == cap(held) || i%3 == 0 {
+			ReleaseAll(held)
+			held = held[:0]
+		}
+	}
+	ReleaseAll(held)
+	for range 1000 {
+		s.Release() // immortal: any number of Releases is fine
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 50_000 {
+				s.Retain().Release()
+			}
+		})
+	}
+	wg.Wait()
+	if s.Refs() != math.MaxInt {
+		t.Fatalf("Static Refs = %d", s.Refs())
+	}
+	b := s.Bytes()
+	if len(b) != 100 || &b[0] != &page[0] || b[99] != page[99] {
+		t.Fatal("Static Bytes is not b")
+	}
+}
+
+func TestSharedReleasePastZero(t *testing.T) {
+	for _, mode := range []string{"fast", "checked"} {
+		t.Run(mode, func(t *testing.T) {
+			var h *Heap
+			if mode == "fast" {
+				h = sharedHeap(t)
+			} else {
+				h = sharedCheckedHeap(t)
+			}
+			check := func(what, msg, prefix string) {
+				t.Helper()
+				if !strings.HasPrefix(msg, prefix) {
+					t.Fatalf("%s: panic %q, want prefix %q", what, msg, prefix)
+				}
+				if mode == "checked" && strings.HasPrefix(what, "hot") && !strings.Contains(msg, "TestSharedReleasePastZero") {
+					t.Fatalf("%s: the allocation stack does not name the allocating test: %q", what, msg)
+				}
+				if mode == "checked" && !strings.Contains(msg, "allocated at:\n") {
+					t.Fatalf("%s: checked-mode panic does not say where the handle was allocated: %q", what, msg)
+				}
+			}
+			const past = "offheap: Shared.Release past zero"
+			for _, hot := range []bool{false, true} {
+				var opts []SharedOption
+				if hot {
+					opts = append(opts, Hot())
+				}
+				name := fmt.Sprintf("hot=%v", hot)
+
+				// A copy released once too often right after the last Release.
+				s := h.NewShared(32, opts...)
+				c := s
+				s.Release()
+				check(name+" copy", sharedPanic(c.Release), past)
+
+				// The same through a retained reference.
+				s = h.NewShared(32, opts...)
+				r := s.Retain()
+				s.Release()
+				r2 := r
+				r.Release()
+				check(name+" retained copy", sharedPanic(r2.Release), past)
+
+				// Retain after the last Release.
+				s = h.NewShared(32, opts...)
+				c = s
+				s.Release()
+				check(name+" retain", sharedPanic(func() { c.Retain() }), "offheap: Shared.Retain of a released handle")
+			}
+
+			// Hot: surplus releases made in per-P mode are caught when the
+			// creator seals.
+			s := h.NewShared(32, Hot())
+			r := s.Retain()
+			r.Release()
+			r.Release()
+			check("hot surplus", sharedPanic(s.Release), past)
+		})
+	}
+}
+
+// TestSharedReleaseAllRounds grows a slice of 4 handles and shrinks it with
+// ReleaseAll 1000 times: nothing may stay live.
+func TestSharedReleaseAllRounds(t *testing.T) {
+	for _, mode := range []string{"fast", "checked"} {
+		t.Run(mode, func(t *testing.T) {
+			var h *Heap
+			if mode == "fast" {
+				h = sharedHeap(t)
+			} else {
+				h = sharedCheckedHeap(t)
+			}
+			base := sharedLive(h)
+			var released int
+			var s []Shared
+			for round := range 1000 {
+				for i := range 4 {
+					var opts []SharedOption
+					switch (round + i) % 4 {
+					case 1:
+						opts = append(opts, Hot())
+					case 2:
+						opts = append(opts, OnRelease(func([]byte) { released++ }))
+					}
+					s = append(s, h.NewShared(8*(i+1), opts...))
+				}
+				ReleaseAll(s)
+				s = s[:0]
+			}
+			if got := sharedLive(h); got != base {
+				t.Fatalf("%d blocks live after 1000 rounds, want %d", got-base, 0)
+			}
+			if released != 1000 {
+				t.Fatalf("%d OnRelease calls, want 1000", released)
+			}
+			if mode == "checked" {
+				if err := h.Close(); err != nil {
+					t.Fatalf("checked Close: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// TestSharedOnReleaseTree releases trees of 100k handles whose OnRelease
+// releases their children: no deadlock, no recursion per level, no leak.
+func TestSharedOnReleaseTree(t *testing.T) {
+	const n = 100_000
+	shapes := []struct {
+		name     string
+		children func(i int) []int
+	}{
+		{"chain", func(i int) []int {
+			if i+1 < n {
+				return []int{i + 1}
+			}
+			return nil
+		}},
+		{"binary", func(i int) []int {
+			var c []int
+			for _, k := range []int{2*i + 1, 2*i + 2} {
+				if k < n {
+					c = append(c, k)
+				}
+			}
+			return c
+		}},
+		{"star", func(i int) []int {
+			if i == 0 {
+				c := make([]int, n-1)
+				for k := range c {
+					c[k] = k + 1
+				}
+				return c
+			}
+			return nil
+		}},
+	}
+	for _, shape := range shapes {
+		t.Run(shape.name, func(t *testing.T) {
+			h := sharedHeap(t)
+			base := sharedLive(h)
+			baseBytes := h.Stats().InUseBytes
+			kids := make([][]Shared, n)
+			var calls, minDepth, maxDepth int
+			var pcs [512]uintptr
+			onRelease := func(b []byte) {
+				calls++
+				d := runtime.Callers(0, pcs[:])
+				if calls == 1 {
+					minDepth = d
+				}
+				maxDepth = max(maxDepth, d)
+				id := binary.LittleEndian.Uint32(b)
+				ReleaseAll(kids[id])
+			}
+			nodes := make([]Shared, n)
+			for i := range nodes {
+				opts := []SharedOption{OnRelease(onRelease)}
+				if i%3 == 1 {
+					opts = append(opts, Hot())
+				}
+				nodes[i] = h.NewShared(4+i%40, opts...)
+				binary.LittleEndian.PutUint32(nodes[i].Bytes(), uint32(i))
+			}
+			for i := range nodes {
+				for _, k := range shape.children(i) {
+					kids[i] = append(kids[i], nodes[k])
+				}
+			}
+			root := nodes[0]
+			clear(nodes)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				root.Release()
+			}()
+			select {
+			case <-done:
+			case <-time.After(2 * time.Minute):
+				t.Fatal("releasing the tree deadlocked")
+			}
+			if calls != n {
+				t.Fatalf("%d OnRelease calls, want %d", calls, n)
+			}
+			if maxDepth > minDepth+2 {
+				t.Fatalf("callbacks ran %d frames deep, the first %d: recursion per level", maxDepth, minDepth)
+			}
+			if got := sharedLive(h); got != base {
+				t.Fatalf("%d blocks live, want 0", got-base)
+			}
+			if got := h.Stats().InUseBytes; got != baseBytes {
+				t.Fatalf("InUseBytes %d after the tree, %d before", got, baseBytes)
+			}
+		})
+	}
+}
+
+// TestSharedOnReleasePanic: a callback that panics still frees its block and
+// the pending ones, and the goroutine can release again afterwards.
+func TestSharedOnReleasePanic(t *testing.T) {
+	h := sharedHeap(t)
+	base := sharedLive(h)
+	var ran int
+	child := h.NewShared(8, OnRelease(func([]byte) { ran++ }))
+	parent := h.NewShared(8, OnRelease(func([]byte) {
+		child.Release()
+		panic("boom")
+	}))
+	if msg := sharedPanic(parent.Release); msg != "boom" {
+		t.Fatalf("panic %q, want boom", msg)
+	}
+	if ran != 1 {
+		t.Fatalf("the pending callback ran %d times", ran)
+	}
+	x := h.NewShared(8, OnRelease(func([]byte) { ran++ }))
+	x.Release()
+	if ran != 2 {
+		t.Fatal("a later callback on the same goroutine did not run")
+	}
+	if got := sharedLive(h); got != base {
+		t.Fatalf("%d blocks live, want 0", got-base)
+	}
+}
+
+// sharedStressTrial is one trial of the Hot stress test: workers retain and
+// release a Hot handle, each holding a few references at a time, while the
+// creator releases at a random moment. The test keeps its own count of
+// outstanding references (raised before each Retain, lowered before each
+// Release), so when OnRelease runs legitimately it is exactly 0. It returns
+// an error describing every violation: OnRelease early, twice or never, a
+// panic in a worker, a leaked block.
+func sharedStressTrial(h *Heap, rng *rand.Rand, workers, rounds int, growProcs bool) error {
+	var (
+		outstanding atomic.Int64
+		calls       atomic.Int32
+		mu          sync.Mutex
+		errs        []error
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		errs = append(errs, fmt.Errorf(format, args...))
+		mu.Unlock()
+	}
+	if growProcs {
+		// Slots sized for 1 P; the workers run on up to 4: P ids beyond
+		// the slots go to the count.
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	}
+	base := sharedLive(h)
+	outstanding.Store(1)
+	s := h.NewShared(24, Hot(), OnRelease(func([]byte) {
+		calls.Add(1)
+		if o := outstanding.Load(); o != 0 {
+			fail("OnRelease ran with %d references outstanding", o)
+		}
+	}))
+	if growProcs {
+		runtime.GOMAXPROCS(4)
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := range workers {
+		outstanding.Add(1)
+		mine := s.Retain() // on the creator's P: a slot the workers drain
+		seed := rng.Uint64()
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					fail("worker %d panicked: %v", w, r)
+				}
+			}()
+			r := rand.New(rand.NewPCG(seed, 1))
+			held := make([]Shared, 0, 8)
+			<-start
+			for range rounds {
+				for range 1 + r.IntN(8) {
+					outstanding.Add(1)
+					held = append(held, mine.Retain())
+				}
+				if r.IntN(4) == 0 {
+					runtime.Gosched() // migrate: retained on one P, released on another
+				}
+				for i := len(held) - 1; i >= 0; i-- {
+					outstanding.Add(-1)
+					held[i].Release()
+				}
+				held = held[:0]
+			}
+			outstanding.Add(-1)
+			mine.Release()
+		})
+	}
+	close(start)
+	for range rng.IntN(2000) {
+		runtime.Gosched() // a random moment: before, during or after the workers
+	}
+	outstanding.Add(-1)
+	if msg := sharedPanic(s.Release); msg != "" {
+		fail("the creator's Release panicked: %s", msg)
+	}
+	wg.Wait()
+	if c := calls.Load(); c != 1 {
+		fail("OnRelease ran %d times, want 1", c)
+	}
+	if got := sharedLive(h); got != base && len(errs) == 0 {
+		fail("%d blocks live after the trial, want 0", got-base)
+	}
+	return errors.Join(errs...)
+}
+
+func TestSharedHotStress(t *testing.T) {
+	h := sharedHeap(t)
+	trials, rounds := 40, 300
+	if sharedRaceOn || testing.Short() {
+		trials, rounds = 8, 100
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range trials {
+		if err := sharedStressTrial(h, rng, 8, rounds, i%4 == 3); err != nil {
+			t.Fatalf("trial %d: %v", i, err)
+		}
+	}
+}
+
+// TestSharedHotStressCatchesBrokenFold is the stress test's positive control:
+// with a fold that loses one slot, the trial must report a failure within a
+// bounded number of tries.
+func TestSharedHotStressCatchesBrokenFold(t *testing.T) {
+	sharedBrokenFold = true
+	defer func() { sharedBrokenFold = false }()
+	rng := rand.New(rand.NewPCG(3, 4))
+	const tries = 50
+	for i := range tries {
+		// A fresh heap each try: a broken fold may free the block early,
+		// and the late releases then write to it.
+		h, err := NewHeap(Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = sharedStressTrial(h, rng, 8, 100, false)
+		h.Close()
+		if err != nil {
+			t.Logf("caught after %d tries: %v", i+1, err)
+			return
+		}
+	}
+	t.Fatalf("the stress test missed a broken fold %d times in a row", tries)
+}
+
+// TestSharedHotCreatorLast: the creator may be the last to release, after
+// every other goroutine, and the slot counts still come out even.
+func TestSharedHotCreatorLast(t *testing.T) {
+	h := sharedHeap(t)
+	base := sharedLive(h)
+	var calls atomic.Int32
+	s := h.NewShared(8, Hot(), OnRelease(func([]byte) { calls.Add(1) }))
+	var wg sync.WaitGroup
+	for range 4 {
+		r := s.Retain()
+		wg.Go(func() {
+			for range 10_000 {
+				r.Retain().Release()
+			}
+			r.Release()
+		})
+	}
+	wg.Wait()
+	if got := s.Refs(); got != 1 {
+		t.Fatalf("Refs = %d before the creator's Release, want 1", got)
+	}
+	s.Release()
+	if calls.Load() != 1 || sharedLive(h) != base {
+		t.Fatalf("OnRelease ran %d times; %d blocks live", calls.Load(), sharedLive(h)-base)
+	}
+}
