@@ -113,17 +113,17 @@ const (
 	// arenaSub is how many bytes a P claims from the shared chunk per refill:
 	// one atomic add per arenaSub bytes, and at most arenaSub bytes parked
 	// per P.
-	arenaSub = 4 << 10
+	arenaSub = 16 << 10
 
 	// arenaFastMax is the largest rounded request served from the per-P
 	// sub-chunks. Above it a request claims its own bytes from the shared
 	// chunk: refilling a sub-chunk for it would drop up to arenaFastMax-16
-	// bytes of remainder, and past 1/8 of arenaSub that waste is too much.
-	arenaFastMax = arenaSub / 8
+	// bytes of remainder, and past 1/32 of arenaSub that waste is too much.
+	arenaFastMax = arenaSub / 32
 
-	arenaChunkDefault = 64 << 10 // NewArena's first chunk
-	arenaChunkMin     = 16 << 10 // at least 4 sub-chunks per chunk
-	arenaChunkMax     = 1 << 20  // NewArena's chunks stop doubling here
+	arenaChunkDefault = 64 << 10     // NewArena's first chunk
+	arenaChunkMin     = 4 * arenaSub // at least 4 sub-chunks per chunk
+	arenaChunkMax     = 1 << 20      // NewArena's chunks stop doubling here
 )
 
 // Arena is a bump allocator on a Heap: Alloc hands out zeroed, 16-byte
@@ -174,7 +174,8 @@ type arenaProcs struct {
 // handed out. Both are 0 when the P has none.
 type arenaP struct {
 	next, end uintptr
-	_         [arenaLine - 16]byte
+	waste     uintptr // remainders this P dropped at refill: counted here, not on the shared chunk's line
+	_         [arenaLine - 24]byte
 }
 
 // arenaChunk is one block of heap memory that an arena bumps through. It lives
@@ -249,7 +250,7 @@ func (h *Heap) NewArena() *Arena {
 }
 
 // NewArenaSize returns an empty arena on h whose chunks are all chunkSize
-// bytes, rounded up to a multiple of 8 KiB and at least 16 KiB; requests of a
+// bytes, rounded up to a multiple of 8 KiB and at least 64 KiB; requests of a
 // quarter of that or more get a chunk of their own. Use it when NewArena's
 // growth does not fit: small chunks for many small arenas, large ones to take
 // the chunk lock less often. It panics if chunkSize is not positive.
@@ -392,10 +393,15 @@ func (a *Arena) allocSub(sz uintptr) (uintptr, error) {
 	drop := hi - lo
 	pid = pin.Pin() // perhaps another P: install there
 	if uint(pid) < uint(ps.n) {
-		if p := &ps.p[pid]; hi-lo > p.end-p.next {
+		p := &ps.p[pid]
+		if hi-lo > p.end-p.next {
 			drop = p.end - p.next
 			p.next, p.end = lo, hi
 		}
+		// An atomic add on the chunk's waste would write the line every
+		// refill contends on; the P's own word costs nothing.
+		p.waste += drop
+		drop = 0
 	}
 	pin.Unpin()
 	if drop != 0 {
@@ -637,7 +643,7 @@ func (a *Arena) dropSubChunks() {
 	a.cur.Store(nil)
 	if ps := a.procs.Load(); ps != nil {
 		for i := range ps.n {
-			ps.p[i].next, ps.p[i].end = 0, 0
+			ps.p[i].next, ps.p[i].end, ps.p[i].waste = 0, 0, 0
 		}
 	}
 }
@@ -677,6 +683,7 @@ func (a *Arena) Stats() ArenaStats {
 			if end > next {
 				parked += uint64(end - next)
 			}
+			waste += uint64(atomic.LoadUintptr(&p.waste))
 		}
 	}
 	if used := waste + parked; claimed > used {

@@ -594,8 +594,10 @@ func TestArenaCheckerCatchesDuplicateChunk(t *testing.T) {
 		}
 		r.recs = append(r.recs, arenaRec{addrOf(b), len(b), seed})
 	}
+	// Either finding proves the checker sees the duplicate: two records on
+	// the same bytes overlap, and the later fill overwrote the earlier one.
 	err := checkRecs(r.recs)
-	if err == nil || !strings.Contains(err.Error(), "overlap") {
+	if err == nil || !strings.Contains(err.Error(), "overlap") && !strings.Contains(err.Error(), "overwritten") {
 		t.Fatalf("checker on an arena that hands out the same bytes twice: %v, want an overlap", err)
 	}
 	t.Logf("checker reported: %v", err)

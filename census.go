@@ -18,7 +18,8 @@ type Stats struct {
 	InUseBytes    uint64 // bytes in live blocks, counted at block size (class size, or whole pages for large)
 	MappedBytes   uint64 // bytes committed and not released: what the heap costs in memory, bounded by Options.Limit
 	ReleasedBytes uint64 // bytes given back to the operating system and kept reserved for reuse
-	MagazineBytes uint64 // bytes of free blocks parked in magazines
+	MagazineBytes uint64 // bytes of free blocks parked in per-P magazines
+	DepotBytes    uint64 // bytes of free blocks in the central depots, waiting for a magazine
 
 	Classes []ClassStats // per size class, smallest first
 }
@@ -45,6 +46,9 @@ func (h *Heap) Stats() Stats {
 		s.Fresh += cen.fresh
 		cs.Allocs = cen.hits + cen.fresh
 		cs.Frees = cen.frees
+		for _, b := range cen.depot {
+			s.DepotBytes += uint64(b.n) * uint64(cs.Size)
+		}
 		cen.mu.Unlock()
 	}
 	h.magMu.Lock()

@@ -23,8 +23,9 @@ type central struct {
 	class   uint8
 	partial uint32   // first span id of the partial list; 0 = empty list
 	empty   int      // spans on the list with no live block
-	depot   []*batch // full batches, newest last
-	spare   []*batch // empty batches, for reuse
+	depot    []*batch // full batches, newest last
+	spare    []*batch // empty batches, for reuse
+	depotMax int      // most batches in the depot; set by NewHeap
 
 	// Census, guarded by mu.
 	hits  uint64 // Allocs served from a span's free list
@@ -41,11 +42,12 @@ type batch struct {
 	blocks [maxDepth / 2]uintptr
 }
 
-// depotBatches bounds the depot of each class: enough for a few producer and
-// consumer Ps to hand batches on without touching spans, small enough that
-// the blocks it holds (at most depotBatches*magazineClassBytes/2 bytes per
-// class) are noise next to the magazines.
-const depotBatches = 8
+// depotBytes bounds the bytes of free blocks in each class's depot (at least
+// minDepotBatches batches). Trim empties the depots.
+const (
+	depotBytes      = 256 << 10
+	minDepotBatches = 4
+)
 
 // keepEmpty is how many empty spans a class keeps for reuse before it gives
 // spans back to the page heap: without it a class that allocates and frees
@@ -114,7 +116,7 @@ func (c *central) put(h *Heap, blocks []uintptr) {
 func (c *central) putBatch(h *Heap, blocks []uintptr) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.depot) < depotBatches && len(blocks) <= len(batch{}.blocks) {
+	if len(c.depot) < c.depotMax && len(blocks) <= len(batch{}.blocks) {
 		var b *batch
 		if k := len(c.spare); k > 0 {
 			b = c.spare[k-1]

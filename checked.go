@@ -245,9 +245,13 @@ const (
 	kindGuarded        // pages of its own plus a guard page (guard.go)
 )
 
+// A block's state. Zero is none so that the side table of small blocks
+// (checked_small.go), a fresh zero mapping, starts with no block.
 const (
-	stateLive = iota
-	stateFreed
+	stateNone    = iota // no block: never allocated, or given back to the heap
+	stateLive           // allocated
+	stateFreed          // freed by the program, in quarantine
+	stateFreeing        // small blocks: between Free's compare-and-swap and the quarantine
 )
 
 // record is a checked block's metadata. Guarded by its shard's mu.
@@ -324,6 +328,8 @@ type checker struct {
 
 	runMu sync.Mutex
 	runs  map[uintptr]uintptr // guarded blocks: first page -> block start
+
+	smallState // checked heaps' small blocks (checked_small.go)
 }
 
 // initChecked sets up checked mode for h.
@@ -344,6 +350,9 @@ func (h *Heap) initChecked() error {
 	}
 	for i := range c.shards {
 		c.shards[i].recs = make(map[uintptr]*record)
+	}
+	if c.all {
+		c.initSmall()
 	}
 	register(c)
 	h.chk = c
@@ -386,6 +395,13 @@ func (c *checker) owns(a uintptr) bool {
 
 // alloc serves every allocation the checker takes.
 func (c *checker) alloc(n int, zero bool) ([]byte, error) {
+	if c.all && !c.guard && n <= maxSmall-canaryLen && (c.rate == 0 || c.ticks.Add(1)%c.rate != 0) {
+		b, err := c.allocSmall(n, zero)
+		if errors.Is(err, ErrLimit) && c.flush() {
+			b, err = c.allocSmall(n, zero)
+		}
+		return b, err
+	}
 	var st stack
 	captureStack(&st)
 	b, err := c.allocBlock(n, zero, &st)
@@ -506,6 +522,15 @@ func canary(k uint64, from, to uintptr, fill bool) bool {
 
 // free serves every Free the checker owns. It panics with a *MemoryError.
 func (c *checker) free(a uintptr) {
+	if c.all {
+		if r, start := c.recOf(a, false); r != nil {
+			if !start {
+				panic(c.unknownFree(a))
+			}
+			c.freeSmallBlock(a, r)
+			return
+		}
+	}
 	var st stack
 	captureStack(&st)
 	sh := c.shard(a)
@@ -637,10 +662,18 @@ func (c *checker) flush() bool {
 			errs = append(errs, err)
 		}
 	}
+	held := len(out) > 0
+	if c.all {
+		// Small blocks: this P's ring. Other Ps' rings are theirs alone;
+		// each is bounded (see smallState).
+		some, serrs := c.flushSmall()
+		held = held || some
+		errs = append(errs, serrs...)
+	}
 	if err := joinErrors(errs); err != nil {
 		panic(err)
 	}
-	return len(out) > 0
+	return held
 }
 
 // qpush adds e at the back of the ring and to the quarantine's census.
@@ -679,6 +712,9 @@ func (c *checker) qpop() qEntry {
 // and, if giveBack, gives the block back to the heap. It returns the write
 // after free it found, if any.
 func (c *checker) release(e qEntry, giveBack bool) error {
+	if e.kind == kindSmall && c.all {
+		return c.releaseSmall(e.addr, giveBack) // its record is in the side table
+	}
 	var waf *MemoryError
 	if e.kind != kindGuarded && c.poison && !poisoned(bytesAt(e.addr, int(e.check))) {
 		waf = &MemoryError{Kind: WriteAfterFree, Addr: e.addr, detail: "a freed block in quarantine was written to"}
@@ -802,6 +838,21 @@ func (c *checker) blockStart(a uintptr) (uintptr, bool) {
 
 // info describes the block that starts at start, if the checker knows it.
 func (c *checker) info(start uintptr) (BlockInfo, bool) {
+	if c.all {
+		if r, ok := c.recOf(start, false); r != nil {
+			// A racy read of the record, fine for a report: it is copied
+			// before it is formatted.
+			st, size, alloc, free := r.state, r.size, r.alloc, r.free
+			if !ok || (st != stateLive && st != stateFreed) {
+				return BlockInfo{}, false
+			}
+			info := BlockInfo{Start: start, Size: int(size), Freed: st == stateFreed, AllocStack: alloc.String()}
+			if info.Freed {
+				info.FreeStack = free.String()
+			}
+			return info, true
+		}
+	}
 	sh := c.shard(start)
 	sh.mu.Lock()
 	r := sh.recs[start]
@@ -836,6 +887,11 @@ func (c *checker) close() error {
 	c.qlen = 0
 	c.qmu.Unlock()
 	var leaks []Leak
+	if c.all {
+		serrs, sleaks := c.closeSmall()
+		errs = append(errs, serrs...)
+		leaks = sleaks
+	}
 	type live struct {
 		addr uintptr
 		size int
@@ -854,10 +910,10 @@ func (c *checker) close() error {
 		sh.pool = nil
 		sh.mu.Unlock()
 	}
-	slices.SortFunc(lives, func(x, y live) int { return cmp.Compare(x.addr, y.addr) })
 	for _, l := range lives {
 		leaks = append(leaks, Leak{Addr: l.addr, Size: l.size, Stack: l.st.String()})
 	}
+	slices.SortFunc(leaks, func(x, y Leak) int { return cmp.Compare(x.Addr, y.Addr) })
 	if len(leaks) > 0 {
 		errs = append(errs, &LeakError{Leaks: leaks})
 	}
@@ -867,10 +923,14 @@ func (c *checker) close() error {
 // census adds the quarantine to s: those blocks are freed as far as the
 // program is concerned. Called by Stats.
 func (c *checker) census(s *Stats) {
+	var qs [numClasses]uint64
+	if c.all {
+		c.smallCensus(&qs)
+	}
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	for cl := 1; cl < numClasses; cl++ {
-		q := c.qclass[cl]
+		q := c.qclass[cl] + qs[cl]
 		if q == 0 {
 			continue
 		}

@@ -71,6 +71,12 @@ func withKnobs(t *testing.T, blocks, bytes int, poison bool) {
 	t.Cleanup(func() { quarantineBlocks, quarantineBytes, checkedPoison = b, by, p })
 }
 
+// onOneP runs the test with GOMAXPROCS 1, for tests that count on the
+// per-P quarantine ring of the P they started on.
+func onOneP(t *testing.T) {
+	t.Cleanup(func(n int) func() { return func() { runtime.GOMAXPROCS(n) } }(runtime.GOMAXPROCS(1)))
+}
+
 // wantStack fails the test unless stack names the function fn.
 func wantStack(t *testing.T, what, stack, fn string) {
 	t.Helper()
@@ -165,7 +171,13 @@ func TestCheckedWriteAfterFree(t *testing.T) {
 			b[n/2] = 1 // the write after free
 		}
 		var me *MemoryError
-		for range q + 1 { // push b out of the quarantine
+		// Push b out of the quarantine with blocks of its own kind: small
+		// blocks wait in their P's ring, large ones in the heap's FIFO.
+		m := 16
+		if n > maxSmall-canaryLen {
+			m = n
+		}
+		for range q + 1 {
 			if bug && me == nil {
 				func() {
 					defer func() {
@@ -175,16 +187,17 @@ func TestCheckedWriteAfterFree(t *testing.T) {
 							}
 						}
 					}()
-					h.Free(h.Alloc(16))
+					h.Free(h.Alloc(m))
 				}()
 			} else {
-				h.Free(h.Alloc(16))
+				h.Free(h.Alloc(m))
 			}
 		}
 		closeClean(t, h)
 		return me
 	}
 	withKnobs(t, q, 1<<20, true)
+	onOneP(t) // the small blocks' quarantine is per P: stay on one
 	for _, n := range []int{16, 1000, 100_000} {
 		me := run(t, n, true)
 		if me == nil || me.Kind != WriteAfterFree || me.Size != n {
@@ -263,16 +276,26 @@ func TestCheckedWritePastLen(t *testing.T) {
 func TestCheckedCorruptedMetadata(t *testing.T) {
 	h := checkedHeap(t, Options{})
 	b := h.Alloc(64)
-	sh := h.chk.shard(addrOf(b))
-	sh.mu.Lock()
-	sh.recs[addrOf(b)].size = 1 << 20 // a stray write into the metadata
-	sh.mu.Unlock()
+	r, _ := h.chk.recOf(addrOf(b), false)
+	r.size = 1 << 20 // a stray write into the side table
 	me := memoryError(t, func() { h.Free(b) })
 	if me.Kind != Corrupted || !strings.Contains(me.Error(), "metadata") {
 		t.Fatalf("%v", me)
 	}
 	// Control: an untouched record frees.
 	noPanic(t, func() { h.Free(h.Alloc(64)) })
+
+	// The same for a large block, whose record is in the shards.
+	b = h.Alloc(100_000)
+	sh := h.chk.shard(addrOf(b))
+	sh.mu.Lock()
+	sh.recs[addrOf(b)].size = 1 << 20
+	sh.mu.Unlock()
+	me = memoryError(t, func() { h.Free(b) })
+	if me.Kind != Corrupted || !strings.Contains(me.Error(), "metadata") {
+		t.Fatalf("large: %v", me)
+	}
+	noPanic(t, func() { h.Free(h.Alloc(100_000)) })
 }
 
 func TestCheckedLeak(t *testing.T) {

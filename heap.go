@@ -133,6 +133,7 @@ func NewHeap(opts Options) (*Heap, error) {
 		if h.magazines {
 			h.caps[c] = classCap(depth, c)
 			h.batch[c] = max(h.caps[c]/2, 1)
+			h.central[c].depotMax = max(depotBytes/int(h.batch[c]*classSize[c]), minDepotBatches)
 		} else {
 			h.batch[c] = 1
 		}

@@ -2,7 +2,6 @@ package offheap
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"testing"
 )
@@ -136,9 +135,15 @@ func BenchmarkLiveK(b *testing.B) {
 	}
 }
 
-// BenchmarkProdCons: one goroutine allocates, another frees, in batches of 64
-// through a channel; compared with the same goroutine doing pairs.
+// BenchmarkProdCons: one goroutine allocates, another frees, in batches of
+// 256 through a channel, the batch slices recycled so the harness allocates
+// nothing; compared with one goroutine doing pairs. The null arm is the same
+// loop with no allocator: the harness's own cost per block.
 func BenchmarkProdCons(b *testing.B) {
+	buf := make([]byte, 64)
+	b.Run("shape=prodcons/arm=null", func(b *testing.B) {
+		prodCons(b, func() []byte { return buf }, func([]byte) {})
+	})
 	for _, arm := range []struct {
 		name  string
 		depth int
@@ -150,29 +155,40 @@ func BenchmarkProdCons(b *testing.B) {
 			}
 		})
 		b.Run("shape=prodcons/arm="+arm.name, func(b *testing.B) {
-			ch := make(chan []([]byte), 4)
-			done := make(chan struct{})
-			go func() {
-				for batch := range ch {
-					for _, x := range batch {
-						h.Free(x)
-					}
-				}
-				close(done)
-			}()
-			batch := make([][]byte, 0, 64)
-			for b.Loop() {
-				batch = append(batch, h.AllocUnzeroed(64))
-				if len(batch) == cap(batch) {
-					ch <- batch
-					batch = make([][]byte, 0, 64)
-				}
-			}
-			ch <- batch
-			close(ch)
-			<-done
+			prodCons(b, func() []byte { return h.AllocUnzeroed(64) }, h.Free)
 			b.ReportMetric(float64(h.Stats().MappedBytes), "mapped-bytes")
 		})
 	}
-	_ = runtime.GOMAXPROCS
+}
+
+// prodCons runs b.N allocations on the calling goroutine and their frees on
+// another, handed over in batches.
+func prodCons(b *testing.B, alloc func() []byte, free func([]byte)) {
+	const batchLen, batches = 256, 8
+	full := make(chan [][]byte, batches)
+	empty := make(chan [][]byte, batches)
+	for range batches {
+		empty <- make([][]byte, 0, batchLen)
+	}
+	done := make(chan struct{})
+	go func() {
+		for batch := range full {
+			for _, x := range batch {
+				free(x)
+			}
+			empty <- batch[:0]
+		}
+		close(done)
+	}()
+	batch := <-empty
+	for b.Loop() {
+		batch = append(batch, alloc())
+		if len(batch) == batchLen {
+			full <- batch
+			batch = <-empty
+		}
+	}
+	full <- batch
+	close(full)
+	<-done
 }

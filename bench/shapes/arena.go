@@ -1,0 +1,225 @@
+package shapes
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/offheap/offheap"
+	"github.com/offheap/offheap/bench"
+)
+
+func init() {
+	bench.RegisterShape(bench.Shape{
+		Name: "arena",
+		Doc: "16-256 B allocations, fixed total work: from one Arena shared by all workers (reset between rounds, untimed), " +
+			"as offheap Alloc+Free pairs, and as make kept alive in a sink",
+		Work:     bench.FixedTotal,
+		Quick:    true,
+		Order:    100,
+		Unit:     "alloc",
+		Ways:     []string{"arena", "heap-pair", "go-make"},
+		Workers:  []int{1, 2, 4},
+		Verdicts: arenaVerdicts,
+		Run:      runArena,
+	})
+}
+
+// arenaSizes are the request sizes every way cycles through, each worker
+// from its own starting point. All are multiples of 16, so an arena hands
+// out exactly their sum. Its length is a power of two: the workers index it
+// with a mask. Read-only and shared by every worker.
+var arenaSizes = [...]int{16, 32, 48, 64, 96, 128, 192, 256}
+
+// arenaRound is how many allocations the arena way makes per round between
+// Resets: about 13 MiB at the sizes' mean of 104 B, so that a round's chunks
+// are modest and, once the untimed warm round has faulted them in, reused by
+// every timed round.
+const arenaRound = 1 << 17
+
+// arenaSink is one worker's slot for the go-make way's last slice: storing
+// it there makes every make escape to the heap, and the padding keeps the
+// workers' stores off each other's cache lines.
+type arenaSink struct {
+	b []byte
+	_ [104]byte
+}
+
+// runArena runs one trial of the way t.Row.
+func runArena(t *bench.Trial) (bench.Sample, error) {
+	total := t.Size(8_000_000, 40_000_000)
+	switch t.Row {
+	case "arena":
+		return runArenaWay(t, total)
+	case "heap-pair":
+		return runArenaHeapPair(t, total)
+	case "go-make":
+		return runArenaMake(t, total)
+	}
+	return bench.Sample{}, fmt.Errorf("unknown way %q", t.Row)
+}
+
+// runArenaWay allocates from one arena that every worker shares, in rounds
+// of at most arenaRound allocations. Only the rounds are timed: the warm
+// round that takes the arena's chunks from the heap, and the Resets between
+// rounds, are not. Each round's census is checked against the arena's
+// Stats: it must have handed out exactly the bytes the workers asked for.
+func runArenaWay(t *bench.Trial, total int) (bench.Sample, error) {
+	h, err := offheap.NewHeap(offheap.Options{ReleaseDelay: -1})
+	if err != nil {
+		return bench.Sample{}, err
+	}
+	a := h.NewArena()
+	round := func(n int) (time.Duration, error) {
+		el := bench.Parallel(t.Workers, func(w int) {
+			a, sizes := a, &arenaSizes
+			j := w
+			for i := range bench.Split(n, t.Workers, w) {
+				b := a.Alloc(sizes[j&(len(sizes)-1)])
+				b[0] = byte(i)
+				j++
+			}
+		})
+		var want uint64
+		for w := range t.Workers {
+			want += arenaBytes(w, bench.Split(n, t.Workers, w))
+		}
+		if got := a.Stats().AllocBytes; got != want {
+			return el, fmt.Errorf("arena census: %d bytes handed out, the workers asked for %d", got, want)
+		}
+		a.Reset()
+		return el, nil
+	}
+	fail := func(err error) (bench.Sample, error) {
+		a.Release()
+		h.Close()
+		return bench.Sample{}, err
+	}
+	if _, err := round(min(total, arenaRound)); err != nil {
+		return fail(err)
+	}
+	var el time.Duration
+	for done := 0; done < total; {
+		n := min(arenaRound, total-done)
+		e, err := round(n)
+		if err != nil {
+			return fail(err)
+		}
+		el += e
+		done += n
+	}
+	a.Release()
+	if st := h.Stats(); st.InUseBytes != 0 {
+		h.Close()
+		return bench.Sample{}, fmt.Errorf("census: %d bytes still in use after Arena.Release", st.InUseBytes)
+	}
+	if err := h.Close(); err != nil {
+		return bench.Sample{}, err
+	}
+	return bench.Sample{Ops: int64(total), Elapsed: el}, nil
+}
+
+// arenaBytes is what worker w asks an arena for in n allocations: the sizes
+// from its starting point w on, cycling.
+func arenaBytes(w, n int) uint64 {
+	var cycle uint64
+	for _, s := range arenaSizes {
+		cycle += uint64(s)
+	}
+	sum := uint64(n/len(arenaSizes)) * cycle
+	for j := range n % len(arenaSizes) {
+		sum += uint64(arenaSizes[(w+j)%len(arenaSizes)])
+	}
+	return sum
+}
+
+// runArenaHeapPair makes the same allocations as offheap Alloc+Free pairs,
+// on a heap of its own.
+func runArenaHeapPair(t *bench.Trial, total int) (bench.Sample, error) {
+	h, err := offheap.NewHeap(offheap.Options{ReleaseDelay: -1})
+	if err != nil {
+		return bench.Sample{}, err
+	}
+	before := h.Stats().Allocs
+	el := bench.Parallel(t.Workers, func(w int) {
+		h, sizes := h, &arenaSizes
+		j := w
+		for i := range bench.Split(total, t.Workers, w) {
+			b := h.Alloc(sizes[j&(len(sizes)-1)])
+			b[0] = byte(i)
+			h.Free(b)
+			j++
+		}
+	})
+	st := h.Stats()
+	if st.Allocs-before != uint64(total) || st.InUseBytes != 0 {
+		h.Close()
+		return bench.Sample{}, fmt.Errorf("census: %d allocations counted (want %d), %d bytes in use after freeing all",
+			st.Allocs-before, total, st.InUseBytes)
+	}
+	if err := h.Close(); err != nil {
+		return bench.Sample{}, err
+	}
+	return bench.Sample{Ops: int64(total), Elapsed: el}, nil
+}
+
+// runArenaMake makes the same allocations with make, each kept in the
+// worker's sink until the next replaces it, and left to the collector.
+func runArenaMake(t *bench.Trial, total int) (bench.Sample, error) {
+	sinks := make([]arenaSink, t.Workers)
+	el := bench.Parallel(t.Workers, func(w int) {
+		sink, sizes := &sinks[w], &arenaSizes
+		j := w
+		for i := range bench.Split(total, t.Workers, w) {
+			b := make([]byte, sizes[j&(len(sizes)-1)])
+			b[0] = byte(i)
+			sink.b = b
+			j++
+		}
+	})
+	runtime.KeepAlive(sinks)
+	return bench.Sample{Ops: int64(total), Elapsed: el}, nil
+}
+
+// arenaVerdicts judges the arena against make and against heap pairs at one
+// worker, and its scaling from 1 worker to 2.
+func arenaVerdicts(r *bench.Report) []bench.Verdict {
+	var vs []bench.Verdict
+	cmp := func(name, other, figure string, limit float64) {
+		target := fmt.Sprintf("<= %.2fx", limit)
+		a, why := find(r, "arena", "", "arena", 1)
+		b, why2 := find(r, "arena", "", other, 1)
+		if a == nil || b == nil {
+			vs = append(vs, bench.Skip(name, figure, target, why+why2))
+			return
+		}
+		v, s, ok := ratio(a.MinNs, b.MinNs, limit)
+		vs = append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Pass: ok,
+			Measured: fmt.Sprintf("%s (%s vs %s ns/alloc)", s, bench.Num(a.MinNs), bench.Num(b.MinNs))})
+	}
+	cmp("arena-make", "go-make", "16-256 B, 1 worker: Arena.Alloc / make", 0.25)
+	cmp("arena-heap", "heap-pair", "16-256 B, 1 worker: Arena.Alloc / offheap Alloc+Free pair", 0.5)
+
+	const (
+		name   = "arena-t2/t1"
+		figure = "16-256 B, fixed total: time at 2 workers / time at 1, one Arena shared by both"
+		target = "<= 0.65"
+		limit  = 0.65
+	)
+	one, why := find(r, "arena", "", "arena", 1)
+	two, why2 := find(r, "arena", "", "arena", 2)
+	if one == nil || two == nil {
+		return append(vs, bench.Skip(name, figure, target, why+why2))
+	}
+	note, unscaled := "", !r.Scaled()
+	if unscaled {
+		note = "this machine did not scale: read no scaling from it"
+	}
+	v := two.MinNs / one.MinNs
+	m := fmt.Sprintf("%.2f", v)
+	if sp, ok := r.ControlSpeedup(2); ok {
+		m += fmt.Sprintf(", compute control %.2f", 1/sp)
+	}
+	return append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Pass: v <= limit,
+		Measured: m, Note: note, Inconclusive: unscaled})
+}

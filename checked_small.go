@@ -1,0 +1,577 @@
+package offheap
+
+// Checked small blocks: the path every checked Alloc and Free of a block up
+// to maxSmall-canaryLen bytes takes, kept free of locks and of Go maps (see
+// "Small blocks" in checked.go for the design; this file is its mechanics).
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/offheap/offheap/internal/osmem"
+	"github.com/offheap/offheap/internal/pin"
+)
+
+// errNoMeta is returned when the side table cannot be mapped.
+var errNoMeta = errors.New("offheap: checked mode: mapping block metadata failed")
+
+// smallRec is the metadata of one small block of a checked heap. It lives
+// off-heap in the checker's side table (metaChunk), at an index computed
+// from the block's address, never next to the block: an overrun of a block
+// cannot reach it. The garbage collector does not see it; the stacks are
+// code addresses, not Go pointers, so that is safe.
+type smallRec struct {
+	// state is stateNone, stateLive, stateFreeing or stateFreed. Free moves
+	// it from live with a compare-and-swap, so of two Frees of one block
+	// exactly one proceeds: a double free is found without a lock. Every
+	// other transition is made by the block's sole owner (the allocating
+	// goroutine, the freeing one, or the quarantine's P) with a plain
+	// store.
+	state uint32
+	size  uint32  // requested length
+	addr  uintptr // the block's start
+	sum   uint64  // recSum(addr, size): a stray write to either is Corrupted
+	alloc stack
+	free  stack
+}
+
+
+// The side table. A small block is named by its span's id and its index in
+// the span, both read from the pagemap like Free's fast path does; the
+// records of spansPerChunk consecutive span ids share one mapping (a chunk)
+// of spanRecs records each, mapped on first use and kept until Close. A span
+// id is reused for spans of other classes; the records it keeps from before
+// all have state stateNone, because a span is only given back once all its
+// blocks have left the quarantine.
+const (
+	spansPerChunk = 16
+	recSize       = unsafe.Sizeof(smallRec{})
+)
+
+// spanRecs is the most blocks a span of a checked heap can have: its blocks
+// are at least 1+canaryLen bytes, class 2 and up.
+var spanRecs = func() uintptr {
+	n := uint32(0)
+	for c := sizeClass(1 + canaryLen); c < numClasses; c++ {
+		n = max(n, classBlocks[c])
+	}
+	return uintptr(n)
+}()
+
+// chkProc is one P's part of a checked heap, mapped off-heap like a
+// magazine and, like it, touched only by the goroutine pinned to that P
+// (Close and Stats excepted, as for magazines): the quarantine ring of small
+// blocks this P freed. The ring's qmax+1 slots follow the header in the same
+// mapping.
+type chkProc struct {
+	qhead, qlen uint32
+	qbytes      uintptr
+	qclass      [numClasses]uint64 // the ring's blocks by class: census, read by Stats
+}
+
+// ring is the slot i of p's ring.
+func (p *chkProc) slot(i uint32) *uintptr {
+	return (*uintptr)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(chkProc{})+uintptr(i)*8))
+}
+
+// smallState is the checker's state for small blocks. Embedded in checker.
+type smallState struct {
+	mags  [maxProcs]atomic.Pointer[magazine] // per-P caches of underlying blocks, in h.allMags
+	procs [maxProcs]atomic.Pointer[chkProc]
+	caps  [numClasses]uint32 // magazine capacity per class
+	batch [numClasses]uint32 // blocks moved per refill or spill
+
+	// Per-P quarantine bounds: each P's ring holds at most qmaxP blocks and
+	// qmaxBytesP bytes, so all of them together hold at most GOMAXPROCS times
+	// that.
+	qmaxP      uint32
+	qmaxBytesP uintptr
+
+	chunkMu sync.Mutex
+	chunks  []atomic.Uintptr // by span id / spansPerChunk; 0 = not mapped yet
+
+	// The rings' census once Close has unmapped them.
+	closedQ [numClasses]uint64
+}
+
+// initSmall sets up the small-block side of a checked heap.
+func (c *checker) initSmall() {
+	h := c.h
+	depth := h.opts.MagazineDepth
+	if depth == 0 {
+		depth = DefaultMagazineDepth
+	}
+	for cl := 1; cl < numClasses; cl++ {
+		if depth > 0 {
+			c.caps[cl] = classCap(depth, cl)
+		}
+		c.batch[cl] = max(c.caps[cl]/2, 1)
+	}
+	c.qmaxP = uint32(max(quarantineBlocks, 0))
+	c.qmaxBytesP = uintptr(max(quarantineBytes, 0))
+	c.chunks = make([]atomic.Uintptr, uintptr(h.pages.maxSpan)/spansPerChunk+1)
+}
+
+// recOf returns the side-table record of the small block that address a
+// falls in, and whether a is that block's start; nil if a is not in a small
+// span or the span's records were never mapped. alloc maps them if need be.
+func (c *checker) recOf(a uintptr, alloc bool) (r *smallRec, start bool) {
+	off := a - c.base
+	if off >= c.size {
+		return nil, false
+	}
+	e := *c.h.pages.entry(off >> pageShift)
+	cl := uint8(e)
+	if cl-1 >= numClasses-1 {
+		return nil, false
+	}
+	o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
+	ci := &classInfos[cl]
+	q := o * ci.divMul >> 40
+	if uintptr(q) >= spanRecs {
+		return nil, false
+	}
+	id := uintptr(e >> 32)
+	ch := c.chunks[id/spansPerChunk].Load()
+	if ch == 0 {
+		if !alloc {
+			return nil, false
+		}
+		if ch = c.mapChunk(id / spansPerChunk); ch == 0 {
+			return nil, false
+		}
+	}
+	r = (*smallRec)(ptr(ch + (id%spansPerChunk*spanRecs+uintptr(q))*recSize))
+	return r, q*uint64(ci.size) == o
+}
+
+// mapChunk maps chunk i of the side table, once. 0 if the mapping failed.
+func (c *checker) mapChunk(i uintptr) uintptr {
+	c.chunkMu.Lock()
+	defer c.chunkMu.Unlock()
+	if ch := c.chunks[i].Load(); ch != 0 {
+		return ch
+	}
+	p, err := osmem.Map(spansPerChunk * spanRecs * recSize)
+	if err != nil {
+		return 0
+	}
+	c.chunks[i].Store(uintptr(p))
+	return uintptr(p)
+}
+
+// recSum seals a record's address and size, keyed by the heap's id.
+func (c *checker) recSum(a uintptr, size uint32) uint64 {
+	const k1, k2 = 0x9e3779b97f4a7c15, 0xc2b2ae3d27d4eb4f
+	x := (c.id ^ uint64(a)*k1 ^ uint64(size)) * k2
+	return x ^ x>>31
+}
+
+// allocSmall allocates a checked small block of n bytes: an underlying block
+// of n+canaryLen bytes from this P's magazine (or a refill), its record
+// filled in place with the caller's stack.
+func (c *checker) allocSmall(n int, zero bool) ([]byte, error) {
+	cl := sizeClass(n + canaryLen)
+	var a uintptr
+	pid := pin.Pin()
+	if m := c.mags[uint(pid)%maxProcs].Load(); m != nil {
+		mc := &m.cls[cl]
+		if k := mc.n; k != 0 {
+			k--
+			a = m.slots[cl][k%maxDepth]
+			mc.n = k
+			mc.hits++
+		}
+	}
+	pin.Unpin()
+	if a == 0 {
+		var err error
+		if a, err = c.refill(cl); err != nil {
+			return nil, err
+		}
+	}
+	r, _ := c.recOf(a, true)
+	if r == nil {
+		// The side table could not be mapped: hand the block back.
+		c.h.central[cl].put(c.h, []uintptr{a})
+		return nil, errNoMeta
+	}
+	// The block is ours alone until we return it: plain stores.
+	captureStack(&r.alloc)
+	r.size = uint32(n)
+	r.addr = a
+	r.sum = c.recSum(a, uint32(n))
+	r.free.n = 0
+	r.state = stateLive
+	canary(c.canaryKey(a), a+uintptr(n), a+uintptr(classSize[cl]), true)
+	b := bytesAt(a, n)
+	if zero {
+		clear(b)
+	}
+	return b, nil
+}
+
+// refill takes a batch of class cl from the central list for this P's
+// magazine and returns the first block: Heap.refill for the checker's
+// magazines. The central lock is never taken while pinned.
+func (c *checker) refill(cl uint8) (uintptr, error) {
+	h := c.h
+	pid := pin.Pin()
+	m := c.mags[uint(pid)%maxProcs].Load()
+	pin.Unpin()
+	if m == nil {
+		if err := c.installProc(pid); err != nil {
+			return 0, err
+		}
+	}
+	var buf [maxDepth/2 + 1]uintptr
+	n, _, err := h.central[cl].get(h, buf[:c.batch[cl]])
+	if err != nil {
+		return 0, err
+	}
+	k := 1
+	pid = pin.Pin()
+	if m := c.mags[uint(pid)%maxProcs].Load(); m != nil {
+		mc := &m.cls[cl]
+		for ; k < n && mc.n < mc.cap; k++ {
+			m.slots[cl][mc.n] = buf[k]
+			mc.n++
+		}
+	}
+	pin.Unpin()
+	if k < n {
+		h.central[cl].put(h, buf[k:n])
+	}
+	return buf[0], nil
+}
+
+// installProc gives P pid its magazine and quarantine ring, if it has none.
+// Called unpinned.
+func (c *checker) installProc(pid int) error {
+	if pid >= maxProcs {
+		return nil // such a P goes to the central lists and the global quarantine
+	}
+	h := c.h
+	h.magMu.Lock()
+	defer h.magMu.Unlock()
+	if h.closed.Load() || c.mags[pid].Load() != nil {
+		return nil
+	}
+	pp, err := osmem.Map(unsafe.Sizeof(chkProc{}) + uintptr(c.qmaxP+1)*8)
+	if err != nil {
+		return err
+	}
+	mp, err := osmem.Map(unsafe.Sizeof(magazine{}))
+	if err != nil {
+		osmem.Unmap(pp, unsafe.Sizeof(chkProc{})+uintptr(c.qmaxP+1)*8)
+		return err
+	}
+	m := (*magazine)(mp)
+	for cl := 1; cl < numClasses; cl++ {
+		m.cls[cl].cap = c.caps[cl]
+		m.cls[cl].sampleAt = 0 // unused: the fast path never sees this magazine
+	}
+	h.allMags = append(h.allMags, m) // Stats and Close count and unmap it
+	c.procs[pid].Store((*chkProc)(pp))
+	c.mags[pid].Store(m)
+	return nil
+}
+
+// freeSmallBlock frees the small block at a, whose record is r. It panics
+// with a *MemoryError.
+func (c *checker) freeSmallBlock(a uintptr, r *smallRec) {
+	if !atomic.CompareAndSwapUint32(&r.state, stateLive, stateFreeing) {
+		panic(c.notLive(a, r))
+	}
+	// From here the record is ours: a racing Free of the same block fails
+	// the compare-and-swap above.
+	size := r.size
+	if r.sum != c.recSum(a, size) || r.addr != a {
+		r.state = stateLive // leave the block as it is
+		panic(&MemoryError{Kind: Corrupted, Addr: a, detail: "its metadata was overwritten (checksum mismatch); the block is left as it is"})
+	}
+	cl := uint8(*c.h.pages.entry((a - c.base) >> pageShift))
+	usable := classSize[cl]
+	var corrupt *MemoryError
+	if !canary(c.canaryKey(a), a+uintptr(size), a+uintptr(usable), false) {
+		corrupt = &MemoryError{Kind: Corrupted, Addr: a, Size: int(size),
+			detail:     "the bytes past its length were overwritten (an unsafe write past len); the block is freed",
+			AllocStack: r.alloc.String()}
+	}
+	captureStack(&r.free)
+	r.state = stateFreed
+	if c.poison {
+		poison(bytesAt(a, int(usable)))
+	}
+	if out := c.quarantineSmall(a, cl); out != 0 {
+		if err := c.releaseSmall(out, true); err != nil {
+			if corrupt != nil {
+				err = joinErrors([]error{corrupt, err})
+			}
+			panic(err)
+		}
+	}
+	if corrupt != nil {
+		panic(corrupt)
+	}
+}
+
+// notLive builds the error for a Free of the small block a whose record r
+// is not live.
+func (c *checker) notLive(a uintptr, r *smallRec) *MemoryError {
+	switch r.state {
+	case stateFreed, stateFreeing:
+		e := &MemoryError{Kind: DoubleFree, Addr: a, Size: int(r.size), detail: "the block is not allocated (already freed)"}
+		alloc, free := r.alloc, r.free // copies: the record may be reused meanwhile
+		e.AllocStack, e.FreeStack = alloc.String(), free.String()
+		return e
+	case stateNone:
+		return c.unknownFree(a)
+	}
+	return &MemoryError{Kind: Corrupted, Addr: a, detail: "its metadata was overwritten (invalid state); the block is left as it is"}
+}
+
+// quarantineSmall puts the freed block a of class cl in this P's ring. The
+// block that leaves in exchange (the ring was full) is given back here when
+// its poison is intact and the magazine has room, the common case, all
+// within one pin; otherwise it is returned for releaseSmall. 0: nothing
+// left to do.
+func (c *checker) quarantineSmall(a uintptr, cl uint8) uintptr {
+	for {
+		pid := pin.Pin()
+		p := c.procs[uint(pid)%maxProcs].Load()
+		if p == nil {
+			pin.Unpin()
+			if pid >= maxProcs {
+				// No ring for this P: straight through the global one.
+				e := qEntry{addr: a, class: cl, kind: kindSmall, bytes: uintptr(classSize[cl]), check: classSize[cl]}
+				if err := c.quarantine(e); err != nil {
+					panic(err)
+				}
+				return 0
+			}
+			if err := c.installProc(pid); err != nil {
+				// No memory for a ring: give the block back at once (its
+				// poison is checked as it leaves).
+				if err := c.releaseSmall(a, true); err != nil {
+					panic(err)
+				}
+				return 0
+			}
+			continue
+		}
+		size := uintptr(classSize[cl])
+		*p.slot((p.qhead + p.qlen) % (c.qmaxP + 1)) = a
+		p.qlen++
+		p.qbytes += size
+		p.qclass[cl]++
+		if p.qlen <= c.qmaxP && p.qbytes <= c.qmaxBytesP {
+			pin.Unpin()
+			return 0
+		}
+		out := *p.slot(p.qhead)
+		p.qhead = (p.qhead + 1) % (c.qmaxP + 1)
+		p.qlen--
+		ocl := uint8(*c.h.pages.entry((out - c.base) >> pageShift))
+		osize := classSize[ocl]
+		p.qbytes -= uintptr(osize)
+		p.qclass[ocl]-- // leaves the census before the magazine counts it free
+		if m := c.mags[uint(pid)%maxProcs].Load(); m != nil && (!c.poison || poisoned(bytesAt(out, int(osize)))) {
+			mc := &m.cls[ocl]
+			if k := mc.n; k < mc.cap {
+				r, _ := c.recOf(out, false)
+				r.state = stateNone
+				m.slots[ocl][k%maxDepth] = out
+				mc.n = k + 1
+				mc.frees++
+				pin.Unpin()
+				return 0
+			}
+		}
+		pin.Unpin()
+		return out
+	}
+}
+
+// releaseSmall gives back a small block that left the quarantine: it checks
+// the poison, marks the record none and, if giveBack, pushes the block to
+// this P's magazine (spilling half of it to the central list when full). It
+// returns the write after free it found, if any.
+func (c *checker) releaseSmall(a uintptr, giveBack bool) error {
+	cl := uint8(*c.h.pages.entry((a - c.base) >> pageShift))
+	usable := int(classSize[cl])
+	r, _ := c.recOf(a, false)
+	var err error
+	if c.poison && !poisoned(bytesAt(a, usable)) {
+		alloc, free := r.alloc, r.free
+		waf := &MemoryError{Kind: WriteAfterFree, Addr: a, Size: int(r.size),
+			detail:     "a freed block in quarantine was written to",
+			AllocStack: alloc.String(), FreeStack: free.String()}
+		if first := firstDiff(bytesAt(a, usable)); first >= 0 {
+			waf.detail = fmt.Sprintf("byte %d of the freed block was overwritten (found when it left the quarantine)", first)
+		}
+		err = waf
+	}
+	if !giveBack {
+		return err
+	}
+	r.state = stateNone
+	c.pushBlock(a, cl)
+	return err
+}
+
+// pushBlock gives the underlying block a of class cl back through this P's
+// magazine, counting its Free: Heap.spill for the checker's magazines.
+func (c *checker) pushBlock(a uintptr, cl uint8) {
+	h := c.h
+	pid := pin.Pin()
+	m := c.mags[uint(pid)%maxProcs].Load()
+	if m == nil {
+		pin.Unpin()
+		h.central[cl].freeDirect(h, a)
+		return
+	}
+	var buf [maxDepth / 2]uintptr
+	mc := &m.cls[cl]
+	k := 0
+	if mc.n >= mc.cap {
+		if mc.cap == 0 { // magazines off
+			pin.Unpin()
+			h.central[cl].freeDirect(h, a)
+			return
+		}
+		k = int(c.batch[cl])
+		s := &m.slots[cl]
+		copy(buf[:k], s[:k])
+		copy(s[:], s[k:mc.n])
+		mc.n -= uint32(k)
+	}
+	m.slots[cl][mc.n] = a
+	mc.n++
+	mc.frees++
+	pin.Unpin()
+	if k > 0 {
+		h.central[cl].putBatch(h, buf[:k])
+	}
+}
+
+// flushSmall empties this P's ring and magazine back to the central lists
+// and reports whether the ring held any block, with the writes after free
+// it found.
+func (c *checker) flushSmall() (bool, []error) {
+	var out []uintptr
+	pid := pin.Pin()
+	if p := c.procs[uint(pid)%maxProcs].Load(); p != nil && p.qlen > 0 {
+		out = make([]uintptr, 0, p.qlen) // a few words per block, rare: Trim and ErrLimit
+		for p.qlen > 0 {
+			a := *p.slot(p.qhead)
+			p.qhead = (p.qhead + 1) % (c.qmaxP + 1)
+			p.qlen--
+			cl := uint8(*c.h.pages.entry((a - c.base) >> pageShift))
+			p.qbytes -= uintptr(classSize[cl])
+			p.qclass[cl]--
+			out = append(out, a)
+		}
+	}
+	pin.Unpin()
+	var errs []error
+	for _, a := range out {
+		if err := c.releaseSmall(a, true); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// The magazine's blocks too, as Trim does with a fast heap's.
+	h := c.h
+	var buf [maxDepth]uintptr
+	for cl := 1; cl < numClasses; cl++ {
+		pid := pin.Pin()
+		m := c.mags[uint(pid)%maxProcs].Load()
+		if m == nil {
+			pin.Unpin()
+			break
+		}
+		mc := &m.cls[cl]
+		k := int(mc.n)
+		copy(buf[:k], m.slots[cl][:k])
+		mc.n = 0
+		pin.Unpin()
+		if k > 0 {
+			h.central[cl].put(h, buf[:k])
+		}
+	}
+	return len(out) > 0, errs
+}
+
+// smallCensus adds the rings' blocks to q, by class. Called by Stats.
+func (c *checker) smallCensus(q *[numClasses]uint64) {
+	for i := range c.procs {
+		p := c.procs[i].Load()
+		if p == nil {
+			continue
+		}
+		for cl := 1; cl < numClasses; cl++ {
+			// The owner P writes these with plain stores; an aligned 64-bit
+			// load never sees a torn value.
+			q[cl] += atomic.LoadUint64(&p.qclass[cl])
+		}
+	}
+	for cl := 1; cl < numClasses; cl++ {
+		q[cl] += c.closedQ[cl]
+	}
+}
+
+// closeSmall checks every block in the rings for writes after free, lists
+// the live small blocks as leaks, and unmaps the rings and the side table.
+// The magazines are in h.allMags: Close unmaps them.
+func (c *checker) closeSmall() (errs []error, lives []Leak) {
+	for i := range c.procs {
+		p := c.procs[i].Load()
+		if p == nil {
+			continue
+		}
+		for k := uint32(0); k < p.qlen; k++ {
+			a := *p.slot((p.qhead + k) % (c.qmaxP + 1))
+			if err := c.releaseSmall(a, false); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for cl := 1; cl < numClasses; cl++ {
+			c.closedQ[cl] += p.qclass[cl]
+		}
+		c.procs[i].Store(nil)
+		c.mags[i].Store(nil)
+		osmem.Unmap(unsafe.Pointer(p), unsafe.Sizeof(chkProc{})+uintptr(c.qmaxP+1)*8)
+	}
+	ph := &c.h.pages
+	ph.mu.Lock()
+	lastSpan := uintptr(ph.nextSpan) // ids 1..nextSpan have been handed out
+	ph.mu.Unlock()
+	for i := range c.chunks {
+		ch := c.chunks[i].Load()
+		if ch == 0 {
+			continue
+		}
+		for j := uintptr(0); j < spansPerChunk; j++ {
+			id := uintptr(i)*spansPerChunk + j
+			if id == 0 || id > lastSpan {
+				continue
+			}
+			// Only carved blocks can be live; a span given back has no live
+			// block, whatever its stale carved count says.
+			n := min(uintptr(ph.span(uint32(id)).carved), spanRecs)
+			for q := uintptr(0); q < n; q++ {
+				r := (*smallRec)(ptr(ch + (j*spanRecs+q)*recSize))
+				if r.state == stateLive {
+					alloc := r.alloc
+					lives = append(lives, Leak{Addr: r.addr, Size: int(r.size), Stack: alloc.String()})
+				}
+			}
+		}
+		c.chunks[i].Store(0)
+		osmem.Unmap(ptr(ch), spansPerChunk*spanRecs*recSize)
+	}
+	return errs, lives
+}
