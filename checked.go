@@ -523,11 +523,11 @@ func canary(k uint64, from, to uintptr, fill bool) bool {
 // free serves every Free the checker owns. It panics with a *MemoryError.
 func (c *checker) free(a uintptr) {
 	if c.all {
-		if r, start := c.recOf(a, false); r != nil {
+		if r, start, cl := c.recOf(a, false); r != nil {
 			if !start {
 				panic(c.unknownFree(a))
 			}
-			c.freeSmallBlock(a, r)
+			c.freeSmallBlock(a, r, cl)
 			return
 		}
 	}
@@ -839,7 +839,7 @@ func (c *checker) blockStart(a uintptr) (uintptr, bool) {
 // info describes the block that starts at start, if the checker knows it.
 func (c *checker) info(start uintptr) (BlockInfo, bool) {
 	if c.all {
-		if r, ok := c.recOf(start, false); r != nil {
+		if r, ok, _ := c.recOf(start, false); r != nil {
 			// A racy read of the record, fine for a report: it is copied
 			// before it is formatted.
 			st, size, alloc, free := r.state, r.size, r.alloc, r.free

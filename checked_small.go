@@ -72,9 +72,42 @@ type chkProc struct {
 	qclass      [numClasses]uint64 // the ring's blocks by class: census, read by Stats
 }
 
-// ring is the slot i of p's ring.
-func (p *chkProc) slot(i uint32) *uintptr {
-	return (*uintptr)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(chkProc{})+uintptr(i)*8))
+// ringSlot is a block in a P's quarantine ring, with its record, so that
+// the block that leaves needs no side-table lookup.
+type ringSlot struct {
+	addr uintptr
+	rec  *smallRec // off-heap: not a Go pointer
+}
+
+// procBytes is the size of a P's chkProc mapping, ring included.
+func (c *checker) procBytes() uintptr {
+	return unsafe.Sizeof(chkProc{}) + uintptr(c.qmaxP+1)*unsafe.Sizeof(ringSlot{})
+}
+
+// slot is slot i of p's ring.
+func (p *chkProc) slot(i uint32) *ringSlot {
+	return (*ringSlot)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(chkProc{})+uintptr(i)*unsafe.Sizeof(ringSlot{})))
+}
+
+// poisonWords fills the n bytes at a, a multiple of 8 (every class size
+// is), with poisonByte, a word at a time.
+func poisonWords(a uintptr, n uint32) {
+	const w = 0x0101010101010101 * poisonByte
+	for x := a; x < a+uintptr(n); x += 8 {
+		*(*uint64)(ptr(x)) = w
+	}
+}
+
+// poisonedWords reports whether the n bytes at a, a multiple of 8, are
+// all poisonByte.
+func poisonedWords(a uintptr, n uint32) bool {
+	const w = 0x0101010101010101 * poisonByte
+	for x := a; x < a+uintptr(n); x += 8 {
+		if *(*uint64)(ptr(x)) != w {
+			return false
+		}
+	}
+	return true
 }
 
 // smallState is the checker's state for small blocks. Embedded in checker.
@@ -118,34 +151,34 @@ func (c *checker) initSmall() {
 // recOf returns the side-table record of the small block that address a
 // falls in, and whether a is that block's start; nil if a is not in a small
 // span or the span's records were never mapped. alloc maps them if need be.
-func (c *checker) recOf(a uintptr, alloc bool) (r *smallRec, start bool) {
+func (c *checker) recOf(a uintptr, alloc bool) (r *smallRec, start bool, cl uint8) {
 	off := a - c.base
 	if off >= c.size {
-		return nil, false
+		return nil, false, 0
 	}
 	e := *c.h.pages.entry(off >> pageShift)
-	cl := uint8(e)
+	cl = uint8(e)
 	if cl-1 >= numClasses-1 {
-		return nil, false
+		return nil, false, 0
 	}
 	o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
 	ci := &classInfos[cl]
 	q := o * ci.divMul >> 40
 	if uintptr(q) >= spanRecs {
-		return nil, false
+		return nil, false, 0
 	}
 	id := uintptr(e >> 32)
 	ch := c.chunks[id/spansPerChunk].Load()
 	if ch == 0 {
 		if !alloc {
-			return nil, false
+			return nil, false, 0
 		}
 		if ch = c.mapChunk(id / spansPerChunk); ch == 0 {
-			return nil, false
+			return nil, false, 0
 		}
 	}
 	r = (*smallRec)(ptr(ch + (id%spansPerChunk*spanRecs+uintptr(q))*recSize))
-	return r, q*uint64(ci.size) == o
+	return r, q*uint64(ci.size) == o, cl
 }
 
 // mapChunk maps chunk i of the side table, once. 0 if the mapping failed.
@@ -193,7 +226,7 @@ func (c *checker) allocSmall(n int, zero bool) ([]byte, error) {
 			return nil, err
 		}
 	}
-	r, _ := c.recOf(a, true)
+	r, _, _ := c.recOf(a, true)
 	if r == nil {
 		// The side table could not be mapped: hand the block back.
 		c.h.central[cl].put(c.h, []uintptr{a})
@@ -260,13 +293,13 @@ func (c *checker) installProc(pid int) error {
 	if h.closed.Load() || c.mags[pid].Load() != nil {
 		return nil
 	}
-	pp, err := osmem.Map(unsafe.Sizeof(chkProc{}) + uintptr(c.qmaxP+1)*8)
+	pp, err := osmem.Map(c.procBytes())
 	if err != nil {
 		return err
 	}
 	mp, err := osmem.Map(unsafe.Sizeof(magazine{}))
 	if err != nil {
-		osmem.Unmap(pp, unsafe.Sizeof(chkProc{})+uintptr(c.qmaxP+1)*8)
+		osmem.Unmap(pp, c.procBytes())
 		return err
 	}
 	m := (*magazine)(mp)
@@ -282,7 +315,7 @@ func (c *checker) installProc(pid int) error {
 
 // freeSmallBlock frees the small block at a, whose record is r. It panics
 // with a *MemoryError.
-func (c *checker) freeSmallBlock(a uintptr, r *smallRec) {
+func (c *checker) freeSmallBlock(a uintptr, r *smallRec, cl uint8) {
 	if !atomic.CompareAndSwapUint32(&r.state, stateLive, stateFreeing) {
 		panic(c.notLive(a, r))
 	}
@@ -293,7 +326,6 @@ func (c *checker) freeSmallBlock(a uintptr, r *smallRec) {
 		r.state = stateLive // leave the block as it is
 		panic(&MemoryError{Kind: Corrupted, Addr: a, detail: "its metadata was overwritten (checksum mismatch); the block is left as it is"})
 	}
-	cl := uint8(*c.h.pages.entry((a - c.base) >> pageShift))
 	usable := classSize[cl]
 	var corrupt *MemoryError
 	if !canary(c.canaryKey(a), a+uintptr(size), a+uintptr(usable), false) {
@@ -304,9 +336,9 @@ func (c *checker) freeSmallBlock(a uintptr, r *smallRec) {
 	captureStack(&r.free)
 	r.state = stateFreed
 	if c.poison {
-		poison(bytesAt(a, int(usable)))
+		poisonWords(a, usable)
 	}
-	if out := c.quarantineSmall(a, cl); out != 0 {
+	if out := c.quarantineSmall(a, r, cl); out != 0 {
 		if err := c.releaseSmall(out, true); err != nil {
 			if corrupt != nil {
 				err = joinErrors([]error{corrupt, err})
@@ -339,7 +371,7 @@ func (c *checker) notLive(a uintptr, r *smallRec) *MemoryError {
 // its poison is intact and the magazine has room, the common case, all
 // within one pin; otherwise it is returned for releaseSmall. 0: nothing
 // left to do.
-func (c *checker) quarantineSmall(a uintptr, cl uint8) uintptr {
+func (c *checker) quarantineSmall(a uintptr, r *smallRec, cl uint8) uintptr {
 	for {
 		pid := pin.Pin()
 		p := c.procs[uint(pid)%maxProcs].Load()
@@ -364,7 +396,8 @@ func (c *checker) quarantineSmall(a uintptr, cl uint8) uintptr {
 			continue
 		}
 		size := uintptr(classSize[cl])
-		*p.slot((p.qhead + p.qlen) % (c.qmaxP + 1)) = a
+		sl := p.slot((p.qhead + p.qlen) % (c.qmaxP + 1))
+		sl.addr, sl.rec = a, r
 		p.qlen++
 		p.qbytes += size
 		p.qclass[cl]++
@@ -372,18 +405,18 @@ func (c *checker) quarantineSmall(a uintptr, cl uint8) uintptr {
 			pin.Unpin()
 			return 0
 		}
-		out := *p.slot(p.qhead)
+		sl = p.slot(p.qhead)
+		out, orec := sl.addr, sl.rec
 		p.qhead = (p.qhead + 1) % (c.qmaxP + 1)
 		p.qlen--
 		ocl := uint8(*c.h.pages.entry((out - c.base) >> pageShift))
 		osize := classSize[ocl]
 		p.qbytes -= uintptr(osize)
 		p.qclass[ocl]-- // leaves the census before the magazine counts it free
-		if m := c.mags[uint(pid)%maxProcs].Load(); m != nil && (!c.poison || poisoned(bytesAt(out, int(osize)))) {
+		if m := c.mags[uint(pid)%maxProcs].Load(); m != nil && (!c.poison || poisonedWords(out, osize)) {
 			mc := &m.cls[ocl]
 			if k := mc.n; k < mc.cap {
-				r, _ := c.recOf(out, false)
-				r.state = stateNone
+				orec.state = stateNone
 				m.slots[ocl][k%maxDepth] = out
 				mc.n = k + 1
 				mc.frees++
@@ -403,9 +436,9 @@ func (c *checker) quarantineSmall(a uintptr, cl uint8) uintptr {
 func (c *checker) releaseSmall(a uintptr, giveBack bool) error {
 	cl := uint8(*c.h.pages.entry((a - c.base) >> pageShift))
 	usable := int(classSize[cl])
-	r, _ := c.recOf(a, false)
+	r, _, _ := c.recOf(a, false)
 	var err error
-	if c.poison && !poisoned(bytesAt(a, usable)) {
+	if c.poison && !poisonedWords(a, uint32(usable)) {
 		alloc, free := r.alloc, r.free
 		waf := &MemoryError{Kind: WriteAfterFree, Addr: a, Size: int(r.size),
 			detail:     "a freed block in quarantine was written to",
@@ -467,7 +500,7 @@ func (c *checker) flushSmall() (bool, []error) {
 	if p := c.procs[uint(pid)%maxProcs].Load(); p != nil && p.qlen > 0 {
 		out = make([]uintptr, 0, p.qlen) // a few words per block, rare: Trim and ErrLimit
 		for p.qlen > 0 {
-			a := *p.slot(p.qhead)
+			a := p.slot(p.qhead).addr
 			p.qhead = (p.qhead + 1) % (c.qmaxP + 1)
 			p.qlen--
 			cl := uint8(*c.h.pages.entry((a - c.base) >> pageShift))
@@ -533,7 +566,7 @@ func (c *checker) closeSmall() (errs []error, lives []Leak) {
 			continue
 		}
 		for k := uint32(0); k < p.qlen; k++ {
-			a := *p.slot((p.qhead + k) % (c.qmaxP + 1))
+			a := p.slot((p.qhead + k) % (c.qmaxP + 1)).addr
 			if err := c.releaseSmall(a, false); err != nil {
 				errs = append(errs, err)
 			}
@@ -543,7 +576,7 @@ func (c *checker) closeSmall() (errs []error, lives []Leak) {
 		}
 		c.procs[i].Store(nil)
 		c.mags[i].Store(nil)
-		osmem.Unmap(unsafe.Pointer(p), unsafe.Sizeof(chkProc{})+uintptr(c.qmaxP+1)*8)
+		osmem.Unmap(unsafe.Pointer(p), c.procBytes())
 	}
 	ph := &c.h.pages
 	ph.mu.Lock()

@@ -276,7 +276,7 @@ func TestCheckedWritePastLen(t *testing.T) {
 func TestCheckedCorruptedMetadata(t *testing.T) {
 	h := checkedHeap(t, Options{})
 	b := h.Alloc(64)
-	r, _ := h.chk.recOf(addrOf(b), false)
+	r, _, _ := h.chk.recOf(addrOf(b), false)
 	r.size = 1 << 20 // a stray write into the side table
 	me := memoryError(t, func() { h.Free(b) })
 	if me.Kind != Corrupted || !strings.Contains(me.Error(), "metadata") {
