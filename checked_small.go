@@ -7,6 +7,7 @@ package offheap
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -81,12 +82,12 @@ type ringSlot struct {
 
 // procBytes is the size of a P's chkProc mapping, ring included.
 func (c *checker) procBytes() uintptr {
-	return unsafe.Sizeof(chkProc{}) + uintptr(c.qmaxP+1)*unsafe.Sizeof(ringSlot{})
+	return unsafe.Sizeof(chkProc{}) + uintptr(c.qmask+1)*unsafe.Sizeof(ringSlot{})
 }
 
-// slot is slot i of p's ring.
-func (p *chkProc) slot(i uint32) *ringSlot {
-	return (*ringSlot)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(chkProc{})+uintptr(i)*unsafe.Sizeof(ringSlot{})))
+// slot is slot i of p's ring, i masked with c.qmask.
+func (p *chkProc) slot(c *checker, i uint32) *ringSlot {
+	return (*ringSlot)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(chkProc{})+uintptr(i&c.qmask)*unsafe.Sizeof(ringSlot{})))
 }
 
 // poisonWords fills the n bytes at a, a multiple of 8 (every class size
@@ -122,6 +123,8 @@ type smallState struct {
 	// that.
 	qmaxP      uint32
 	qmaxBytesP uintptr
+	qmask      uint32 // ring slots - 1: a power of two above qmaxP, so no division
+	pmap       unsafe.Pointer // h.pmap, one load closer
 
 	chunkMu sync.Mutex
 	chunks  []atomic.Uintptr // by span id / spansPerChunk; 0 = not mapped yet
@@ -144,6 +147,8 @@ func (c *checker) initSmall() {
 		c.batch[cl] = max(c.caps[cl]/2, 1)
 	}
 	c.qmaxP = uint32(max(quarantineBlocks, 0))
+	c.qmask = 1<<bits.Len32(c.qmaxP) - 1
+	c.pmap = h.pmap
 	c.qmaxBytesP = uintptr(max(quarantineBytes, 0))
 	c.chunks = make([]atomic.Uintptr, uintptr(h.pages.maxSpan)/spansPerChunk+1)
 }
@@ -156,7 +161,7 @@ func (c *checker) recOf(a uintptr, alloc bool) (r *smallRec, start bool, cl uint
 	if off >= c.size {
 		return nil, false, 0
 	}
-	e := *c.h.pages.entry(off >> pageShift)
+	e := *(*uint64)(unsafe.Add(c.pmap, off>>pageShift*8))
 	cl = uint8(e)
 	if cl-1 >= numClasses-1 {
 		return nil, false, 0
@@ -396,7 +401,7 @@ func (c *checker) quarantineSmall(a uintptr, r *smallRec, cl uint8) uintptr {
 			continue
 		}
 		size := uintptr(classSize[cl])
-		sl := p.slot((p.qhead + p.qlen) % (c.qmaxP + 1))
+		sl := p.slot(c, p.qhead+p.qlen)
 		sl.addr, sl.rec = a, r
 		p.qlen++
 		p.qbytes += size
@@ -405,9 +410,9 @@ func (c *checker) quarantineSmall(a uintptr, r *smallRec, cl uint8) uintptr {
 			pin.Unpin()
 			return 0
 		}
-		sl = p.slot(p.qhead)
+		sl = p.slot(c, p.qhead)
 		out, orec := sl.addr, sl.rec
-		p.qhead = (p.qhead + 1) % (c.qmaxP + 1)
+		p.qhead = (p.qhead + 1) & c.qmask
 		p.qlen--
 		ocl := uint8(*c.h.pages.entry((out - c.base) >> pageShift))
 		osize := classSize[ocl]
@@ -500,8 +505,8 @@ func (c *checker) flushSmall() (bool, []error) {
 	if p := c.procs[uint(pid)%maxProcs].Load(); p != nil && p.qlen > 0 {
 		out = make([]uintptr, 0, p.qlen) // a few words per block, rare: Trim and ErrLimit
 		for p.qlen > 0 {
-			a := p.slot(p.qhead).addr
-			p.qhead = (p.qhead + 1) % (c.qmaxP + 1)
+			a := p.slot(c, p.qhead).addr
+			p.qhead = (p.qhead + 1) & c.qmask
 			p.qlen--
 			cl := uint8(*c.h.pages.entry((a - c.base) >> pageShift))
 			p.qbytes -= uintptr(classSize[cl])
@@ -566,7 +571,7 @@ func (c *checker) closeSmall() (errs []error, lives []Leak) {
 			continue
 		}
 		for k := uint32(0); k < p.qlen; k++ {
-			a := p.slot((p.qhead + k) % (c.qmaxP + 1)).addr
+			a := p.slot(c, p.qhead+k).addr
 			if err := c.releaseSmall(a, false); err != nil {
 				errs = append(errs, err)
 			}
@@ -607,4 +612,40 @@ func (c *checker) closeSmall() (errs []error, lives []Leak) {
 		osmem.Unmap(ptr(ch), spansPerChunk*spanRecs*recSize)
 	}
 	return errs, lives
+}
+
+// allocPublic is Alloc (zero) and AllocUnzeroed of a checked heap, which
+// Heap sends here before its fast path: a checked heap has no magazines in
+// h.mags, so pinning for one would be wasted. Everything but a plain small
+// request takes allocSlow as before.
+func (c *checker) allocPublic(n int, zero bool) []byte {
+	if uint(n)-1 < maxSmall-canaryLen && !c.guard && c.rate == 0 && !c.h.closed.Load() {
+		b, err := c.allocSmall(n, zero)
+		if errors.Is(err, ErrLimit) && c.flush() {
+			b, err = c.allocSmall(n, zero)
+		}
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}
+	b, err := c.h.allocSlow(n, zero)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// freePublic is Free of a checked heap, sent here before Free's fast path.
+func (c *checker) freePublic(b []byte) {
+	a := addrOf(b)
+	if c.h.closed.Load() {
+		c.h.freeSlow(b) // panics: the heap is closed
+		return
+	}
+	if r, start, cl := c.recOf(a, false); r != nil && start {
+		c.freeSmallBlock(a, r, cl)
+		return
+	}
+	c.free(a)
 }

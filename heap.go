@@ -59,6 +59,10 @@ type Heap struct {
 	base uintptr        // start of the reservation
 	size uintptr        // bytes reserved
 	pmap unsafe.Pointer // the page heap's pagemap
+	// chkAll is set in checked mode: Alloc, AllocUnzeroed and Free go
+	// straight to the checker (checked.go), which keeps its own per-P
+	// caches, instead of pinning for a magazine the heap does not have.
+	chkAll bool
 	mags [maxProcs]atomic.Pointer[magazine]
 
 	// Fixed at NewHeap.
@@ -147,6 +151,7 @@ func NewHeap(opts Options) (*Heap, error) {
 			h.Close()
 			return nil, err
 		}
+		h.chkAll = h.chk.all
 	}
 	return h, nil
 }
@@ -221,6 +226,9 @@ func Default() *Heap {
 // negative, the limit is reached or the heap is closed; TryAlloc returns that
 // error instead. Alloc(0) returns an empty, non-nil slice that Free ignores.
 func (h *Heap) Alloc(n int) []byte {
+	if h.chkAll {
+		return h.chk.allocPublic(n, true) // checked mode: checked_small.go
+	}
 	if a := h.allocFast(n); a != 0 {
 		b := bytesAt(a, n)
 		clear(b)
@@ -236,6 +244,9 @@ func (h *Heap) Alloc(n int) []byte {
 // AllocUnzeroed is Alloc without the zeroing, for callers that overwrite
 // every byte: the contents are whatever the block last held.
 func (h *Heap) AllocUnzeroed(n int) []byte {
+	if h.chkAll {
+		return h.chk.allocPublic(n, false) // checked mode: checked_small.go
+	}
 	if uint(n)-1 < maxSmall {
 		c := sizeClass(n)
 		pid := pin.Pin()
@@ -346,6 +357,10 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 // was not allocated by this heap or does not start at a block.
 func (h *Heap) Free(b []byte) {
 	if len(b) == 0 {
+		return
+	}
+	if h.chkAll {
+		h.chk.freePublic(b) // checked mode: checked_small.go
 		return
 	}
 	a := addrOf(b)
