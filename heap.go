@@ -250,7 +250,7 @@ func (h *Heap) AllocUnzeroed(n int) []byte {
 	if uint(n)-1 < maxSmall {
 		c := sizeClass(n)
 		pid := pin.Pin()
-		if m := h.mags[uint(pid)%maxProcs].Load(); m != nil {
+		if m := h.mag(pid); m != nil {
 			mc := &m.cls[c]
 			// sampleAt: see guard.go (never reached unless SampleRate > 0).
 			if k := mc.n; k != 0 && mc.hits != mc.sampleAt {
@@ -296,7 +296,7 @@ func (h *Heap) allocFast(n int) uintptr {
 		c = sizeToClass128[uint(n-1024+127)>>7]
 	}
 	pid := pin.Pin()
-	if m := h.mags[uint(pid)%maxProcs].Load(); m != nil {
+	if m := h.mag(pid); m != nil {
 		mc := &m.cls[c]
 		// sampleAt: see guard.go (never reached unless SampleRate > 0).
 		if k := mc.n; k != 0 && mc.hits != mc.sampleAt {
@@ -374,7 +374,7 @@ func (h *Heap) Free(b []byte) {
 			q := o * ci.divMul >> 40
 			if q*uint64(ci.size) == o && q < uint64(ci.blocks) {
 				pid := pin.Pin()
-				if m := h.mags[uint(pid)%maxProcs].Load(); m != nil {
+				if m := h.mag(pid); m != nil {
 					mc := &m.cls[c]
 					if k := mc.n; k < mc.cap {
 						m.slots[c][k%maxDepth] = a

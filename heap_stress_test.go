@@ -5,7 +5,10 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/offheap/offheap/internal/pin"
 )
 
 // fill writes b's pattern: every byte derived from the block's address and
@@ -129,5 +132,61 @@ func TestConcurrentStress(t *testing.T) {
 				t.Fatalf("after the stress: Allocs %d Frees %d InUseBytes %d, want %d allocs", s.Allocs, s.Frees, s.InUseBytes, workers*ops)
 			}
 		})
+	}
+}
+
+// TestManyPs runs goroutines on P ids at and above maxProcs, which have no
+// magazine of their own and use the central lists. It shows that path works
+// and counts; it cannot show the aliasing it guards against (P maxProcs+1
+// sharing P 1's magazine) on a machine with few CPUs, where the two rarely
+// run at the same moment: with mag's bounds check removed it still passed
+// here, so that check stands on its reading, not on this test.
+func TestManyPs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a thousand Ps")
+	}
+	old := runtime.GOMAXPROCS(maxProcs + 64)
+	defer runtime.GOMAXPROCS(old)
+	h := newTestHeap(t, Options{})
+	var wg sync.WaitGroup
+	var high atomic.Bool
+	errs := make(chan error, 1)
+	for range maxProcs + 64 {
+		wg.Go(func() {
+			var mine [][]byte
+			for i := range 200 {
+				if pid := pin.Pin(); pid >= maxProcs {
+					high.Store(true)
+				}
+				pin.Unpin()
+				b := h.Alloc(16 + i%200)
+				fill(b)
+				mine = append(mine, b)
+				if i%2 == 1 {
+					for _, x := range mine {
+						if err := checkFill(x); err != nil {
+							select {
+							case errs <- err:
+							default:
+							}
+						}
+						h.Free(x)
+					}
+					mine = mine[:0]
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if !high.Load() {
+		t.Skip("no goroutine ran on a P id at or above maxProcs: the path was not exercised")
+	}
+	if s := h.Stats(); s.InUseBytes != 0 || s.Allocs != uint64((maxProcs+64)*200) {
+		t.Fatalf("Allocs %d InUseBytes %d", s.Allocs, s.InUseBytes)
 	}
 }

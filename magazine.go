@@ -88,9 +88,13 @@ func MagazineBound(depth int) int {
 	return total
 }
 
-// mag returns P pid's magazine, or nil if it has none yet.
+// mag returns P pid's magazine, or nil if it has none (yet, or ever: a P
+// id at or above maxProcs must not alias another P's magazine).
 func (h *Heap) mag(pid int) *magazine {
-	return h.mags[uint(pid)%maxProcs].Load()
+	if uint(pid) < maxProcs {
+		return h.mags[pid].Load()
+	}
+	return nil
 }
 
 // installMagazine gives P pid a magazine if it has none. Called unpinned: it
