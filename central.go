@@ -19,10 +19,10 @@ import "sync"
 // a depot batch, or a span's free list (or not yet carved). Blocks in
 // magazines and depot batches count as live for their span.
 type central struct {
-	mu      sync.Mutex
-	class   uint8
-	partial uint32   // first span id of the partial list; 0 = empty list
-	empty   int      // spans on the list with no live block
+	mu       sync.Mutex
+	class    uint8
+	partial  uint32   // first span id of the partial list; 0 = empty list
+	empty    int      // spans on the list with no live block
 	depot    []*batch // full batches, newest last
 	spare    []*batch // empty batches, for reuse
 	depotMax int      // most batches in the depot; set by NewHeap

@@ -63,7 +63,7 @@ type Heap struct {
 	// straight to the checker (checked.go), which keeps its own per-P
 	// caches, instead of pinning for a magazine the heap does not have.
 	chkAll bool
-	mags [maxProcs]atomic.Pointer[magazine]
+	mags   [maxProcs]atomic.Pointer[magazine]
 
 	// Fixed at NewHeap.
 	magazines bool
