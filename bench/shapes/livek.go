@@ -6,8 +6,10 @@ import (
 	"github.com/offheap/offheap/bench"
 )
 
-// liveKSizes are the classes each worker cycles through: one op frees the
-// oldest of k live blocks of a class and allocates its replacement.
+// liveKSizes are the classes each worker cycles through: a round allocates k
+// blocks of each class, then frees them all, so k blocks of a class are live
+// at once. (Freeing the oldest and allocating its replacement one at a time
+// would keep only one block in flight and could not see the trap.)
 var liveKSizes = [...]int{16, 64, 256, 1024}
 
 var liveKs = []int{1, 3, 8, 32}
@@ -19,11 +21,11 @@ func init() {
 	}
 	bench.RegisterShape(bench.Shape{
 		Name:     "live-k",
-		Doc:      "k blocks live per class per worker over 4 classes; each op frees the oldest and allocates anew: the depth trap (k = 1, 3, 8, 32)",
+		Doc:      "rounds of k allocations per class over 4 classes, then k frees: k blocks live per class per worker, the depth trap (k = 1, 3, 8, 32)",
 		Work:     bench.FixedTotal,
 		Quick:    true,
 		Order:    30,
-		Unit:     "op",
+		Unit:     "pair",
 		Subs:     subs,
 		Verdicts: liveKVerdicts,
 		Run:      runLiveK,
@@ -32,40 +34,26 @@ func init() {
 
 func runLiveK(t *bench.Trial) (bench.Sample, error) {
 	k := t.Sub.Param.(int)
-	total := t.Size(2_000_000, 20_000_000)
 	const nc = len(liveKSizes)
+	round := k * nc
+	rounds := max(t.Size(2_000_000, 20_000_000)/round, 1)
 	el := bench.Parallel(t.Workers, func(w int) {
 		a := bench.ForWorker(t.Alloc, w)
 		sizes := liveKSizes
-		// One ring of k blocks per class, oldest at pos[c].
-		var rings [nc][][]byte
-		var pos [nc]int
-		for c := range rings {
-			rings[c] = make([][]byte, k)
-			for j := range rings[c] {
-				rings[c][j] = a.Alloc(sizes[c])
+		live := make([][]byte, round)
+		for r := range bench.Split(rounds, t.Workers, w) {
+			for i := range live {
+				b := a.Alloc(sizes[i%nc])
+				b[0] = byte(r)
+				live[i] = b
 			}
-		}
-		for i := range bench.Split(total, t.Workers, w) {
-			c := i % nc
-			ring, p := rings[c], pos[c]
-			a.Free(ring[p])
-			b := a.Alloc(sizes[c])
-			b[0] = byte(i)
-			ring[p] = b
-			if p++; p == k {
-				p = 0
-			}
-			pos[c] = p
-		}
-		for c := range rings {
-			for _, b := range rings[c] {
+			for _, b := range live {
 				a.Free(b)
 			}
 		}
 	})
-	allocs := int64(total) + int64(t.Workers*nc*k)
-	return bench.Sample{Ops: int64(total), Allocs: allocs, Elapsed: el}, nil
+	total := int64(rounds * round)
+	return bench.Sample{Ops: total, Allocs: total, Elapsed: el}, nil
 }
 
 // liveKVerdicts: magazines must never make things slower than no magazines,
