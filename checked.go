@@ -3,62 +3,95 @@ package offheap
 // Checked mode: Go checks bounds, not lifetimes; this file checks lifetimes.
 //
 // A checked heap (Options.Checked, Options.GuardPages, or the offheapchecked
-// build tag) has no magazines, so every Alloc and Free reaches the slow path
-// and, from there, the checker. A sampled heap (Options.SampleRate without
+// build tag) installs no magazines in h.mags: Alloc, AllocUnzeroed and Free
+// hand every call straight to the checker (Heap.chkAll), and TryAlloc reaches
+// it through the slow path. A sampled heap (Options.SampleRate without
 // Checked) keeps its magazines and sends one allocation in about SampleRate
 // to the checker (guard.go).
 //
+// There are two kinds of checked block, with the same checks and different
+// bookkeeping:
+//
+//   - Small blocks (up to maxSmall-canaryLen bytes, in a heap that checks
+//     everything and has no GuardPages) are the common case and must be
+//     cheap: no lock, no Go map, no shared cache line on the way
+//     (checked_small.go).
+//   - Large blocks and guard-page blocks already cost a page-heap lock and,
+//     for guarded ones, system calls; they keep the simpler scheme below
+//     (sharded Go map, one global quarantine).
+//
 // # Metadata
 //
-// Every checked block has a record in a Go map keyed by the block's start,
-// sharded by address under per-shard mutexes so that goroutines freeing
-// different blocks rarely meet. A record holds the requested size, the state
-// (live or freed), how the block was obtained (small class, large run, guard
-// pages) and two stacks of raw PCs, captured on Alloc and on Free by walking
-// frame pointers (checked_stack.go) and symbolized only when reported. The
-// record is sealed by a checksum of all of that keyed by the heap's identity
-// (a random per-heap id): Free verifies it before trusting the record, so a
+// A record holds the requested size, the state (none, live, freeing,
+// freed), and two stacks of raw PCs, captured on Alloc and on Free by walking
+// frame pointers (checked_stack.go) and symbolized only when reported. A
+// checksum keyed by the heap's identity (a random per-heap id) seals the
+// fields Free acts on: Free verifies it before trusting the record, so a
 // stray write that reached it is reported as Corrupted instead of acted on.
 //
-// The metadata lives on the Go heap rather than next to the block so that the
-// program's own off-heap overruns, the bugs being hunted, cannot reach it, and
-// so that Close can list the live blocks. Next to the block, off-heap, is a
-// trailing canary: the block is allocated canaryLen bytes longer than asked,
-// and every byte from the requested length to the end of the underlying
-// block is filled with a pattern derived from the heap's id and the block's
-// address. Free checks it: an unsafe write past len is Corrupted.
+// A small block's record is in an off-heap side table indexed by the
+// block's span id and index, both read from the pagemap like Free's fast
+// path does: a separate mapping, out of reach of the program's overruns into
+// blocks. Free moves the state from live to freeing with one
+// compare-and-swap: of two Frees of one block, exactly one proceeds, so a
+// double free is found without a lock. The stacks are captured straight into
+// the record. Close walks the table for the records still live: the leaks.
+//
+// A large or guarded block's record is in a Go map keyed by its start,
+// sharded by address under per-shard mutexes, and its checksum also covers
+// how the block was obtained.
+//
+// Next to the block, off-heap, is a trailing canary: the block is allocated
+// canaryLen bytes longer than asked, and every byte from the requested length
+// to the end of the underlying block is filled with a pattern derived from
+// the heap's id and the block's address. Free checks it: an unsafe write past
+// len is Corrupted.
 //
 // # Free and the quarantine
 //
-// Free finds the record (InvalidFree if there is none: never allocated, not a
-// block start, or freed long ago; ForeignFree if the address lies in another
-// checked heap, found in a process-wide registry of checked heaps' address
-// ranges), verifies it (Corrupted), refuses a freed record (DoubleFree, with
-// both stacks), then marks it freed, poisons the block (every byte
-// poisonByte) and puts it at the back of a FIFO quarantine bounded in blocks
-// and in bytes. The block is not reused while it waits there. When the
-// quarantine is full its oldest block leaves: the poison is checked (a
-// mismatch is a write after free: WriteAfterFree, with both stacks, panicked
-// from the Free that pushed it out), the record is dropped and the block goes
-// back to the central list or the page heap. Close checks every block still
-// in quarantine the same way and joins what it finds to its error.
+// Free finds the record (InvalidFree if there is none or it is not live:
+// never allocated, not a block start, or freed long ago; ForeignFree if the
+// address lies in another checked heap, found in a process-wide registry of
+// checked heaps' address ranges), refuses a freed one (DoubleFree, with both
+// stacks), verifies it (Corrupted), then marks it freed, poisons the block
+// (every byte poisonByte) and puts it at the back of a FIFO quarantine
+// bounded in blocks and in bytes. The block is not reused while it waits
+// there. When the quarantine is full its oldest block leaves: the poison is
+// checked (a mismatch is a write after free: WriteAfterFree, with both
+// stacks, panicked from the Free that pushed it out), the record is dropped
+// (state none) and the block goes back to the heap. Close checks every block
+// still in quarantine the same way and joins what it finds to its error.
+//
+// Small blocks wait in a ring of the P that freed them (chkProc), touched
+// only while pinned to that P, and leave into that P's magazine of
+// underlying blocks, the checker's own, from which the checker's Allocs
+// pop: the central lists are reached in batches, as in a fast heap. Each
+// P's ring is bounded by quarantineBlocks and quarantineBytes, so all of
+// them together hold at most GOMAXPROCS times that; FIFO order holds per P.
+// Large and guarded blocks wait in one global FIFO under a lock, with the
+// same bounds; when an allocation meets the heap's limit, that FIFO and the
+// calling P's ring give their blocks back and the allocation is retried.
 //
 // Guard-page blocks (guard.go) are not poisoned: their pages become
 // inaccessible when freed, so a use after free faults at once.
 //
 // # Invariants
 //
-//   - A block has a record from its Alloc until it leaves the quarantine;
-//     only then does the underlying block go back to the heap. So a checked
-//     block is never handed out twice while either holder can still free it.
+//   - A block has a live or freed record from its Alloc until it leaves the
+//     quarantine; only then does the underlying block go back to the heap.
+//     So a checked block is never handed out twice while either holder can
+//     still free it. A span goes back to the page heap only when all its
+//     blocks have, so every record a reused span id keeps is none.
 //   - Lock order: no checker lock is held while taking a central or page heap
 //     lock, and the reverse never happens (the checker is called outside
-//     them), so the checker adds no lock cycle.
-//   - Stats: checked blocks are real blocks of the central lists or the page
-//     heap and are counted there. A block in quarantine has been freed by the
-//     program but not yet by the heap; census adds the quarantine to Frees so
-//     the counts stay exact (Stats counts a checked block at the size of its
-//     underlying block, canary included).
+//     them), so the checker adds no lock cycle. No lock is taken while
+//     pinned.
+//   - Stats: checked blocks are real blocks of the central lists, the
+//     checker's magazines (in h.allMags, so counted like any magazine) or the
+//     page heap, and are counted there. A block in quarantine has been freed
+//     by the program but not yet by the heap; census adds the quarantines to
+//     Frees so the counts stay exact (Stats counts a checked block at the
+//     size of its underlying block, canary included).
 
 import (
 	"bytes"
@@ -395,51 +428,41 @@ func (c *checker) owns(a uintptr) bool {
 
 // alloc serves every allocation the checker takes.
 func (c *checker) alloc(n int, zero bool) ([]byte, error) {
-	if c.all && !c.guard && n <= maxSmall-canaryLen && (c.rate == 0 || c.ticks.Add(1)%c.rate != 0) {
+	// Decided once: the retry below must not draw the sample again.
+	guard := c.guard || !c.all || (c.rate > 0 && c.ticks.Add(1)%c.rate == 0)
+	if !guard && n <= maxSmall-canaryLen {
 		b, err := c.allocSmall(n, zero)
-		if errors.Is(err, ErrLimit) && c.flush() {
+		if err != nil && errors.Is(err, ErrLimit) && c.flush() {
 			b, err = c.allocSmall(n, zero)
 		}
 		return b, err
 	}
 	var st stack
 	captureStack(&st)
-	b, err := c.allocBlock(n, zero, &st)
+	b, err := c.allocBlock(n, zero, guard, &st)
 	if errors.Is(err, ErrLimit) && c.flush() {
 		// The quarantine held the memory the limit refuses: it gave it
 		// back, so try once more.
-		b, err = c.allocBlock(n, zero, &st)
+		b, err = c.allocBlock(n, zero, guard, &st)
 	}
 	return b, err
 }
 
-// allocBlock allocates a checked block of n bytes for a caller at st.
-func (c *checker) allocBlock(n int, zero bool, st *stack) ([]byte, error) {
-	if c.guard || !c.all || (c.rate > 0 && c.ticks.Add(1)%c.rate == 0) {
+// allocBlock allocates a checked block of n bytes for a caller at st: on
+// guard pages if guard, else a large run (small blocks are allocSmall's).
+func (c *checker) allocBlock(n int, zero, guard bool, st *stack) ([]byte, error) {
+	if guard {
 		return c.allocGuarded(n, zero, st)
 	}
-	h := c.h
-	r := record{size: n, kind: kindSmall}
-	var a uintptr
-	if real := n + canaryLen; real > maxSmall {
-		var err error
-		if a, err = h.allocLarge(real, false); err != nil {
-			return nil, err
-		}
-		r.kind = kindLarge
-		r.usable = uint32(real)
-		r.pages, _ = pagesFor(real)
-		if uint64(real) > math.MaxUint32 {
-			r.usable = 0 // too long to note: no canary check
-		}
-	} else {
-		r.class = sizeClass(real)
-		var one [1]uintptr
-		if _, _, err := h.central[r.class].get(h, one[:]); err != nil {
-			return nil, err
-		}
-		a = one[0]
-		r.usable = classSize[r.class]
+	real := n + canaryLen
+	a, err := c.h.allocLarge(real, false)
+	if err != nil {
+		return nil, err
+	}
+	r := record{size: n, kind: kindLarge, usable: uint32(real)}
+	r.pages, _ = pagesFor(real)
+	if uint64(real) > math.MaxUint32 {
+		r.usable = 0 // too long to note: no canary check
 	}
 	b := bytesAt(a, n)
 	if zero {

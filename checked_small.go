@@ -2,7 +2,16 @@ package offheap
 
 // Checked small blocks: the path every checked Alloc and Free of a block up
 // to maxSmall-canaryLen bytes takes, kept free of locks and of Go maps (see
-// "Small blocks" in checked.go for the design; this file is its mechanics).
+// the top of checked.go for the design; this file is its mechanics).
+//
+// What a 64-byte Alloc+Free pair costs (BenchmarkCheckedPair64, 2-vCPU VM,
+// fast mode about 12 ns): about 62 ns, against 200 ns with a Go map, one
+// global quarantine under a lock and no magazines. Of the 50 ns above fast
+// mode, the two frame-pointer walks are about 20 (measured by leaving them
+// out), the compare-and-swap that catches a double free about 4, and the
+// rest is the record, canary and poison work, on a block that comes back
+// cold from a quarantine of 1024. So the stacks and the compare-and-swap
+// alone put checked mode near 3x fast mode before any bookkeeping.
 
 import (
 	"errors"
@@ -20,7 +29,7 @@ import (
 var errNoMeta = errors.New("offheap: checked mode: mapping block metadata failed")
 
 // smallRec is the metadata of one small block of a checked heap. It lives
-// off-heap in the checker's side table (metaChunk), at an index computed
+// off-heap in the checker's side table (chunks), at an index computed
 // from the block's address, never next to the block: an overrun of a block
 // cannot reach it. The garbage collector does not see it; the stacks are
 // code addresses, not Go pointers, so that is safe.
@@ -38,7 +47,6 @@ type smallRec struct {
 	alloc stack
 	free  stack
 }
-
 
 // The side table. A small block is named by its span's id and its index in
 // the span, both read from the pagemap like Free's fast path does; the
@@ -65,7 +73,7 @@ var spanRecs = func() uintptr {
 // chkProc is one P's part of a checked heap, mapped off-heap like a
 // magazine and, like it, touched only by the goroutine pinned to that P
 // (Close and Stats excepted, as for magazines): the quarantine ring of small
-// blocks this P freed. The ring's qmax+1 slots follow the header in the same
+// blocks this P freed. The ring's qmask+1 slots follow the header in the same
 // mapping.
 type chkProc struct {
 	qhead, qlen uint32
@@ -76,8 +84,9 @@ type chkProc struct {
 // ringSlot is a block in a P's quarantine ring, with its record, so that
 // the block that leaves needs no side-table lookup.
 type ringSlot struct {
-	addr uintptr
-	rec  *smallRec // off-heap: not a Go pointer
+	addr  uintptr
+	rec   uintptr // its *smallRec, as an address: the ring is off-heap
+	class uint8   // its class, so that leaving needs no pagemap load either
 }
 
 // procBytes is the size of a P's chkProc mapping, ring included.
@@ -94,6 +103,10 @@ func (p *chkProc) slot(c *checker, i uint32) *ringSlot {
 // is), with poisonByte, a word at a time.
 func poisonWords(a uintptr, n uint32) {
 	const w = 0x0101010101010101 * poisonByte
+	if n > 128 {
+		poison(bytesAt(a, int(n))) // memmove's vector loop
+		return
+	}
 	for x := a; x < a+uintptr(n); x += 8 {
 		*(*uint64)(ptr(x)) = w
 	}
@@ -103,6 +116,9 @@ func poisonWords(a uintptr, n uint32) {
 // all poisonByte.
 func poisonedWords(a uintptr, n uint32) bool {
 	const w = 0x0101010101010101 * poisonByte
+	if n > 128 {
+		return poisoned(bytesAt(a, int(n))) // memequal's vector loop
+	}
 	for x := a; x < a+uintptr(n); x += 8 {
 		if *(*uint64)(ptr(x)) != w {
 			return false
@@ -123,7 +139,7 @@ type smallState struct {
 	// that.
 	qmaxP      uint32
 	qmaxBytesP uintptr
-	qmask      uint32 // ring slots - 1: a power of two above qmaxP, so no division
+	qmask      uint32         // ring slots - 1: a power of two above qmaxP, so no division
 	pmap       unsafe.Pointer // h.pmap, one load closer
 
 	chunkMu sync.Mutex
@@ -131,6 +147,24 @@ type smallState struct {
 
 	// The rings' census once Close has unmapped them.
 	closedQ [numClasses]uint64
+}
+
+// mag is P pid's magazine, or nil. A P numbered maxProcs or above has none
+// (it must not share a lower P's: only pinning guards a magazine), and goes
+// to the central lists and the global quarantine.
+func (c *checker) mag(pid int) *magazine {
+	if uint(pid) >= maxProcs {
+		return nil
+	}
+	return c.mags[pid].Load()
+}
+
+// proc is P pid's quarantine ring, or nil; see mag.
+func (c *checker) proc(pid int) *chkProc {
+	if uint(pid) >= maxProcs {
+		return nil
+	}
+	return c.procs[pid].Load()
 }
 
 // initSmall sets up the small-block side of a checked heap.
@@ -215,7 +249,7 @@ func (c *checker) allocSmall(n int, zero bool) ([]byte, error) {
 	cl := sizeClass(n + canaryLen)
 	var a uintptr
 	pid := pin.Pin()
-	if m := c.mags[uint(pid)%maxProcs].Load(); m != nil {
+	if m := c.mag(pid); m != nil {
 		mc := &m.cls[cl]
 		if k := mc.n; k != 0 {
 			k--
@@ -238,7 +272,13 @@ func (c *checker) allocSmall(n int, zero bool) ([]byte, error) {
 		return nil, errNoMeta
 	}
 	// The block is ours alone until we return it: plain stores.
-	captureStack(&r.alloc)
+	// fpStack straight from here, not through captureStack: one call and
+	// one frame less to walk, on the path that runs on every Alloc.
+	if framePointers {
+		r.alloc.n = int32(fpStack(&r.alloc.pcs))
+	} else {
+		captureStack(&r.alloc)
+	}
 	r.size = uint32(n)
 	r.addr = a
 	r.sum = c.recSum(a, uint32(n))
@@ -258,7 +298,7 @@ func (c *checker) allocSmall(n int, zero bool) ([]byte, error) {
 func (c *checker) refill(cl uint8) (uintptr, error) {
 	h := c.h
 	pid := pin.Pin()
-	m := c.mags[uint(pid)%maxProcs].Load()
+	m := c.mag(pid)
 	pin.Unpin()
 	if m == nil {
 		if err := c.installProc(pid); err != nil {
@@ -272,7 +312,7 @@ func (c *checker) refill(cl uint8) (uintptr, error) {
 	}
 	k := 1
 	pid = pin.Pin()
-	if m := c.mags[uint(pid)%maxProcs].Load(); m != nil {
+	if m := c.mag(pid); m != nil {
 		mc := &m.cls[cl]
 		for ; k < n && mc.n < mc.cap; k++ {
 			m.slots[cl][mc.n] = buf[k]
@@ -338,7 +378,11 @@ func (c *checker) freeSmallBlock(a uintptr, r *smallRec, cl uint8) {
 			detail:     "the bytes past its length were overwritten (an unsafe write past len); the block is freed",
 			AllocStack: r.alloc.String()}
 	}
-	captureStack(&r.free)
+	if framePointers { // as in allocSmall
+		r.free.n = int32(fpStack(&r.free.pcs))
+	} else {
+		captureStack(&r.free)
+	}
 	r.state = stateFreed
 	if c.poison {
 		poisonWords(a, usable)
@@ -379,7 +423,7 @@ func (c *checker) notLive(a uintptr, r *smallRec) *MemoryError {
 func (c *checker) quarantineSmall(a uintptr, r *smallRec, cl uint8) uintptr {
 	for {
 		pid := pin.Pin()
-		p := c.procs[uint(pid)%maxProcs].Load()
+		p := c.proc(pid)
 		if p == nil {
 			pin.Unpin()
 			if pid >= maxProcs {
@@ -402,7 +446,7 @@ func (c *checker) quarantineSmall(a uintptr, r *smallRec, cl uint8) uintptr {
 		}
 		size := uintptr(classSize[cl])
 		sl := p.slot(c, p.qhead+p.qlen)
-		sl.addr, sl.rec = a, r
+		sl.addr, sl.rec, sl.class = a, uintptr(unsafe.Pointer(r)), cl
 		p.qlen++
 		p.qbytes += size
 		p.qclass[cl]++
@@ -411,17 +455,16 @@ func (c *checker) quarantineSmall(a uintptr, r *smallRec, cl uint8) uintptr {
 			return 0
 		}
 		sl = p.slot(c, p.qhead)
-		out, orec := sl.addr, sl.rec
+		out, orec, ocl := sl.addr, sl.rec, sl.class
 		p.qhead = (p.qhead + 1) & c.qmask
 		p.qlen--
-		ocl := uint8(*c.h.pages.entry((out - c.base) >> pageShift))
 		osize := classSize[ocl]
 		p.qbytes -= uintptr(osize)
 		p.qclass[ocl]-- // leaves the census before the magazine counts it free
-		if m := c.mags[uint(pid)%maxProcs].Load(); m != nil && (!c.poison || poisonedWords(out, osize)) {
+		if m := c.mag(pid); m != nil && (!c.poison || poisonedWords(out, osize)) {
 			mc := &m.cls[ocl]
 			if k := mc.n; k < mc.cap {
-				orec.state = stateNone
+				(*smallRec)(ptr(orec)).state = stateNone
 				m.slots[ocl][k%maxDepth] = out
 				mc.n = k + 1
 				mc.frees++
@@ -466,7 +509,7 @@ func (c *checker) releaseSmall(a uintptr, giveBack bool) error {
 func (c *checker) pushBlock(a uintptr, cl uint8) {
 	h := c.h
 	pid := pin.Pin()
-	m := c.mags[uint(pid)%maxProcs].Load()
+	m := c.mag(pid)
 	if m == nil {
 		pin.Unpin()
 		h.central[cl].freeDirect(h, a)
@@ -502,7 +545,7 @@ func (c *checker) pushBlock(a uintptr, cl uint8) {
 func (c *checker) flushSmall() (bool, []error) {
 	var out []uintptr
 	pid := pin.Pin()
-	if p := c.procs[uint(pid)%maxProcs].Load(); p != nil && p.qlen > 0 {
+	if p := c.proc(pid); p != nil && p.qlen > 0 {
 		out = make([]uintptr, 0, p.qlen) // a few words per block, rare: Trim and ErrLimit
 		for p.qlen > 0 {
 			a := p.slot(c, p.qhead).addr
@@ -526,7 +569,7 @@ func (c *checker) flushSmall() (bool, []error) {
 	var buf [maxDepth]uintptr
 	for cl := 1; cl < numClasses; cl++ {
 		pid := pin.Pin()
-		m := c.mags[uint(pid)%maxProcs].Load()
+		m := c.mag(pid)
 		if m == nil {
 			pin.Unpin()
 			break
@@ -621,7 +664,7 @@ func (c *checker) closeSmall() (errs []error, lives []Leak) {
 func (c *checker) allocPublic(n int, zero bool) []byte {
 	if uint(n)-1 < maxSmall-canaryLen && !c.guard && c.rate == 0 && !c.h.closed.Load() {
 		b, err := c.allocSmall(n, zero)
-		if errors.Is(err, ErrLimit) && c.flush() {
+		if err != nil && errors.Is(err, ErrLimit) && c.flush() {
 			b, err = c.allocSmall(n, zero)
 		}
 		if err != nil {

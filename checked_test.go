@@ -253,7 +253,9 @@ func TestCheckedWritePastLen(t *testing.T) {
 				closeClean(t, h)
 				continue
 			}
-			pastLen(b, 1)[n] = 0x42
+			// Flip the byte rather than store a constant, which matches the
+			// canary (random per heap) one time in 256.
+			pastLen(b, 1)[n] ^= 0xff
 			me := memoryError(t, func() { h.Free(b) })
 			if me.Kind != Corrupted || me.Size != n || !strings.Contains(me.Error(), "past its length") {
 				t.Fatalf("n=%d %+v: %v", n, opts, me)
@@ -503,4 +505,29 @@ func TestSampleRateOffCostsNothing(t *testing.T) {
 	if h.chk != nil {
 		t.Fatal("fast heap has a checker")
 	}
+}
+
+// TestCheckedSampleRate is a checked heap that also samples: its small
+// blocks are side-table blocks or guarded ones, and both kinds are checked.
+func TestCheckedSampleRate(t *testing.T) {
+	h := checkedHeap(t, Options{SampleRate: 3})
+	guarded := 0
+	for i := range 300 {
+		b := h.Alloc(1 + i%200)
+		info, ok := h.Lookup(addrOf(b))
+		if !ok || info.Size != len(b) {
+			t.Fatalf("Lookup: %+v %v", info, ok)
+		}
+		if info.Guarded {
+			guarded++
+		}
+		h.Free(b)
+		if me := memoryError(t, func() { h.Free(b) }); me.Kind != DoubleFree {
+			t.Fatalf("double free: %v", me)
+		}
+	}
+	if guarded < 50 || guarded > 150 {
+		t.Fatalf("%d of 300 guarded at SampleRate 3", guarded)
+	}
+	closeClean(t, h)
 }
