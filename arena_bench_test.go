@@ -101,7 +101,7 @@ func BenchmarkArenaZero(b *testing.B) {
 // arenaScaleTotal is the fixed work of one op of the scale benchmarks, split
 // evenly over the workers: 32768 allocations of 64 bytes (2 MiB), or as many
 // units of arithmetic.
-const arenaScaleTotal = 1 << 15
+const arenaScaleTotal = 1 << 20
 
 // arenaScaleSlot is one worker's result, padded to its own cache lines so that
 // workers do not share a line through the harness.

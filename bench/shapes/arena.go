@@ -32,10 +32,11 @@ func init() {
 var arenaSizes = [...]int{16, 32, 48, 64, 96, 128, 192, 256}
 
 // arenaRound is how many allocations the arena way makes per round between
-// Resets: about 13 MiB at the sizes' mean of 104 B, so that a round's chunks
-// are modest and, once the untimed warm round has faulted them in, reused by
-// every timed round.
-const arenaRound = 1 << 17
+// Resets: about 27 MiB at the sizes' mean of 104 B, so that a round lasts
+// long enough (about 2 ms) for starting the workers to be noise (at 13 MiB
+// the wake-up of the second worker showed), and its chunks, faulted in by
+// the untimed warm round, are reused by every timed round.
+const arenaRound = 1 << 18
 
 // arenaSink is one worker's slot for the go-make way's last slice: storing
 // it there makes every make escape to the heap, and the padding keeps the
