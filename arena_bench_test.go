@@ -23,7 +23,7 @@ var arenaBenchSizes = []int{16, 64, 256}
 const arenaCycle = 1 << 20
 
 func BenchmarkArenaAlloc(b *testing.B) {
-	h := arenaTestHeap(b, Options{})
+	h := newTestHeap(b, Options{})
 	for _, n := range arenaBenchSizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			a := h.NewArena()
@@ -52,7 +52,7 @@ func BenchmarkMake(b *testing.B) {
 }
 
 func BenchmarkHeapPair(b *testing.B) {
-	h := arenaTestHeap(b, Options{})
+	h := newTestHeap(b, Options{})
 	for _, n := range arenaBenchSizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for b.Loop() {
@@ -70,7 +70,7 @@ func BenchmarkHeapPair(b *testing.B) {
 // over the bytes used), alloc (each allocation cleared on its own, as
 // zeroing in Alloc would).
 func BenchmarkArenaZero(b *testing.B) {
-	h := arenaTestHeap(b, Options{})
+	h := newTestHeap(b, Options{})
 	for _, arm := range []struct {
 		name string
 		zero arenaZero
@@ -125,7 +125,7 @@ func runArenaScale(workers int, slots []arenaScaleSlot, work func(s *arenaScaleS
 }
 
 func BenchmarkArenaScale(b *testing.B) {
-	h := arenaTestHeap(b, Options{})
+	h := newTestHeap(b, Options{})
 	for _, workers := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			a := h.NewArena()

@@ -72,16 +72,6 @@ func checkRecs(recs []arenaRec) error {
 
 func round16(n int) uint64 { return uint64(alignUp(uintptr(n), arenaAlign)) }
 
-func arenaTestHeap(t testing.TB, opts Options) *Heap {
-	t.Helper()
-	h, err := NewHeap(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	return h
-}
-
 // recorder collects allocations from many goroutines.
 type recorder struct {
 	mu   sync.Mutex
@@ -129,7 +119,7 @@ func (r *recorder) bytes() uint64 {
 var arenaSizes = []int{1, 7, 8, 15, 16, 17, 31, 48, 64, 100, 255, 256, 257, 511, 512, 513, 1000, 4095, 4096, 5000, 16384, 20000, 70000, 1 << 20}
 
 func TestArenaAllocSizes(t *testing.T) {
-	h := arenaTestHeap(t, Options{})
+	h := newTestHeap(t, Options{})
 	a := h.NewArena()
 	defer a.Release()
 	var r recorder
@@ -159,7 +149,7 @@ func TestArenaAllocSizes(t *testing.T) {
 // random sizes at once over several Reset rounds; every allocation is zero
 // when handed out and keeps its pattern to the end of its round.
 func TestArenaConcurrent(t *testing.T) {
-	h := arenaTestHeap(t, Options{})
+	h := newTestHeap(t, Options{})
 	for _, mk := range []struct {
 		name string
 		new  func() *Arena
@@ -210,7 +200,7 @@ func TestArenaResetReuses(t *testing.T) {
 	if buildChecked {
 		t.Skip("checked mode gives every chunk back at Reset, so nothing is reused")
 	}
-	h := arenaTestHeap(t, Options{})
+	h := newTestHeap(t, Options{})
 	a := h.NewArena()
 	defer a.Release()
 	fill := func() *recorder {
@@ -238,7 +228,7 @@ func TestArenaResetReuses(t *testing.T) {
 }
 
 func TestArenaReleaseReturnsEverything(t *testing.T) {
-	h := arenaTestHeap(t, Options{})
+	h := newTestHeap(t, Options{})
 	before := h.Stats().InUseBytes
 	a := h.NewArena()
 	var wg sync.WaitGroup
@@ -268,7 +258,7 @@ func TestArenaLargeRequestOwnChunk(t *testing.T) {
 	if buildChecked {
 		t.Skip("checked mode gives every chunk back at Reset, so nothing is reused")
 	}
-	h := arenaTestHeap(t, Options{})
+	h := newTestHeap(t, Options{})
 	a := h.NewArena()
 	defer a.Release()
 	small := a.Alloc(64)
@@ -313,7 +303,7 @@ func expectPanic(t *testing.T, want string, f func()) {
 }
 
 func TestArenaAfterRelease(t *testing.T) {
-	h := arenaTestHeap(t, Options{})
+	h := newTestHeap(t, Options{})
 	a := h.NewArena()
 	a.Alloc(10)
 	a.Release()
@@ -331,7 +321,7 @@ func TestArenaAfterRelease(t *testing.T) {
 }
 
 func TestArenaNegativeSize(t *testing.T) {
-	h := arenaTestHeap(t, Options{})
+	h := newTestHeap(t, Options{})
 	a := h.NewArena()
 	defer a.Release()
 	a.Alloc(1) // so the fast path is live
@@ -348,7 +338,7 @@ func TestArenaNegativeSize(t *testing.T) {
 }
 
 func TestArenaTyped(t *testing.T) {
-	h := arenaTestHeap(t, Options{})
+	h := newTestHeap(t, Options{})
 	a := h.NewArena()
 	defer a.Release()
 	type point struct{ X, Y float64 }
@@ -439,7 +429,7 @@ func (s *failSource) outstanding() int {
 }
 
 func TestArenaSourceFailure(t *testing.T) {
-	h := arenaTestHeap(t, Options{})
+	h := newTestHeap(t, Options{})
 	var failing atomic.Bool
 	src := newFailSource(h, func(int) bool { return failing.Load() })
 	a := newArena(h, arenaChunkMin, false, src)
@@ -488,7 +478,7 @@ func TestArenaSourceFailure(t *testing.T) {
 // sized: the new Ps claim from the shared chunk.
 func TestArenaProcsBeyondArray(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	h := arenaTestHeap(t, Options{})
+	h := newTestHeap(t, Options{})
 	a := h.NewArena()
 	defer a.Release()
 	var r recorder
@@ -516,7 +506,7 @@ func TestArenaProcsBeyondArray(t *testing.T) {
 }
 
 func TestArenaZeroArms(t *testing.T) {
-	h := arenaTestHeap(t, Options{})
+	h := newTestHeap(t, Options{})
 	for _, z := range []arenaZero{arenaZeroOnClaim, arenaZeroOnReset} {
 		a := newArena(h, arenaChunkMin, false, nil)
 		a.zero = z
@@ -581,7 +571,7 @@ func TestArenaChecked(t *testing.T) {
 // corrupts.
 
 func TestArenaCheckerCatchesDuplicateChunk(t *testing.T) {
-	h := arenaTestHeap(t, Options{})
+	h := newTestHeap(t, Options{})
 	src := newFailSource(h, nil)
 	src.dup = true // every chunk is the same memory: offsets handed out twice
 	a := newArena(h, arenaChunkMin, false, src)
@@ -605,7 +595,7 @@ func TestArenaCheckerCatchesDuplicateChunk(t *testing.T) {
 }
 
 func TestArenaCheckerCatchesCorruption(t *testing.T) {
-	h := arenaTestHeap(t, Options{})
+	h := newTestHeap(t, Options{})
 	a := h.NewArena()
 	defer a.Release()
 	var r recorder

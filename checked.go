@@ -651,13 +651,19 @@ func (c *checker) quarantine(e qEntry) error {
 		out = append(out, c.qpop())
 	}
 	c.qmu.Unlock()
+	return joinErrors(c.releaseEntries(out))
+}
+
+// releaseEntries gives blocks that left the quarantine back to the heap,
+// checking their poison, and returns what the checks found.
+func (c *checker) releaseEntries(out []qEntry) []error {
 	var errs []error
 	for _, e := range out {
 		if err := c.release(e, true); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return joinErrors(errs)
+	return errs
 }
 
 // joinErrors is errors.Join, except that one error stays itself, so that a
@@ -679,12 +685,7 @@ func (c *checker) flush() bool {
 		out = append(out, c.qpop())
 	}
 	c.qmu.Unlock()
-	var errs []error
-	for _, e := range out {
-		if err := c.release(e, true); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs := c.releaseEntries(out)
 	held := len(out) > 0
 	if c.all {
 		// Small blocks: this P's ring. Other Ps' rings are theirs alone;
