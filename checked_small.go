@@ -294,36 +294,9 @@ func (c *checker) allocSmall(n int, zero bool) ([]byte, error) {
 
 // refill takes a batch of class cl from the central list for this P's
 // magazine and returns the first block: Heap.refill for the checker's
-// magazines. The central lock is never taken while pinned.
+// magazines.
 func (c *checker) refill(cl uint8) (uintptr, error) {
-	h := c.h
-	pid := pin.Pin()
-	m := c.mag(pid)
-	pin.Unpin()
-	if m == nil {
-		if err := c.installProc(pid); err != nil {
-			return 0, err
-		}
-	}
-	var buf [maxDepth/2 + 1]uintptr
-	n, _, err := h.central[cl].get(h, buf[:c.batch[cl]])
-	if err != nil {
-		return 0, err
-	}
-	k := 1
-	pid = pin.Pin()
-	if m := c.mag(pid); m != nil {
-		mc := &m.cls[cl]
-		for ; k < n && mc.n < mc.cap; k++ {
-			m.slots[cl][mc.n] = buf[k]
-			mc.n++
-		}
-	}
-	pin.Unpin()
-	if k < n {
-		h.central[cl].put(h, buf[k:n])
-	}
-	return buf[0], nil
+	return c.h.refillFrom(cl, c.batch[cl], c.mag, c.installProc)
 }
 
 // installProc gives P pid its magazine and quarantine ring, if it has none.

@@ -127,22 +127,28 @@ func (h *Heap) installMagazine(pid int) error {
 // stacks the rest in the magazine of whichever P the goroutine is on once the
 // lock is released. The central lock is never taken while pinned.
 func (h *Heap) refill(c uint8) (uintptr, error) {
+	return h.refillFrom(c, h.batch[c], h.mag, h.installMagazine)
+}
+
+// refillFrom is refill for any set of per-P magazines: the heap's, or the
+// checker's (checked_small.go), found with mag and made with install.
+func (h *Heap) refillFrom(c uint8, batch uint32, mag func(pid int) *magazine, install func(pid int) error) (uintptr, error) {
 	pid := pin.Pin()
-	m := h.mag(pid)
+	m := mag(pid)
 	pin.Unpin()
 	if m == nil {
-		if err := h.installMagazine(pid); err != nil {
+		if err := install(pid); err != nil {
 			return 0, err
 		}
 	}
 	var buf [maxDepth/2 + 1]uintptr
-	n, _, err := h.central[c].get(h, buf[:h.batch[c]])
+	n, _, err := h.central[c].get(h, buf[:batch])
 	if err != nil {
 		return 0, err
 	}
 	k := 1
 	pid = pin.Pin()
-	if m := h.mag(pid); m != nil {
+	if m := mag(pid); m != nil {
 		mc := &m.cls[c]
 		for ; k < n && mc.n < mc.cap; k++ {
 			m.slots[c][mc.n] = buf[k]
