@@ -2,7 +2,9 @@ package offheap
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -51,21 +53,30 @@ type padded struct {
 }
 
 // runWorkers splits total operations over w goroutines started behind a
-// barrier and returns when all are done.
+// spinning barrier (a channel or WaitGroup release readies the waiters on
+// one P, where an idle P may not steal them for a while; see bench.Parallel)
+// and returns when all are done.
 func runWorkers(w, total int, work func(n int, slot *padded)) {
-	var start, done sync.WaitGroup
-	start.Add(1)
+	var ready atomic.Int32
+	var start atomic.Bool
+	var done sync.WaitGroup
 	slots := make([]padded, w+1)
 	for i := range w {
 		done.Add(1)
 		go func() {
 			defer done.Done()
 			n, slot := total/w, &slots[i]
-			start.Wait()
+			ready.Add(1)
+			for !start.Load() {
+				runtime.Gosched()
+			}
 			work(n, slot)
 		}()
 	}
-	start.Done()
+	for ready.Load() < int32(w) {
+		runtime.Gosched()
+	}
+	start.Store(true)
 	done.Wait()
 }
 
