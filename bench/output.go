@@ -120,6 +120,10 @@ func WritePlot(w io.Writer, r *Report, sh ShapeInfo) error {
 			if err := plotutil.AddLinePoints(p, lines...); err != nil {
 				return err
 			}
+			// Headroom above the data for the legend (top right): a
+			// factor of 30 on the log axis keeps the lines in the lower
+			// part of the panel.
+			p.Y.Max *= 30
 		} else {
 			var vals plotter.Values
 			var names []string
