@@ -23,11 +23,13 @@
 //     stack of free blocks per size class. Alloc pops and Free pushes with the
 //     goroutine pinned to its P: no lock, no atomic, no shared cache line.
 //     This is the fast path; it also counts every operation for Stats.
-//   - central.go: per size class, the spans that have free blocks, under one
-//     lock. An empty magazine refills from it in a batch; a full one gives
-//     half back in a batch. With magazines off (Options.MagazineDepth < 0)
-//     every operation comes here: that is the control every speed claim is
-//     measured against.
+//   - central.go: per size class, under one lock, a depot of whole batches
+//     and the spans that have free blocks. An empty magazine refills from it
+//     in a batch; a full one hands half of itself over as one batch, which
+//     the depot keeps (up to 256 KiB per class) for the next refill, so a
+//     producer and a consumer trade batches without touching spans. With
+//     magazines off (Options.MagazineDepth < 0) every operation comes here:
+//     that is the control every speed claim is measured against.
 //   - span.go, sizeclass_table.go: a span is a run of pages cut into blocks of
 //     one of the size classes (8 bytes to 32 KiB, at most 1/8 waste above 128
 //     bytes). Blocks are carved on demand and kept on the span's free list.
@@ -41,6 +43,18 @@
 // census.go sums every counter into Stats. The unsafe conversions between
 // addresses and pointers are in unsafe.go, the one runtime linkname (procPin)
 // in internal/pin, and the system calls in internal/osmem.
+//
+// Built on the heap:
+//
+//   - checked.go, checked_small.go, guard.go: checked mode (Options.Checked,
+//     the offheapchecked build tag): per-block records with stacks, poison
+//     and a quarantine, canaries past the end, leaks at Close, and guard pages
+//     for every allocation (GuardPages) or a sample of them (SampleRate).
+//   - arena.go: Arena, a bump allocator many goroutines fill at once, freed
+//     by one Reset or Release.
+//   - shared.go: Shared, reference-counted buffers, with immortal (Static)
+//     handles and per-P counting (Hot) for handles every core retains.
+//   - typed.go: New, MakeSlice, Free and FreeSlice for pointer-free types.
 //
 // # Concurrency
 //
