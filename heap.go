@@ -85,8 +85,9 @@ type Heap struct {
 	closed        atomic.Bool
 	closeMu       sync.Mutex
 
-	// chk is nil in a fast heap. In checked mode the heap has no magazines,
-	// so every Alloc and Free reaches the slow path, which hands it to chk.
+	// chk is nil in a fast heap. In checked mode (chkAll) every Alloc and
+	// Free goes to it first; in a sampled heap (SampleRate without Checked)
+	// the slow path hands it the sampled allocations and their frees.
 	chk *checker
 }
 
