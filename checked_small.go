@@ -538,24 +538,7 @@ func (c *checker) flushSmall() (bool, []error) {
 		}
 	}
 	// The magazine's blocks too, as Trim does with a fast heap's.
-	h := c.h
-	var buf [maxDepth]uintptr
-	for cl := 1; cl < numClasses; cl++ {
-		pid := pin.Pin()
-		m := c.mag(pid)
-		if m == nil {
-			pin.Unpin()
-			break
-		}
-		mc := &m.cls[cl]
-		k := int(mc.n)
-		copy(buf[:k], m.slots[cl][:k])
-		mc.n = 0
-		pin.Unpin()
-		if k > 0 {
-			h.central[cl].put(h, buf[:k])
-		}
-	}
+	c.h.drainFrom(c.mag)
 	return len(out) > 0, errs
 }
 

@@ -203,11 +203,15 @@ func (h *Heap) spill(b uintptr, c uint8) error {
 }
 
 // drainMagazine empties the calling P's magazine into the central lists.
-func (h *Heap) drainMagazine() {
+func (h *Heap) drainMagazine() { h.drainFrom(h.mag) }
+
+// drainFrom is drainMagazine for any set of per-P magazines: the heap's, or
+// the checker's (checked_small.go), found with mag.
+func (h *Heap) drainFrom(mag func(pid int) *magazine) {
 	var buf [maxDepth]uintptr
 	for c := 1; c < numClasses; c++ {
 		pid := pin.Pin()
-		m := h.mag(pid)
+		m := mag(pid)
 		if m == nil {
 			pin.Unpin()
 			return
