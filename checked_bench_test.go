@@ -52,17 +52,7 @@ func BenchmarkCheckedLiveK(b *testing.B) {
 				framePointers = false
 				defer func() { framePointers = fpDefault }()
 			}
-			h := newTestHeap(b, arm.opts)
-			live := make([][]byte, k*len(sizes))
-			for b.Loop() {
-				for i := range live {
-					live[i] = h.AllocUnzeroed(sizes[i%len(sizes)])
-				}
-				for _, x := range live {
-					h.Free(x)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(live)), "ns/pair")
+			liveKRounds(b, newTestHeap(b, arm.opts), k, sizes)
 		})
 	}
 }

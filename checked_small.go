@@ -488,24 +488,13 @@ func (c *checker) pushBlock(a uintptr, cl uint8) {
 		h.central[cl].freeDirect(h, a)
 		return
 	}
-	var buf [maxDepth / 2]uintptr
-	mc := &m.cls[cl]
-	k := 0
-	if mc.n >= mc.cap {
-		if mc.cap == 0 { // magazines off
-			pin.Unpin()
-			h.central[cl].freeDirect(h, a)
-			return
-		}
-		k = int(c.batch[cl])
-		s := &m.slots[cl]
-		copy(buf[:k], s[:k])
-		copy(s[:], s[k:mc.n])
-		mc.n -= uint32(k)
+	if m.cls[cl].cap == 0 { // magazines off
+		pin.Unpin()
+		h.central[cl].freeDirect(h, a)
+		return
 	}
-	m.slots[cl][mc.n] = a
-	mc.n++
-	mc.frees++
+	var buf [maxDepth / 2]uintptr
+	k := m.push(cl, a, c.batch[cl], &buf)
 	pin.Unpin()
 	if k > 0 {
 		h.central[cl].putBatch(h, buf[:k])

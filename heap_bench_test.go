@@ -129,21 +129,27 @@ func BenchmarkLiveK(b *testing.B) {
 		}{{"offheap", 0}, {"offheap-depth1", 1}, {"offheap-nomag", -1}} {
 			b.Run(fmt.Sprintf("k=%d/arm=%s", k, arm.name), func(b *testing.B) {
 				h := newTestHeap(b, Options{MagazineDepth: arm.depth})
-				live := make([][]byte, k*len(sizes))
-				for b.Loop() {
-					for i := range live {
-						live[i] = h.AllocUnzeroed(sizes[i%len(sizes)])
-					}
-					for _, x := range live {
-						h.Free(x)
-					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(live)), "ns/pair")
+				liveKRounds(b, h, k, sizes)
 				s := h.Stats()
 				b.ReportMetric(float64(s.MagazineHits)/float64(max(s.Allocs, 1))*100, "%hits")
 			})
 		}
 	}
+}
+
+// liveKRounds allocates k blocks of each size, then frees them all, b.N
+// times, and reports the time per Alloc+Free as ns/pair.
+func liveKRounds(b *testing.B, h *Heap, k int, sizes []int) {
+	live := make([][]byte, k*len(sizes))
+	for b.Loop() {
+		for i := range live {
+			live[i] = h.AllocUnzeroed(sizes[i%len(sizes)])
+		}
+		for _, x := range live {
+			h.Free(x)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(live)), "ns/pair")
 }
 
 // BenchmarkProdCons: one goroutine allocates, another frees, in batches of

@@ -181,25 +181,34 @@ func (h *Heap) spill(b uintptr, c uint8) error {
 			continue
 		}
 		var buf [maxDepth / 2]uintptr
-		mc := &m.cls[c]
-		k := 0
-		if mc.n == mc.cap {
-			// The bottom of the stack is the coldest: hand that half on.
-			k = int(h.batch[c])
-			s := &m.slots[c]
-			copy(buf[:k], s[:k])
-			copy(s[:], s[k:mc.n])
-			mc.n -= uint32(k)
-		}
-		m.slots[c][mc.n] = b
-		mc.n++
-		mc.frees++
+		k := m.push(c, b, h.batch[c], &buf)
 		pin.Unpin()
 		if k > 0 {
 			h.central[c].putBatch(h, buf[:k])
 		}
 		return nil
 	}
+}
+
+// push stacks freed block b of class c and counts the Free. A full stack
+// first moves its oldest batch blocks into spilled (the bottom of the stack
+// is the coldest), and push returns how many, for the caller to hand to the
+// central list once unpinned. The caller is pinned to m's P, and the stack's
+// cap is not 0.
+func (m *magazine) push(c uint8, b uintptr, batch uint32, spilled *[maxDepth / 2]uintptr) int {
+	mc := &m.cls[c]
+	k := 0
+	if mc.n >= mc.cap {
+		k = int(batch)
+		s := &m.slots[c]
+		copy(spilled[:k], s[:k])
+		copy(s[:], s[k:mc.n])
+		mc.n -= uint32(k)
+	}
+	m.slots[c][mc.n] = b
+	mc.n++
+	mc.frees++
+	return k
 }
 
 // drainMagazine empties the calling P's magazine into the central lists.

@@ -204,12 +204,7 @@ func TestSharedStaticReadOnly(t *testing.T) {
 func TestSharedReleasePastZero(t *testing.T) {
 	for _, mode := range []string{"fast", "checked"} {
 		t.Run(mode, func(t *testing.T) {
-			var h *Heap
-			if mode == "fast" {
-				h = sharedHeap(t)
-			} else {
-				h = sharedCheckedHeap(t)
-			}
+			h := sharedHeapFor(t, mode)
 			check := func(what, msg, prefix string) {
 				t.Helper()
 				if !strings.HasPrefix(msg, prefix) {
@@ -267,12 +262,7 @@ func TestSharedReleasePastZero(t *testing.T) {
 func TestSharedReleaseAllRounds(t *testing.T) {
 	for _, mode := range []string{"fast", "checked"} {
 		t.Run(mode, func(t *testing.T) {
-			var h *Heap
-			if mode == "fast" {
-				h = sharedHeap(t)
-			} else {
-				h = sharedCheckedHeap(t)
-			}
+			h := sharedHeapFor(t, mode)
 			base := sharedLive(h)
 			var released int
 			var s []Shared
@@ -576,4 +566,13 @@ func TestSharedHotCreatorLast(t *testing.T) {
 	if calls.Load() != 1 || sharedLive(h) != base {
 		t.Fatalf("OnRelease ran %d times; %d blocks live", calls.Load(), sharedLive(h)-base)
 	}
+}
+
+// sharedHeapFor is sharedHeap for mode "fast", sharedCheckedHeap otherwise.
+func sharedHeapFor(t *testing.T, mode string) *Heap {
+	t.Helper()
+	if mode == "fast" {
+		return sharedHeap(t)
+	}
+	return sharedCheckedHeap(t)
 }
