@@ -296,15 +296,14 @@ type record struct {
 	class  uint8
 	kind   uint8
 	state  uint8
-	sum    uint64 // checksum of the above and the stacks, keyed by the heap's id
-	alloc  stack
-	free   stack
+	sum    uint64 // checksum of the above, keyed by the heap's id
+	alloc  stackID
+	free   stackID
 }
 
 // checksum seals r: every field Free acts on (where the block is, how long,
 // how it goes back, whether it is live), keyed by the heap's id. The stacks
-// are left out: they are only printed, and folding 40 PCs in three times per
-// Alloc and Free pair was a tenth of checked mode's cost.
+// are left out: they are only printed.
 func (r *record) checksum(id uint64) uint64 {
 	const k1, k2 = 0x9e3779b97f4a7c15, 0xc2b2ae3d27d4eb4f
 	x := id ^ uint64(r.addr)*k1
@@ -384,6 +383,7 @@ func (h *Heap) initChecked() error {
 	for i := range c.shards {
 		c.shards[i].recs = make(map[uintptr]*record)
 	}
+	initDepot()
 	if c.all {
 		c.initSmall()
 	}
@@ -437,20 +437,19 @@ func (c *checker) alloc(n int, zero bool) ([]byte, error) {
 		}
 		return b, err
 	}
-	var st stack
-	captureStack(&st)
-	b, err := c.allocBlock(n, zero, guard, &st)
+	st := callStack()
+	b, err := c.allocBlock(n, zero, guard, st)
 	if errors.Is(err, ErrLimit) && c.flush() {
 		// The quarantine held the memory the limit refuses: it gave it
 		// back, so try once more.
-		b, err = c.allocBlock(n, zero, guard, &st)
+		b, err = c.allocBlock(n, zero, guard, st)
 	}
 	return b, err
 }
 
 // allocBlock allocates a checked block of n bytes for a caller at st: on
 // guard pages if guard, else a large run (small blocks are allocSmall's).
-func (c *checker) allocBlock(n int, zero, guard bool, st *stack) ([]byte, error) {
+func (c *checker) allocBlock(n int, zero, guard bool, st stackID) ([]byte, error) {
 	if guard {
 		return c.allocGuarded(n, zero, st)
 	}
@@ -475,12 +474,12 @@ func (c *checker) allocBlock(n int, zero, guard bool, st *stack) ([]byte, error)
 }
 
 // insert files the new record r of a live block allocated at st.
-func (c *checker) insert(r *record, st *stack) {
+func (c *checker) insert(r *record, st stackID) {
 	sh := c.shard(r.addr)
 	sh.mu.Lock()
 	p := sh.newRecord()
 	*p = *r
-	p.alloc = *st
+	p.alloc = st
 	p.state = stateLive
 	p.sum = p.checksum(c.id)
 	sh.recs[p.addr] = p
@@ -554,8 +553,7 @@ func (c *checker) free(a uintptr) {
 			return
 		}
 	}
-	var st stack
-	captureStack(&st)
+	st := callStack()
 	sh := c.shard(a)
 	sh.mu.Lock()
 	r := sh.recs[a]
@@ -746,7 +744,7 @@ func (c *checker) release(e qEntry, giveBack bool) error {
 	sh := c.shard(e.addr)
 	sh.mu.Lock()
 	r := sh.recs[e.addr]
-	var alloc, free stack
+	var alloc, free stackID
 	if r != nil {
 		if waf != nil {
 			waf.Size = r.size
@@ -919,7 +917,7 @@ func (c *checker) close() error {
 	type live struct {
 		addr uintptr
 		size int
-		st   stack
+		st   stackID
 	}
 	var lives []live
 	for i := range c.shards {

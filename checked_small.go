@@ -5,13 +5,14 @@ package offheap
 // the top of checked.go for the design; this file is its mechanics).
 //
 // What a 64-byte Alloc+Free pair costs (BenchmarkCheckedPair64, 2-vCPU VM,
-// fast mode about 12 ns): about 62 ns, against 200 ns with a Go map, one
-// global quarantine under a lock and no magazines. Of the 50 ns above fast
-// mode, the two frame-pointer walks are about 20 (measured by leaving them
-// out), the compare-and-swap that catches a double free about 4, and the
-// rest is the record, canary and poison work, on a block that comes back
-// cold from a quarantine of 1024. So the stacks and the compare-and-swap
-// alone put checked mode near 3x fast mode before any bookkeeping.
+// fast mode about 12.5 ns): about 68 ns, against 200 ns with a Go map, one
+// global quarantine under a lock and no magazines. Of the 55 ns above fast
+// mode, the two stacks (walk, hash, depot lookup) are about 20, measured by
+// leaving them out; the compare-and-swap that catches a double free about
+// 4 (more when it must wait for the record's stores to drain); the rest is
+// the side-table lookups, the canary, the poison written on Free and checked
+// when the block leaves a quarantine of 1024, on blocks and records that come
+// back from it cold.
 
 import (
 	"errors"
@@ -44,8 +45,8 @@ type smallRec struct {
 	size  uint32  // requested length
 	addr  uintptr // the block's start
 	sum   uint64  // recSum(addr, size): a stray write to either is Corrupted
-	alloc stack
-	free  stack
+	alloc stackID // where it was allocated
+	free  stackID // where it was freed; 0 while live
 }
 
 // The side table. A small block is named by its span's id and its index in
@@ -272,17 +273,11 @@ func (c *checker) allocSmall(n int, zero bool) ([]byte, error) {
 		return nil, errNoMeta
 	}
 	// The block is ours alone until we return it: plain stores.
-	// fpStack straight from here, not through captureStack: one call and
-	// one frame less to walk, on the path that runs on every Alloc.
-	if framePointers {
-		r.alloc.n = int32(fpStack(&r.alloc.pcs))
-	} else {
-		captureStack(&r.alloc)
-	}
+	r.alloc = callStack()
 	r.size = uint32(n)
 	r.addr = a
 	r.sum = c.recSum(a, uint32(n))
-	r.free.n = 0
+	r.free = 0
 	r.state = stateLive
 	canary(c.canaryKey(a), a+uintptr(n), a+uintptr(classSize[cl]), true)
 	b := bytesAt(a, n)
@@ -351,11 +346,7 @@ func (c *checker) freeSmallBlock(a uintptr, r *smallRec, cl uint8) {
 			detail:     "the bytes past its length were overwritten (an unsafe write past len); the block is freed",
 			AllocStack: r.alloc.String()}
 	}
-	if framePointers { // as in allocSmall
-		r.free.n = int32(fpStack(&r.free.pcs))
-	} else {
-		captureStack(&r.free)
-	}
+	r.free = callStack()
 	r.state = stateFreed
 	if c.poison {
 		poisonWords(a, usable)
@@ -379,8 +370,7 @@ func (c *checker) notLive(a uintptr, r *smallRec) *MemoryError {
 	switch r.state {
 	case stateFreed, stateFreeing:
 		e := &MemoryError{Kind: DoubleFree, Addr: a, Size: int(r.size), detail: "the block is not allocated (already freed)"}
-		alloc, free := r.alloc, r.free // copies: the record may be reused meanwhile
-		e.AllocStack, e.FreeStack = alloc.String(), free.String()
+		e.AllocStack, e.FreeStack = r.alloc.String(), r.free.String()
 		return e
 	case stateNone:
 		return c.unknownFree(a)
@@ -460,10 +450,9 @@ func (c *checker) releaseSmall(a uintptr, giveBack bool) error {
 	r, _, _ := c.recOf(a, false)
 	var err error
 	if c.poison && !poisonedWords(a, uint32(usable)) {
-		alloc, free := r.alloc, r.free
 		waf := &MemoryError{Kind: WriteAfterFree, Addr: a, Size: int(r.size),
 			detail:     "a freed block in quarantine was written to",
-			AllocStack: alloc.String(), FreeStack: free.String()}
+			AllocStack: r.alloc.String(), FreeStack: r.free.String()}
 		if first := firstDiff(bytesAt(a, usable)); first >= 0 {
 			waf.detail = fmt.Sprintf("byte %d of the freed block was overwritten (found when it left the quarantine)", first)
 		}
@@ -591,8 +580,7 @@ func (c *checker) closeSmall() (errs []error, lives []Leak) {
 			for q := uintptr(0); q < n; q++ {
 				r := (*smallRec)(ptr(ch + (j*spanRecs+q)*recSize))
 				if r.state == stateLive {
-					alloc := r.alloc
-					lives = append(lives, Leak{Addr: r.addr, Size: int(r.size), Stack: alloc.String()})
+					lives = append(lives, Leak{Addr: r.addr, Size: int(r.size), Stack: r.alloc.String()})
 				}
 			}
 		}

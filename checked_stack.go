@@ -7,14 +7,13 @@ import (
 	"strings"
 )
 
-// Stacks in checked mode are captured on every Alloc and Free, so capturing
-// must be cheap and symbolizing must wait: a stack is a fixed array of return
-// PCs, filled by walking frame pointers (checked_fp.go) where the
-// architecture allows and by runtime.Callers elsewhere, and turned into text
-// only when an error or a Lookup reports it.
+// Stacks in checked mode are captured on every Alloc and Free
+// (callStack, checked_depot.go), so symbolizing must wait: a stack is a fixed
+// array of return PCs, kept once in the stack depot and turned into text only
+// when an error or a Lookup reports it.
 
 // stackDepth is how many frames a stack keeps. The innermost three or four
-// are this package's own (Alloc, allocSlow, the checker); formatStack drops
+// are this package's own (Alloc, allocSlow, the checker); String drops
 // them.
 const stackDepth = 20
 
@@ -33,15 +32,6 @@ func (s *stack) frames() []uintptr {
 	return s.pcs[:s.n]
 }
 
-// captureStack records the calling goroutine's stack.
-func captureStack(s *stack) {
-	if framePointers {
-		s.n = int32(fpStack(&s.pcs))
-		return
-	}
-	s.n = int32(runtime.Callers(2, s.pcs[:]))
-}
-
 // pkgPrefix is this package's import path plus ".", as function names spell
 // it: "github.com/offheap/offheap.".
 var pkgPrefix = func() string {
@@ -58,7 +48,7 @@ func internalFrame(fn string) bool {
 	if !ok {
 		return strings.HasPrefix(fn, "runtime.") // panics that reach Free
 	}
-	if strings.HasPrefix(rest, "(*checker).") || strings.HasPrefix(rest, "captureStack") || strings.HasPrefix(rest, "fpStack") {
+	if strings.HasPrefix(rest, "(*checker).") || strings.HasPrefix(rest, "callStack") || strings.HasPrefix(rest, "fpStack") {
 		return true
 	}
 	switch strings.TrimPrefix(rest, "(*Heap).") {

@@ -408,13 +408,28 @@ func TestCheckedAllocStack(t *testing.T) {
 // TestCheckedStackUnwinder compares the frame-pointer stack with
 // runtime.Callers: the cheap unwinder must name the same functions.
 func TestCheckedStackUnwinder(t *testing.T) {
-	var fp, rc stack
+	initDepot()
+	var fpID, rcID stackID
 	func() {
-		captureStack(&fp)
+		fpID = callStack()
 		framePointers = false
 		defer func() { framePointers = true }()
-		captureStack(&rc)
+		rcID = callStack()
 	}()
+	if fpID == 0 || rcID == 0 {
+		t.Fatalf("stack ids %d and %d", fpID, rcID)
+	}
+	fp, rc := *stackEntry(fpID), *stackEntry(rcID)
+	if framePointers {
+		// The walker's own hash must be the one stack.hash computes, or a
+		// stack interned both ways would be stored twice.
+		var s stack
+		n, h := fpStack(&s.pcs)
+		s.n = int32(n)
+		if n < 3 || h != s.hash() {
+			t.Fatalf("fpStack: %d frames, hash %#x, stack.hash %#x", n, h, s.hash())
+		}
+	}
 	names := func(s *stack) []string {
 		var out []string
 		fr := runtime.CallersFrames(s.frames())
@@ -530,4 +545,48 @@ func TestCheckedSampleRate(t *testing.T) {
 		t.Fatalf("%d of 300 guarded at SampleRate 3", guarded)
 	}
 	closeClean(t, h)
+}
+
+// TestCheckedDepot checks the stack depot: one id per distinct stack, the
+// same id for a stack seen again or by many goroutines at once, and no stack
+// for an id it never gave.
+func TestCheckedDepot(t *testing.T) {
+	initDepot()
+	var ids [3]stackID
+	for i := range ids {
+		ids[i] = callStack() // the same stack every time
+	}
+	other := callStack()
+	if ids[0] == 0 || ids[1] != ids[0] || ids[2] != ids[0] {
+		t.Fatalf("one stack, ids %v", ids)
+	}
+	if other == 0 || other == ids[0] {
+		t.Fatalf("two stacks, ids %d and %d", ids[0], other)
+	}
+	if st := ids[0].String(); !strings.Contains(st, "TestCheckedDepot") {
+		t.Fatalf("stack %q does not name the test", st)
+	}
+	if stackID(0).String() != "" || stackID(^uint32(0)).String() != "" {
+		t.Fatal("an id the depot never gave has a stack")
+	}
+
+	// A stack no one has seen, interned by many goroutines at once.
+	var s stack
+	s.n = 3
+	s.pcs[0], s.pcs[1], s.pcs[2] = uintptr(unsafe.Pointer(&s)), 2, 3
+	const g = 8
+	got := make([]stackID, g)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() { got[i] = intern(&s, s.hash()) })
+	}
+	wg.Wait()
+	for _, id := range got {
+		if id == 0 || id != got[0] {
+			t.Fatalf("one new stack interned at once: ids %v", got)
+		}
+	}
+	if e := stackEntry(got[0]); e.n != 3 || e.pcs != s.pcs {
+		t.Fatalf("depot entry %v, want %v", e.pcs[:e.n], s.pcs[:3])
+	}
 }

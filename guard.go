@@ -85,7 +85,7 @@ const guardAlign = 16
 
 // allocGuarded allocates n bytes on pages of their own, followed by a guard
 // page, for a block allocated at st.
-func (c *checker) allocGuarded(n int, zero bool, st *stack) ([]byte, error) {
+func (c *checker) allocGuarded(n int, zero bool, st stackID) ([]byte, error) {
 	span := (uint64(n) + guardAlign - 1) &^ (guardAlign - 1)
 	np, ok := pagesFor(int(min(span, math.MaxInt64)))
 	if !ok || np+1 < np {
