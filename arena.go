@@ -15,20 +15,28 @@ package offheap
 //     the adjacent-line prefetcher pairs lines) and live off-heap, in one
 //     heap block, like the heap's magazines. The race detector does not see
 //     off-heap memory; pinning is the synchronization.
-//  2. The shared chunk (one atomic per refill). A P whose sub-chunk is too
-//     short claims the next arenaSub bytes of the current chunk with one
-//     atomic add on the chunk's offset, clears them, and installs them as its
-//     sub-chunk. Requests above arenaFastMax, and goroutines on Ps beyond the
-//     per-P array (GOMAXPROCS raised after the array was sized), claim exactly
-//     their rounded size from the shared chunk the same way.
-//  3. Chunks (a lock, taken only at chunk exhaustion). A claim that finds the
-//     current chunk exhausted takes Arena.mu, and unless another goroutine has
-//     already replaced the chunk, installs a new one: a spare chunk kept by
-//     Reset (in the order the last round used them), or a fresh one from
-//     the heap. A request of at least bigMin bytes gets a chunk of its own,
-//     under the same lock: the smallest spare of its kind that fits, or a
-//     fresh one. Keeping the two kinds apart, and the order, means a round
-//     that repeats the last one's work takes no new chunk.
+//  2. Lanes of shared chunks (one atomic per refill). A P whose sub-chunk is
+//     too short claims the next arenaSub bytes of its lane's current chunk
+//     with one atomic add on the chunk's offset, clears them, and installs
+//     them as its sub-chunk. Requests above arenaFastMax, and goroutines on
+//     Ps beyond the per-P array (GOMAXPROCS raised after the array was
+//     sized), claim exactly their rounded size from the chunk the same way.
+//     P p uses lane p mod the number of lanes (GOMAXPROCS at NewArena, at
+//     most arenaMaxLanes), so with one lane per P a chunk is filled by one
+//     P, and after Reset each lane takes back the chunks it used the round
+//     before: a P refills with memory its own core's cache last held. With
+//     one chunk shared by every P, the Ps got each other's memory after
+//     every Reset, and two workers filling 830 KiB rounds took longer than
+//     one (bench shape arena), their caches passing lines back and forth.
+//  3. Chunks (a lock, taken only at chunk exhaustion). A claim that finds its
+//     lane's chunk exhausted takes Arena.mu, and unless another goroutine
+//     has already replaced the chunk, installs a new one: a spare chunk the
+//     lane used before the last Reset (in the order it used them), else
+//     another lane's spare, else a fresh one from the heap. A request of at
+//     least bigMin bytes gets a chunk of its own, under the same lock: the
+//     smallest spare of its kind that fits, or a fresh one. Keeping the two
+//     kinds apart, and the order, means a round that repeats the last one's
+//     work takes no new chunk.
 //
 // # Invariants
 //
@@ -71,8 +79,9 @@ package offheap
 // When the current chunk runs out, every goroutine that claims from it gets
 // an offset past the end (the one whose claim straddled the end counts the
 // short tail as waste, or uses it if its request fits). Each then calls
-// a.growFrom(c) with the chunk it saw. growFrom takes mu; the first one installs a
-// new chunk, and the others find a.cur != c and retry on the new chunk
+// a.growFrom(lane, c) with the chunk it saw. growFrom takes mu; the first
+// one installs a new chunk, and the others find the lane's current chunk
+// is no longer c and retry on the new one
 // without allocating. So exactly one chunk is taken per exhaustion, and
 // there is no chunk that lost a race to give back (Zig keeps a private
 // free list for those; a lock taken once per chunk costs nothing measurable).
@@ -110,7 +119,7 @@ const (
 	// the adjacent-line prefetcher fetches lines in pairs.
 	arenaLine = 128
 
-	// arenaSub is how many bytes a P claims from the shared chunk per refill:
+	// arenaSub is how many bytes a P claims from its lane's chunk per refill:
 	// one atomic add per arenaSub bytes, and at most arenaSub bytes parked
 	// per P.
 	arenaSub = 16 << 10
@@ -122,6 +131,7 @@ const (
 	arenaFastMax = arenaSub / 32
 
 	arenaChunkDefault = 64 << 10     // NewArena's first chunk
+	arenaMaxLanes     = 16           // most lanes of chunks (one per P up to that)
 	arenaChunkMin     = 4 * arenaSub // at least 4 sub-chunks per chunk
 	arenaChunkMax     = 1 << 20      // NewArena's chunks stop doubling here
 )
@@ -151,21 +161,21 @@ type Arena struct {
 	bigMin uintptr     // rounded requests of this many bytes get a chunk of their own
 	zero   arenaZero   // who clears memory; tests and benchmarks change it
 
-	cur      atomic.Pointer[arenaChunk] // the shared chunk claims bump; nil until the first
+	lanes    []arenaLane // fixed at creation; each lane's chunk is nil until its first claim
 	released atomic.Bool
 
-	mu       sync.Mutex    // guards what follows; taken at chunk exhaustion, Reset, Release, Stats
-	chunks   []*arenaChunk // chunks in use since the last Reset
-	spareGen []*arenaChunk // general chunks kept by Reset, to reuse in the order they were used
-	spareOwn []*arenaChunk // chunks of their own kept by Reset, largest first
-	held     uintptr       // bytes of chunks and spares
-	procMem  []byte        // the heap block that holds procs
+	mu       sync.Mutex      // guards what follows; taken at chunk exhaustion, Reset, Release, Stats
+	chunks   []*arenaChunk   // chunks in use since the last Reset
+	spareGen [][]*arenaChunk // by lane: general chunks kept by Reset, to reuse in the order they were used
+	spareOwn []*arenaChunk   // chunks of their own kept by Reset, largest first
+	held     uintptr         // bytes of chunks and spares
+	procMem  []byte          // the heap block that holds procs
 }
 
 // arenaProcs is the off-heap per-P array: a header line, then one state per P
 // with an id below n.
 type arenaProcs struct {
-	n uintptr // Ps with a state; the others claim from the shared chunk
+	n uintptr // Ps with a state; the others claim from their lane's chunk
 	_ [arenaLine - 8]byte
 	p [maxProcs]arenaP // only the first n exist; the type bounds indexing
 }
@@ -174,8 +184,14 @@ type arenaProcs struct {
 // handed out. Both are 0 when the P has none.
 type arenaP struct {
 	next, end uintptr
-	waste     uintptr // remainders this P dropped at refill: counted here, not on the shared chunk's line
+	waste     uintptr // remainders this P dropped at refill: counted here, not on the chunk's contended line
 	_         [arenaLine - 24]byte
+}
+
+// arenaLane is a lane's current chunk, on cache lines of its own.
+type arenaLane struct {
+	cur atomic.Pointer[arenaChunk]
+	_   [arenaLine - 8]byte
 }
 
 // arenaChunk is one block of heap memory that an arena bumps through. It lives
@@ -188,6 +204,7 @@ type arenaChunk struct {
 	base  uintptr // address of the block
 	size  uintptr // its length, a multiple of 16
 	own   bool    // a chunk of its own for one request; reused only for such
+	lane  int     // general chunks: the lane that last used it
 }
 
 // chunkSource is where an arena gets its memory: the heap, or in tests a
@@ -262,7 +279,16 @@ func (h *Heap) NewArenaSize(chunkSize int) *Arena {
 }
 
 func newArena(h *Heap, chunk uintptr, grow bool, src chunkSource) *Arena {
-	return &Arena{h: h, src: src, chunk: chunk, grow: grow, bigMin: chunk / 4}
+	n := min(runtime.GOMAXPROCS(0), arenaMaxLanes)
+	return &Arena{h: h, src: src, chunk: chunk, grow: grow, bigMin: chunk / 4,
+		lanes: make([]arenaLane, n), spareGen: make([][]*arenaChunk, n)}
+}
+
+// lane is the lane of the calling goroutine's P.
+func (a *Arena) lane() int {
+	pid := pin.Pin()
+	pin.Unpin()
+	return pid % len(a.lanes)
 }
 
 // Alloc returns n zeroed bytes with len and cap n, 16-byte aligned. It is safe
@@ -381,7 +407,7 @@ func (a *Arena) allocSub(sz uintptr) (uintptr, error) {
 	}
 	pin.Unpin()
 
-	lo, hi, c, err := a.claim(arenaSub, sz)
+	lo, hi, c, err := a.claim(pid%len(a.lanes), arenaSub, sz)
 	if err != nil {
 		return 0, err
 	}
@@ -410,10 +436,10 @@ func (a *Arena) allocSub(sz uintptr) (uintptr, error) {
 	return x, nil
 }
 
-// allocShared claims exactly sz bytes from the shared chunk for a request of
+// allocShared claims exactly sz bytes from the calling P's lane for a request of
 // n bytes.
 func (a *Arena) allocShared(sz uintptr, n int) (uintptr, error) {
-	lo, _, _, err := a.claim(sz, sz)
+	lo, _, _, err := a.claim(a.lane(), sz, sz)
 	if err != nil {
 		return 0, err
 	}
@@ -423,12 +449,12 @@ func (a *Arena) allocShared(sz uintptr, n int) (uintptr, error) {
 	return lo, nil
 }
 
-// claim takes want bytes from the shared chunk with one atomic add, or fewer
+// claim takes want bytes from lane's chunk with one atomic add, or fewer
 // (at least need) when the claim straddles the chunk's end. It returns the
 // claimed range and its chunk; the caller owns it alone.
-func (a *Arena) claim(want, need uintptr) (lo, hi uintptr, c *arenaChunk, err error) {
+func (a *Arena) claim(lane int, want, need uintptr) (lo, hi uintptr, c *arenaChunk, err error) {
 	for {
-		c = a.cur.Load()
+		c = a.lanes[lane].cur.Load()
 		if c != nil {
 			o := c.off.Add(want) - want
 			if o < c.size {
@@ -439,7 +465,7 @@ func (a *Arena) claim(want, need uintptr) (lo, hi uintptr, c *arenaChunk, err er
 				c.waste.Add(end - o) // a tail too short for this request
 			}
 		}
-		if err := a.growFrom(c); err != nil {
+		if err := a.growFrom(lane, c); err != nil {
 			return 0, 0, nil, err
 		}
 	}
@@ -447,22 +473,28 @@ func (a *Arena) claim(want, need uintptr) (lo, hi uintptr, c *arenaChunk, err er
 
 // growFrom replaces the exhausted current chunk old with a new one, unless
 // another goroutine already has.
-func (a *Arena) growFrom(old *arenaChunk) error {
+func (a *Arena) growFrom(lane int, old *arenaChunk) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.released.Load() {
 		return arenaReleasedError{"Alloc"}
 	}
-	if a.cur.Load() != old {
+	l := &a.lanes[lane]
+	if l.cur.Load() != old {
 		return nil
 	}
 	var c *arenaChunk
-	if len(a.spareGen) > 0 {
-		// In the order of the last round, so that the same work takes the
-		// same chunks again.
-		c = a.spareGen[0]
-		a.spareGen = a.spareGen[1:]
-	} else {
+	// The lane's own spares first, in the order of the last round, so that
+	// the same work takes the same chunks again; then any lane's.
+	for i := range a.spareGen {
+		k := (lane + i) % len(a.spareGen)
+		if s := a.spareGen[k]; len(s) > 0 {
+			c = s[0]
+			a.spareGen[k] = s[1:]
+			break
+		}
+	}
+	if c == nil {
 		size := a.chunk
 		if a.grow {
 			size = min(max(size, alignUp(a.held, pageSize)), max(size, arenaChunkMax))
@@ -472,8 +504,9 @@ func (a *Arena) growFrom(old *arenaChunk) error {
 			return err
 		}
 	}
+	c.lane = lane
 	a.chunks = append(a.chunks, c)
-	a.cur.Store(c)
+	l.cur.Store(c)
 	return nil
 }
 
@@ -538,7 +571,7 @@ func chunkBytes(sz uintptr) uintptr {
 }
 
 // installProcs gives the arena its per-P array, sized for GOMAXPROCS now, or
-// returns nil if the heap has no room (the arena then uses the shared chunk
+// returns nil if the heap has no room (the arena then claims from its lanes
 // alone, and tries again on the next refill).
 func (a *Arena) installProcs() *arenaProcs {
 	a.mu.Lock()
@@ -602,15 +635,17 @@ func (a *Arena) Reset() {
 		c.off.Store(0)
 		c.waste.Store(0)
 	}
-	var gen []*arenaChunk
+	used := make([][]*arenaChunk, len(a.lanes))
 	for _, c := range a.chunks {
 		if c.own {
 			a.spareOwn = append(a.spareOwn, c)
 		} else {
-			gen = append(gen, c)
+			used[c.lane] = append(used[c.lane], c)
 		}
 	}
-	a.spareGen = append(gen, a.spareGen...) // the ones this round used come first
+	for i, u := range used {
+		a.spareGen[i] = append(u, a.spareGen[i]...) // the ones this round used come first
+	}
 	clear(a.chunks)
 	a.chunks = a.chunks[:0]
 	slices.SortStableFunc(a.spareOwn, func(x, y *arenaChunk) int {
@@ -640,7 +675,9 @@ func (a *Arena) Release() {
 // dropSubChunks empties every P's sub-chunk and the current chunk. Called
 // with mu held and no Alloc running.
 func (a *Arena) dropSubChunks() {
-	a.cur.Store(nil)
+	for i := range a.lanes {
+		a.lanes[i].cur.Store(nil)
+	}
 	if ps := a.procs.Load(); ps != nil {
 		for i := range ps.n {
 			ps.p[i].next, ps.p[i].end, ps.p[i].waste = 0, 0, 0
@@ -653,13 +690,16 @@ func (a *Arena) freeChunks() {
 	for _, c := range a.chunks {
 		a.free(bytesAt(c.base, int(c.size)))
 	}
-	for _, c := range a.spareGen {
-		a.free(bytesAt(c.base, int(c.size)))
+	for i, s := range a.spareGen {
+		for _, c := range s {
+			a.free(bytesAt(c.base, int(c.size)))
+		}
+		a.spareGen[i] = nil
 	}
 	for _, c := range a.spareOwn {
 		a.free(bytesAt(c.base, int(c.size)))
 	}
-	a.chunks, a.spareGen, a.spareOwn, a.held = nil, nil, nil, 0
+	a.chunks, a.spareOwn, a.held = nil, nil, 0
 }
 
 // Stats returns the arena's census. It is exact when no Alloc is running, and
@@ -691,7 +731,10 @@ func (a *Arena) Stats() ArenaStats {
 	}
 	s.WasteBytes = waste
 	s.HeldBytes = uint64(a.held)
-	s.Chunks = len(a.chunks) + len(a.spareGen) + len(a.spareOwn)
+	s.Chunks = len(a.chunks) + len(a.spareOwn)
+	for _, g := range a.spareGen {
+		s.Chunks += len(g)
+	}
 	return s
 }
 

@@ -99,8 +99,9 @@ func BenchmarkArenaZero(b *testing.B) {
 }
 
 // arenaScaleTotal is the fixed work of one op of the scale benchmarks, split
-// evenly over the workers: 32768 allocations of 64 bytes (2 MiB), or as many
-// units of arithmetic.
+// evenly over the workers: 1M allocations of 64 bytes (64 MiB, so memory
+// bandwidth, not the arena, bounds it; the arena shape of offheap bench runs
+// cache-sized rounds), or as many units of arithmetic.
 const arenaScaleTotal = 1 << 20
 
 // arenaScaleSlot is one worker's result, padded to its own cache lines so that

@@ -634,3 +634,45 @@ func TestArenaCheckerCatchesCorruption(t *testing.T) {
 		t.Fatalf("checker after undoing the corruption: %v", err)
 	}
 }
+
+// TestArenaLanes checks that after Reset each lane takes back the chunks it
+// used, so a P refills from memory its own cache last held, and takes
+// another lane's spares before a new chunk.
+func TestArenaLanes(t *testing.T) {
+	h := newTestHeap(t, Options{})
+	a := h.NewArena()
+	defer a.Release()
+	if len(a.lanes) < 2 {
+		a.lanes, a.spareGen = make([]arenaLane, 2), make([][]*arenaChunk, 2)
+	}
+	first := func(lane int) uintptr {
+		_, _, c, err := a.claim(lane, arenaSub, arenaSub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.base
+	}
+	b0, b1 := first(0), first(1)
+	if b0 == b1 {
+		t.Fatal("two lanes share a chunk")
+	}
+	held := a.Stats().HeldBytes
+	a.Reset()
+	// Lane 1 claims first: it must get its own chunk back, not lane 0's.
+	if got := first(1); got != b1 {
+		t.Errorf("after Reset lane 1 got chunk %#x, want its own %#x (lane 0's is %#x)", got, b1, b0)
+	}
+	if got := first(0); got != b0 {
+		t.Errorf("after Reset lane 0 got chunk %#x, want its own %#x", got, b0)
+	}
+	a.Reset()
+	// One lane alone uses both lanes' spares before taking a new chunk.
+	first(0)
+	a.lanes[0].cur.Load().off.Store(a.lanes[0].cur.Load().size) // exhausted
+	if got := first(0); got != b1 {
+		t.Errorf("lane 0 took chunk %#x, want lane 1's spare %#x", got, b1)
+	}
+	if a.Stats().HeldBytes != held {
+		t.Errorf("held %d bytes, want %d: a new chunk while spares were left", a.Stats().HeldBytes, held)
+	}
+}

@@ -32,11 +32,13 @@ func init() {
 var arenaSizes = [...]int{16, 32, 48, 64, 96, 128, 192, 256}
 
 // arenaRound is how many allocations the arena way makes per round between
-// Resets: about 27 MiB at the sizes' mean of 104 B, so that a round lasts
-// long enough (about 2 ms) for starting the workers to be noise (at 13 MiB
-// the wake-up of the second worker showed), and its chunks, faulted in by
-// the untimed warm round, are reused by every timed round.
-const arenaRound = 1 << 18
+// Resets: about 830 KiB at the sizes' mean of 104 B, the arena of a large
+// request, which fits in a core's L2 cache. The rounds run back to back on
+// workers that stay running (bench.Rounds): at 13 MiB per round and a fresh
+// start for each, the shape measured waking the second worker's P; at 27
+// MiB, the machine's memory bandwidth, which two cores share (0.7-0.95 of
+// the time at one worker where the compute control took 0.5).
+const arenaRound = 1 << 13
 
 // arenaSink is one worker's slot for the go-make way's last slice: storing
 // it there makes every make escape to the heap, and the padding keeps the
@@ -61,55 +63,47 @@ func runArena(t *bench.Trial) (bench.Sample, error) {
 }
 
 // runArenaWay allocates from one arena that every worker shares, in rounds
-// of at most arenaRound allocations. Only the rounds are timed: the warm
-// round that takes the arena's chunks from the heap, and the Resets between
-// rounds, are not. Each round's census is checked against the arena's
-// Stats: it must have handed out exactly the bytes the workers asked for.
+// of at most arenaRound allocations with a Reset after each, all timed: the
+// Reset is the arena's way to free. A warm round, untimed, takes the
+// arena's chunks from the heap first. Each round's census is checked against
+// the arena's Stats: it must have handed out exactly the bytes the workers
+// asked for.
 func runArenaWay(t *bench.Trial, total int) (bench.Sample, error) {
 	h, err := offheap.NewHeap(offheap.Options{ReleaseDelay: -1})
 	if err != nil {
 		return bench.Sample{}, err
 	}
 	a := h.NewArena()
-	round := func(n int) (time.Duration, error) {
-		el := bench.Parallel(t.Workers, func(w int) {
+	rounds := (total + arenaRound - 1) / arenaRound
+	roundOps := func(r int) int { return min(arenaRound, total-r*arenaRound) }
+	var census error
+	run := func(rounds int) time.Duration {
+		return bench.Rounds(t.Workers, rounds, func(w, r int) {
 			a, sizes := a, &arenaSizes
 			j := w
-			for i := range bench.Split(n, t.Workers, w) {
+			for i := range bench.Split(roundOps(r), t.Workers, w) {
 				b := a.Alloc(sizes[j&(len(sizes)-1)])
 				b[0] = byte(i)
 				j++
 			}
+		}, func(r int) {
+			var want uint64
+			for w := range t.Workers {
+				want += arenaBytes(w, bench.Split(roundOps(r), t.Workers, w))
+			}
+			if got := a.Stats().AllocBytes; got != want && census == nil {
+				census = fmt.Errorf("arena census: %d bytes handed out, the workers asked for %d", got, want)
+			}
+			a.Reset()
 		})
-		var want uint64
-		for w := range t.Workers {
-			want += arenaBytes(w, bench.Split(n, t.Workers, w))
-		}
-		if got := a.Stats().AllocBytes; got != want {
-			return el, fmt.Errorf("arena census: %d bytes handed out, the workers asked for %d", got, want)
-		}
-		a.Reset()
-		return el, nil
 	}
-	fail := func(err error) (bench.Sample, error) {
-		a.Release()
-		h.Close()
-		return bench.Sample{}, err
-	}
-	if _, err := round(min(total, arenaRound)); err != nil {
-		return fail(err)
-	}
-	var el time.Duration
-	for done := 0; done < total; {
-		n := min(arenaRound, total-done)
-		e, err := round(n)
-		if err != nil {
-			return fail(err)
-		}
-		el += e
-		done += n
-	}
+	run(1) // warm: the chunks
+	el := run(rounds)
 	a.Release()
+	if census != nil {
+		h.Close()
+		return bench.Sample{}, census
+	}
 	if st := h.Stats(); st.InUseBytes != 0 {
 		h.Close()
 		return bench.Sample{}, fmt.Errorf("census: %d bytes still in use after Arena.Release", st.InUseBytes)
