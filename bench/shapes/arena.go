@@ -13,12 +13,12 @@ func init() {
 	bench.RegisterShape(bench.Shape{
 		Name: "arena",
 		Doc: "16-256 B allocations, fixed total work: from one Arena shared by all workers (830 KiB rounds, each followed by a Reset, all timed), " +
-			"as offheap Alloc+Free pairs, and as make kept alive in a sink",
+			"as offheap Alloc+Free pairs, as make kept alive in a sink, and null: the same loop handing out a worker's own buffer",
 		Work:     bench.FixedTotal,
 		Quick:    true,
 		Order:    100,
 		Unit:     "alloc",
-		Ways:     []string{"arena", "heap-pair", "go-make"},
+		Ways:     []string{"arena", "heap-pair", "go-make", "null"},
 		Workers:  []int{1, 2, 4},
 		Verdicts: arenaVerdicts,
 		Run:      runArena,
@@ -58,6 +58,8 @@ func runArena(t *bench.Trial) (bench.Sample, error) {
 		return runArenaHeapPair(t, total)
 	case "go-make":
 		return runArenaMake(t, total)
+	case "null":
+		return runArenaNull(t, total)
 	}
 	return bench.Sample{}, fmt.Errorf("unknown way %q", t.Row)
 }
@@ -176,6 +178,28 @@ func runArenaMake(t *bench.Trial, total int) (bench.Sample, error) {
 	return bench.Sample{Ops: int64(total), Elapsed: el}, nil
 }
 
+// runArenaNull is the same loop with no allocator: each allocation is the
+// front of the worker's own buffer. Its scaling is the most any way can
+// show on this machine in this run.
+func runArenaNull(t *bench.Trial, total int) (bench.Sample, error) {
+	bufs := make([][arenaNullBuf]byte, t.Workers)
+	el := bench.Parallel(t.Workers, func(w int) {
+		buf, sizes := &bufs[w], &arenaSizes
+		j := w
+		for i := range bench.Split(total, t.Workers, w) {
+			b := buf[:sizes[j&(len(sizes)-1)]]
+			b[0] = byte(i)
+			j++
+		}
+	})
+	runtime.KeepAlive(bufs)
+	return bench.Sample{Ops: int64(total), Elapsed: el}, nil
+}
+
+// arenaNullBuf is a null worker's buffer: the largest size, and a cache line
+// pair more, so that two workers' buffers share no line.
+const arenaNullBuf = 256 + 128
+
 // arenaVerdicts judges the arena against make and against heap pairs at one
 // worker, and its scaling from 1 worker to 2.
 func arenaVerdicts(r *bench.Report) []bench.Verdict {
@@ -206,15 +230,8 @@ func arenaVerdicts(r *bench.Report) []bench.Verdict {
 	if one == nil || two == nil {
 		return append(vs, bench.Skip(name, figure, target, why+why2))
 	}
-	note, unscaled := "", !r.Scaled()
-	if unscaled {
-		note = "this machine did not scale: read no scaling from it"
-	}
 	v := two.MinNs / one.MinNs
-	m := fmt.Sprintf("%.2f", v)
-	if sp, ok := r.ControlSpeedup(2); ok {
-		m += fmt.Sprintf(", compute control %.2f", 1/sp)
-	}
+	ctl, note, unscaled := scaling(r, "arena", "", 2, limit)
 	return append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Pass: v <= limit,
-		Measured: m, Note: note, Inconclusive: unscaled})
+		Measured: fmt.Sprintf("%.2f", v) + ctl, Note: note, Inconclusive: unscaled})
 }

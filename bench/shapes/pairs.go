@@ -117,10 +117,6 @@ func pairsVerdicts(r *bench.Report) []bench.Verdict {
 			ws = sh.Workers
 		}
 	}
-	note, unscaled := "", !r.Scaled()
-	if unscaled {
-		note = "this machine did not scale: read no scaling from it"
-	}
 	scale := func(w int, limit float64) {
 		name := fmt.Sprintf("pairs-t%d/t1", w)
 		figure := fmt.Sprintf("64 B pairs, fixed total: time at %d workers / time at 1, offheap", w)
@@ -136,10 +132,8 @@ func pairsVerdicts(r *bench.Report) []bench.Verdict {
 		if n1, n2 := r.Find("pairs", pairs64, "offheap-nomag", 1), r.Find("pairs", pairs64, "offheap-nomag", w); n1 != nil && n2 != nil {
 			m += fmt.Sprintf(" (offheap-nomag %.2f)", n2.MinNs/n1.MinNs)
 		}
-		if sp, ok := r.ControlSpeedup(w); ok {
-			m += fmt.Sprintf(", compute control %.2f", 1/sp)
-		}
-		vs = append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Pass: v <= limit, Measured: m, Note: note, Inconclusive: unscaled})
+		ctl, note, unscaled := scaling(r, "pairs", pairs64, w, limit)
+		vs = append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Pass: v <= limit, Measured: m + ctl, Note: note, Inconclusive: unscaled})
 	}
 	scale(2, 0.6)
 	if slices.Contains(ws, 8) {

@@ -125,18 +125,13 @@ func sharedVerdicts(r *bench.Report) []bench.Verdict {
 	case one == nil || at == nil:
 		vs = append(vs, bench.Skip(name, figure, target, why+why2))
 	default:
-		note, unscaled := "", !r.Scaled()
-		if unscaled {
-			note = "this machine did not scale: read no scaling from it"
-		}
 		v := at.MinNs / one.MinNs
 		m := fmt.Sprintf("%.2f (speedup %.2fx)", v, 1/v)
 		if p1, pn := r.Find("shared", "", "plain-shared", 1), r.Find("shared", "", "plain-shared", top); p1 != nil && pn != nil {
 			m += fmt.Sprintf(" (plain-shared %.2f)", pn.MinNs/p1.MinNs)
 		}
-		if sp, ok := r.ControlSpeedup(top); ok {
-			m += fmt.Sprintf(", compute control %.2f", 1/sp)
-		}
+		ctl, note, unscaled := scaling(r, "shared", "", top, 1)
+		m += ctl
 		vs = append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Pass: v <= 1,
 			Measured: m, Note: note, Inconclusive: unscaled})
 	}
