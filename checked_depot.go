@@ -16,10 +16,12 @@ import (
 // the depot keeps each distinct stack once, as the sanitizers do. That
 // shrank a small block's record from 360 bytes (two stacks of 20 PCs) to 32,
 // half a cache line: a checked heap's side table is 11 times smaller, and the
-// records of blocks coming back cold from a quarantine of 1024 cost one miss
-// instead of six. With the walk in assembly (checked_fp_amd64.s), which
-// hashes as it goes, a checked 64-byte Alloc+Free pair went from 80 to 68 ns
-// on the 2-vCPU VM (BenchmarkCheckedPair64; fast mode 12.5 ns).
+// record of a block coming back cold from a quarantine of 1024 costs one miss
+// instead of six. Speed did not change (BenchmarkCheckedPair64 and
+// CheckedLiveK, interleaved A/B against the code before the depot, 2-vCPU
+// VM): the hash and the lookup cost what the misses did. That took the walk
+// in assembly (checked_fp_amd64.s), hashing as it goes; with the same walk in
+// Go, live-k pairs took 97-136 ns against 83-104.
 //
 // The depot is process-wide, shared by every checked heap, and off-heap:
 // an index of depotSlots slots (a stack's hash and its entry number, looked

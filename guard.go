@@ -59,12 +59,15 @@ package offheap
 // large block) are sampled by a shared counter instead.
 //
 // A sample costs system calls, and they, not the bookkeeping, set the price
-// of sampling. Measured on a 2-vCPU VM: mprotect of one page to PROT_NONE
-// takes 50-70 µs when the page has been touched (the TLB flush, the same at
-// GOMAXPROCS 1 and 2) and 3-4 µs when it has not; back to read-write 3 µs;
-// the first write after that faults, about 4 µs. A sampled Alloc and Free
-// pair costs about 20 µs in all, so SampleRate 1000 adds about 20 ns to
-// every allocation, 2-3x a 12 ns fast pair; SampleRate 20000 is within 10%.
+// of sampling. Measured on a 2-vCPU VM whose page tables the hypervisor
+// shadows (a null system call, getpid, takes 1 µs there): mprotect of one
+// page to PROT_NONE takes 12-70 µs when the page has been touched (the TLB
+// flush) and 4-6 µs when it has not; back to read-write 5.5 µs; the first
+// write after that faults, about 5 µs. A sampled Alloc and Free pair costs
+// about 20 µs in all, so SampleRate 1000 adds about 20 ns to every
+// allocation, 2-3x a 12 ns fast pair; SampleRate 20000 is within 10%. The
+// PROT_NONE at Free alone is ten times the 1.2 µs per sample that would keep
+// SampleRate 1000 within 1.1x there.
 // Deferring the PROT_NONE of freed blocks to batch it would cut that cost
 // but leave a window in which a use after free does not fault.
 
