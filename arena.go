@@ -261,8 +261,7 @@ func (arenaReleasedError) Unwrap() error { return ErrClosed }
 // Alloc. Its first chunk is 64 KiB, and each later one is as large as all the
 // chunks it holds, up to 1 MiB, so an arena holds at most about twice what
 // it hands out (plus requests of their own chunk, and one partly used chunk
-// per P that allocates from it: each P fills chunks of its own, see the
-// lanes in arena.go). Requests of 16 KiB or more
+// per P that allocates from it, since each P fills chunks of its own). Requests of 16 KiB or more
 // get a chunk of their own.
 func (h *Heap) NewArena() *Arena {
 	return newArena(h, arenaChunkDefault, true, nil)
