@@ -6,6 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
+
+	"github.com/offheap/offheap/internal/pin"
 )
 
 // The benchmarks behind the heap's figures. Each compares arms in one run;
@@ -44,6 +47,46 @@ func BenchmarkPair64(b *testing.B) {
 			nomag.Free(nomag.Alloc(64))
 		}
 	})
+	b.Run("arm=floor", func(b *testing.B) {
+		for b.Loop() {
+			floorFree(floorAlloc())
+		}
+	})
+}
+
+// The floor arm is the least a per-P magazine reached through procPin can
+// cost: pin, pop, unpin and pin, push, unpin, with no size class, census,
+// range check or block-start check. It shows how much of the heap's pair is
+// the two pinned sections themselves.
+type floorMag struct {
+	n     uint32
+	slots [64]uintptr
+	_     [56]byte
+}
+
+var (
+	floorMags  [64]floorMag
+	floorBlock [64]byte
+)
+
+func floorAlloc() []byte {
+	m := &floorMags[pin.Pin()%64]
+	if m.n == 0 { // the first call on this P: give it a block
+		m.slots[0], m.n = uintptr(unsafe.Pointer(&floorBlock)), 1
+	}
+	m.n--
+	a := m.slots[m.n%64]
+	pin.Unpin()
+	return bytesAt(a, 64)
+}
+
+func floorFree(b []byte) {
+	m := &floorMags[pin.Pin()%64]
+	if m.n < 64 {
+		m.slots[m.n%64] = addrOf(b)
+		m.n++
+	}
+	pin.Unpin()
 }
 
 // padded is per-worker state on its own cache lines.

@@ -13,7 +13,7 @@ func init() {
 	bench.RegisterShape(bench.Shape{
 		Name: "arena",
 		Doc: "16-256 B allocations, fixed total work: from one Arena shared by all workers (830 KiB rounds, each followed by a Reset, all timed), " +
-			"as offheap Alloc+Free pairs, as make kept alive in a sink, and null: the same loop handing out a worker's own buffer",
+			"as offheap Alloc+Free pairs, as make kept alive in a sink, and null: the arena way's loop and rounds handing out a worker's own buffer",
 		Work:     bench.FixedTotal,
 		Quick:    true,
 		Order:    100,
@@ -178,20 +178,22 @@ func runArenaMake(t *bench.Trial, total int) (bench.Sample, error) {
 	return bench.Sample{Ops: int64(total), Elapsed: el}, nil
 }
 
-// runArenaNull is the same loop with no allocator: each allocation is the
-// front of the worker's own buffer. Its scaling is the most any way can
-// show on this machine in this run.
+// runArenaNull is the arena way's loop and rounds with no allocator: each
+// allocation is the front of the worker's own buffer, and nothing runs
+// between rounds. Its scaling is the most the arena way can show on this
+// machine in this run: the round barriers are in it.
 func runArenaNull(t *bench.Trial, total int) (bench.Sample, error) {
 	bufs := make([][arenaNullBuf]byte, t.Workers)
-	el := bench.Parallel(t.Workers, func(w int) {
+	rounds := (total + arenaRound - 1) / arenaRound
+	el := bench.Rounds(t.Workers, rounds, func(w, r int) {
 		buf, sizes := &bufs[w], &arenaSizes
 		j := w
-		for i := range bench.Split(total, t.Workers, w) {
+		for i := range bench.Split(min(arenaRound, total-r*arenaRound), t.Workers, w) {
 			b := buf[:sizes[j&(len(sizes)-1)]]
 			b[0] = byte(i)
 			j++
 		}
-	})
+	}, nil)
 	runtime.KeepAlive(bufs)
 	return bench.Sample{Ops: int64(total), Elapsed: el}, nil
 }
@@ -231,7 +233,7 @@ func arenaVerdicts(r *bench.Report) []bench.Verdict {
 		return append(vs, bench.Skip(name, figure, target, why+why2))
 	}
 	v := two.MinNs / one.MinNs
-	ctl, note, unscaled := scaling(r, "arena", "", 2, limit)
+	ctl, note, unscaled := scaling(r, "arena", "", 2, v, limit)
 	return append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Pass: v <= limit,
 		Measured: fmt.Sprintf("%.2f", v) + ctl, Note: note, Inconclusive: unscaled})
 }

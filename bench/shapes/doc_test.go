@@ -6,9 +6,10 @@ import (
 	"github.com/offheap/offheap/bench"
 )
 
-// TestScalingNull checks that a scaling figure is inconclusive when the
-// shape's null loop did not scale, and only then: the positive control is
-// the same report with a null row that scaled.
+// TestScalingNull checks that a figure over its limit is inconclusive when
+// the shape's null loop did not scale, and only then: the positive controls
+// are the same report with a null row that scaled, and a figure that met
+// its limit anyway.
 func TestScalingNull(t *testing.T) {
 	report := func(null2 float64) *bench.Report {
 		return &bench.Report{
@@ -21,10 +22,13 @@ func TestScalingNull(t *testing.T) {
 			},
 		}
 	}
-	if m, note, inc := scaling(report(3.6), "pairs", "64", 2, 0.6); !inc || note == "" {
-		t.Errorf("null loop at 0.90: inconclusive %v, note %q, measured %q", inc, note, m)
+	if m, note, inc := scaling(report(3.6), "pairs", "64", 2, 0.7, 0.6); !inc || note == "" {
+		t.Errorf("null loop at 0.90, figure 0.70: inconclusive %v, note %q, measured %q", inc, note, m)
 	}
-	if m, note, inc := scaling(report(2), "pairs", "64", 2, 0.6); inc || note != "" {
+	if m, note, inc := scaling(report(3.6), "pairs", "64", 2, 0.55, 0.6); inc || note != "" {
+		t.Errorf("null loop at 0.90, figure 0.55: inconclusive %v, note %q, measured %q", inc, note, m)
+	}
+	if m, note, inc := scaling(report(2), "pairs", "64", 2, 0.7, 0.6); inc || note != "" {
 		t.Errorf("null loop at 0.50: inconclusive %v, note %q, measured %q", inc, note, m)
 	} else if m != ", compute control 0.50, null 0.50" {
 		t.Errorf("measured %q", m)

@@ -132,7 +132,7 @@ func pairsVerdicts(r *bench.Report) []bench.Verdict {
 		if n1, n2 := r.Find("pairs", pairs64, "offheap-nomag", 1), r.Find("pairs", pairs64, "offheap-nomag", w); n1 != nil && n2 != nil {
 			m += fmt.Sprintf(" (offheap-nomag %.2f)", n2.MinNs/n1.MinNs)
 		}
-		ctl, note, unscaled := scaling(r, "pairs", pairs64, w, limit)
+		ctl, note, unscaled := scaling(r, "pairs", pairs64, w, v, limit)
 		vs = append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Pass: v <= limit, Measured: m + ctl, Note: note, Inconclusive: unscaled})
 	}
 	scale(2, 0.6)

@@ -130,7 +130,7 @@ func sharedVerdicts(r *bench.Report) []bench.Verdict {
 		if p1, pn := r.Find("shared", "", "plain-shared", 1), r.Find("shared", "", "plain-shared", top); p1 != nil && pn != nil {
 			m += fmt.Sprintf(" (plain-shared %.2f)", pn.MinNs/p1.MinNs)
 		}
-		ctl, note, unscaled := scaling(r, "shared", "", top, 1)
+		ctl, note, unscaled := scaling(r, "shared", "", top, v, 1)
 		m += ctl
 		vs = append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Pass: v <= 1,
 			Measured: m, Note: note, Inconclusive: unscaled})
