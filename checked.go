@@ -360,6 +360,9 @@ type checker struct {
 
 	runMu sync.Mutex
 	runs  map[uintptr]uintptr // guarded blocks: first page -> block start
+	// spareRuns are the first pages of one-page guarded runs that left the
+	// quarantine, kept inaccessible for the next guarded block (guard.go).
+	spareRuns []uintptr
 
 	smallState // checked heaps' small blocks (checked_small.go)
 }
@@ -684,7 +687,8 @@ func (c *checker) flush() bool {
 	}
 	c.qmu.Unlock()
 	errs := c.releaseEntries(out)
-	held := len(out) > 0
+	held := c.dropSpareRuns()
+	held = len(out) > 0 || held
 	if c.all {
 		// Small blocks: this P's ring. Other Ps' rings are theirs alone;
 		// each is bounded (see smallState).

@@ -12,7 +12,9 @@ package offheap
 // Free). When the block is freed its data pages become inaccessible too and
 // the run waits in the checker's quarantine (checked.go), so the address is
 // not reused at once; when it leaves, the pages are made accessible again and
-// go back to the page heap.
+// go back to the page heap; a one-page run (a block of up to 8 KiB, the usual
+// sample) is kept instead, all of it still inaccessible, for the next guarded
+// block (up to maxSpareRuns of them), which then costs one mprotect, not two.
 //
 // The pagemap marks every page of the run, guard page included, with
 // classGuarded: Free's fast path takes no such block for a small one and falls
@@ -63,11 +65,15 @@ package offheap
 // shadows (a null system call, getpid, takes 1 µs there): mprotect of one
 // page to PROT_NONE takes 12-70 µs when the page has been touched (the TLB
 // flush) and 4-6 µs when it has not; back to read-write 5.5 µs; the first
-// write after that faults, about 5 µs. A sampled Alloc and Free pair costs
-// about 20 µs in all, so SampleRate 1000 adds about 20 ns to every
-// allocation, 2-3x a 12 ns fast pair; SampleRate 20000 is within 10%. The
-// PROT_NONE at Free alone is ten times the 1.2 µs per sample that would keep
-// SampleRate 1000 within 1.1x there.
+// write after that faults, about 5 µs. A sample on a spare run makes two
+// of those calls (read-write at Alloc, PROT_NONE at Free) and takes the
+// fault; a sample on a new run made three (its guard page, PROT_NONE at
+// Free, read-write when it left the quarantine). In BenchmarkCheckedPair64
+// a sample costs about 21 µs with spare runs and 25 µs without, so
+// SampleRate 1000 adds about 21 ns to every allocation, 2.7x a 12 ns fast
+// pair; SampleRate 20000 is within 10%. The PROT_NONE at Free alone is ten
+// times the 1.2 µs per sample that would keep SampleRate 1000 within 1.1x
+// there.
 // Deferring the PROT_NONE of freed blocks to batch it would cut that cost
 // but leave a window in which a use after free does not fault.
 
@@ -94,37 +100,13 @@ func (c *checker) allocGuarded(n int, zero bool, st stackID) ([]byte, error) {
 	if !ok || np+1 < np {
 		return nil, fmt.Errorf("%w: %d bytes is more than a heap can hold", ErrSize, n)
 	}
-	h := c.h
-	ph := &h.pages
-	ph.mu.Lock()
-	if ph.closed {
-		ph.mu.Unlock()
-		return nil, ErrClosed
-	}
-	first, dirty, err := ph.alloc(np+1, func(i uint32) uint64 {
-		if i == 0 {
-			return classGuarded | uint64(np)<<32
-		}
-		return classGuarded | 1<<8
-	})
-	if err == nil {
-		// Counted as a large block: Stats.Large, and InUseBytes by pages.
-		ph.largeAllocs++
-		ph.largePages += uint64(np + 1)
-	}
-	ph.mu.Unlock()
+	base, dirty, err := c.guardedRun(np)
 	if err != nil {
 		return nil, err
 	}
-	base := ph.addr(first)
-	end := base + uintptr(np)<<pageShift
-	if err := osmem.Protect(ptr(end), pageSize); err != nil {
-		c.releaseGuarded(base, np) // counts it freed: Allocs and Frees stay paired
-		return nil, err
-	}
-	a := end - uintptr(span)
+	a := base + uintptr(np)<<pageShift - uintptr(span)
 	b := bytesAt(a, n)
-	if zero && dirty > 0 {
+	if zero && dirty {
 		clear(b)
 	}
 	c.runMu.Lock()
@@ -137,6 +119,64 @@ func (c *checker) allocGuarded(n int, zero bool, st stackID) ([]byte, error) {
 	c.fillCanary(&r)
 	c.insert(&r, st)
 	return b, nil
+}
+
+// guardedRun returns the first page of a run of np accessible data pages
+// followed by an inaccessible guard page, counted as a large block, and
+// whether its data pages may hold old bytes: a spare run if there is one,
+// else a new run from the page heap.
+func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
+	h := c.h
+	ph := &h.pages
+	if np == 1 {
+		c.runMu.Lock()
+		if k := len(c.spareRuns); k > 0 {
+			base = c.spareRuns[k-1]
+			c.spareRuns = c.spareRuns[:k-1]
+		}
+		c.runMu.Unlock()
+		if base != 0 {
+			ph.mu.Lock()
+			if ph.closed { // Close unmapped it
+				ph.mu.Unlock()
+				return 0, false, ErrClosed
+			}
+			ph.largeAllocs++
+			ph.largePages += 2
+			ph.mu.Unlock()
+			if err := osmem.Commit(ptr(base), pageSize); err != nil {
+				c.releaseGuarded(base, 1) // counts it freed: Allocs and Frees stay paired
+				return 0, false, err
+			}
+			return base, true, nil
+		}
+	}
+	ph.mu.Lock()
+	if ph.closed {
+		ph.mu.Unlock()
+		return 0, false, ErrClosed
+	}
+	first, nd, err := ph.alloc(np+1, func(i uint32) uint64 {
+		if i == 0 {
+			return classGuarded | uint64(np)<<32
+		}
+		return classGuarded | 1<<8
+	})
+	if err == nil {
+		// Counted as a large block: Stats.Large, and InUseBytes by pages.
+		ph.largeAllocs++
+		ph.largePages += uint64(np + 1)
+	}
+	ph.mu.Unlock()
+	if err != nil {
+		return 0, false, err
+	}
+	base = ph.addr(first)
+	if err := osmem.Protect(ptr(base+uintptr(np)<<pageShift), pageSize); err != nil {
+		c.releaseGuarded(base, np)
+		return 0, false, err
+	}
+	return base, nd > 0, nil
 }
 
 // guardBase is the first page of the guarded run that holds the block at a.
@@ -153,18 +193,31 @@ func (c *checker) protectFreed(a uintptr, np uint32) {
 }
 
 // releaseGuarded gives back the run of the guarded block at a (or of the
-// run starting at a) with np data pages: accessible again, to the page heap.
+// run starting at a) with np data pages, counting it freed: a one-page run
+// to the spares, inaccessible as it is, while there is room; any other
+// accessible again, to the page heap.
 func (c *checker) releaseGuarded(a uintptr, np uint32) {
 	base := guardBase(a)
 	c.runMu.Lock()
 	delete(c.runs, base)
+	spare := np == 1 && len(c.spareRuns) < maxSpareRuns
+	if spare {
+		c.spareRuns = append(c.spareRuns, base)
+	}
 	c.runMu.Unlock()
+	ph := &c.h.pages
+	if spare {
+		ph.mu.Lock()
+		ph.largeFrees++
+		ph.largePages -= 2
+		ph.mu.Unlock()
+		return
+	}
 	// The page heap's free pages are read-write: its next user writes them.
 	// Should this fail, the pages stay out of the page heap (and counted).
 	if err := osmem.Commit(ptr(base), uintptr(np+1)<<pageShift); err != nil {
 		return
 	}
-	ph := &c.h.pages
 	ph.mu.Lock()
 	ph.largeFrees++
 	ph.largePages -= uint64(np + 1)
@@ -172,6 +225,32 @@ func (c *checker) releaseGuarded(a uintptr, np uint32) {
 		ph.release(uint32((base-ph.base)>>pageShift), np+1)
 	}
 	ph.mu.Unlock()
+}
+
+// maxSpareRuns is how many one-page guarded runs a checker keeps for reuse:
+// 1 MiB of address space, none of it accessible.
+const maxSpareRuns = 64
+
+// dropSpareRuns gives every spare run back to the page heap, accessible
+// again, and reports whether there were any. Trim and a heap at its limit
+// call it, through flush.
+func (c *checker) dropSpareRuns() bool {
+	c.runMu.Lock()
+	spares := c.spareRuns
+	c.spareRuns = nil
+	c.runMu.Unlock()
+	ph := &c.h.pages
+	for _, base := range spares {
+		if osmem.Commit(ptr(base), 2*pageSize) != nil {
+			continue // stays out of the page heap, as in releaseGuarded
+		}
+		ph.mu.Lock()
+		if !ph.closed {
+			ph.release(uint32((base-ph.base)>>pageShift), 2)
+		}
+		ph.mu.Unlock()
+	}
+	return len(spares) > 0
 }
 
 // sampleDue reports whether the allocation of n bytes that reached the slow

@@ -130,6 +130,52 @@ func TestGuardLookup(t *testing.T) {
 	h.Free(c)
 }
 
+// TestGuardSpareRuns follows a one-page guarded run through the spares: it
+// stays inaccessible after it leaves the quarantine, the next guarded block
+// gets it zeroed with its guard page still in place, and Trim gives it back.
+func TestGuardSpareRuns(t *testing.T) {
+	withKnobs(t, 1, 1<<20, true) // a quarantine of one block
+	h := checkedHeap(t, Options{GuardPages: true})
+	b1 := h.Alloc(100)
+	for i := range b1 {
+		b1[i] = 0xff
+	}
+	p1 := unsafe.SliceData(b1)
+	h.Free(b1)
+	h.Free(h.Alloc(200)) // pushes b1 out of the quarantine, into the spares
+	if n := len(h.chk.spareRuns); n != 1 {
+		t.Fatalf("%d spare runs, want 1", n)
+	}
+	if _, faulted := faultAddr(func() { sinkByte = *p1 }); !faulted {
+		t.Fatal("reading a spare run did not fault")
+	}
+
+	b3 := h.Alloc(300)
+	if guardBase(addrOf(b3)) != guardBase(addrOf(b1)) {
+		t.Fatalf("Alloc(300) at %#x did not reuse the spare run of %#x", addrOf(b3), addrOf(b1))
+	}
+	for i, x := range b3 {
+		if x != 0 {
+			t.Fatalf("Alloc(300) on a spare run: byte %d is %#x, not zero", i, x)
+		}
+		b3[i] = 1
+	}
+	end := unsafe.Add(unsafe.Pointer(unsafe.SliceData(b3)), 304) // 300 rounded up to 16: the guard page
+	if _, faulted := faultAddr(func() { sinkByte = *(*byte)(end) }); !faulted {
+		t.Fatal("reading past a block on a spare run did not fault: no guard page")
+	}
+	h.Free(b3)
+
+	h.Trim()
+	if n := len(h.chk.spareRuns); n != 0 {
+		t.Fatalf("Trim left %d spare runs", n)
+	}
+	if s := h.Stats(); s.Allocs != 3 || s.Frees != 3 || s.InUseBytes != 0 {
+		t.Fatalf("Stats after Trim: Allocs %d, Frees %d, InUseBytes %d", s.Allocs, s.Frees, s.InUseBytes)
+	}
+	closeClean(t, h)
+}
+
 func TestGuardPagesBasics(t *testing.T) {
 	withKnobs(t, 4, 1<<20, true)
 	h := checkedHeap(t, Options{GuardPages: true})
