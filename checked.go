@@ -687,8 +687,7 @@ func (c *checker) flush() bool {
 	}
 	c.qmu.Unlock()
 	errs := c.releaseEntries(out)
-	held := c.dropSpareRuns()
-	held = len(out) > 0 || held
+	held := c.dropSpareRuns() || len(out) > 0
 	if c.all {
 		// Small blocks: this P's ring. Other Ps' rings are theirs alone;
 		// each is bounded (see smallState).
