@@ -40,6 +40,10 @@
 //     after Options.ReleaseDelay or at Trim. Blocks above 32 KiB are page
 //     runs of their own.
 //
+// Trim takes every P's magazine out of service, waits until no goroutine can
+// be inside one (quiesce.go: a stop of the world, which cannot complete while
+// a goroutine is pinned), and empties them into the central lists.
+//
 // census.go sums every counter into Stats. The unsafe conversions between
 // addresses and pointers are in unsafe.go, the one runtime linkname (procPin)
 // in internal/pin, and the system calls in internal/osmem.

@@ -76,8 +76,9 @@ type Heap struct {
 	central [numClasses]central
 	pages   pageHeap
 
-	magMu   sync.Mutex  // guards allMags, installing magazines, and the closed census
-	allMags []*magazine // every magazine ever installed, for Stats and Close
+	magMu     sync.Mutex  // guards allMags, spareMags, installing magazines, and the closed census
+	allMags   []*magazine // every magazine ever installed, for Stats and Close
+	spareMags []*magazine // drained by Trim, for the next P that needs one
 
 	// The magazines' census, saved by Close before it unmaps them.
 	closedMagHits uint64
@@ -449,10 +450,14 @@ func (h *Heap) freeSlow(b []byte) {
 	}
 }
 
-// Trim gives free memory back to the operating system now: the calling P's
+// Trim gives free memory back to the operating system now: every P's
 // magazine goes back to the central lists, empty spans go back to the page
-// heap, and every free page is released. Blocks parked in other Ps'
-// magazines stay there (at most MagazineBound bytes per P).
+// heap, and every free page is released. To take the other Ps' magazines it
+// waits until no goroutine can be using one, which stops the world briefly
+// (see quiesce), as runtime.ReadMemStats does. A checked heap's magazines
+// and quarantine rings, per P too, are drained only for the calling P; the
+// others are bounded (MagazineBound bytes of blocks and the quarantine's
+// bound per P).
 func (h *Heap) Trim() {
 	if h.closed.Load() {
 		return
@@ -460,7 +465,7 @@ func (h *Heap) Trim() {
 	if h.chk != nil {
 		h.chk.flush() // checked mode: the quarantine's blocks go back first (checked.go)
 	}
-	h.drainMagazine()
+	h.drainAllMagazines()
 	for c := 1; c < numClasses; c++ {
 		h.central[c].trim(h)
 	}

@@ -61,7 +61,11 @@ func stressSize(r *rand.Rand) int {
 // TestConcurrentStress runs GOMAXPROCS*4 goroutines allocating blocks of
 // every size, filling each with its pattern and checking it before Free.
 // Half of the blocks are freed by another goroutine than the one that
-// allocated them. A block handed to two owners at once fails the check.
+// allocated them, and another goroutine calls Trim over and over, taking
+// every P's magazine while the others use them. A block handed to two
+// owners at once fails the check. (The window Trim's wait closes, a few
+// instructions inside a pinned section, is too short for this test to hit
+// without it; TestQuiesceWaitsForPinned shows the wait itself.)
 func TestConcurrentStress(t *testing.T) {
 	for _, arm := range arms {
 		t.Run(arm.name, func(t *testing.T) {
@@ -86,6 +90,21 @@ func TestConcurrentStress(t *testing.T) {
 					}
 				}()
 			}
+			stopTrims := make(chan struct{})
+			var trimmer sync.WaitGroup
+			var trims int
+			trimmer.Go(func() {
+				for {
+					select {
+					case <-stopTrims:
+						return
+					default:
+					}
+					h.Trim()
+					trims++
+					runtime.Gosched()
+				}
+			})
 			for w := range workers {
 				wg.Add(1)
 				go func() {
@@ -121,11 +140,16 @@ func TestConcurrentStress(t *testing.T) {
 				}()
 			}
 			wg.Wait()
+			close(stopTrims)
+			trimmer.Wait()
 			close(handoff)
 			freers.Wait()
 			close(errs)
 			for err := range errs {
 				t.Fatal(err)
+			}
+			if trims == 0 {
+				t.Fatal("no Trim ran during the stress")
 			}
 			s := h.Stats()
 			if s.InUseBytes != 0 || s.Allocs != s.Frees || s.Allocs != uint64(workers*ops) {

@@ -108,6 +108,12 @@ func (h *Heap) installMagazine(pid int) error {
 	if h.closed.Load() || h.mags[pid].Load() != nil {
 		return nil
 	}
+	if k := len(h.spareMags); k > 0 {
+		// Empty, with its census, which Stats keeps summing.
+		h.mags[pid].Store(h.spareMags[k-1])
+		h.spareMags = h.spareMags[:k-1]
+		return nil
+	}
 	p, err := osmem.Map(unsafe.Sizeof(magazine{}))
 	if err != nil {
 		return err
@@ -211,8 +217,39 @@ func (m *magazine) push(c uint8, b uintptr, batch uint32, spilled *[maxDepth / 2
 	return k
 }
 
-// drainMagazine empties the calling P's magazine into the central lists.
-func (h *Heap) drainMagazine() { h.drainFrom(h.mag) }
+// drainAllMagazines empties every P's magazine into the central lists: it
+// takes them all out of service, waits until no goroutine can still be
+// using one (quiesce), empties them and keeps them as spares, which the Ps
+// get back the next time they need a magazine (installMagazine).
+func (h *Heap) drainAllMagazines() {
+	h.magMu.Lock()
+	var taken []*magazine
+	for i := range h.mags {
+		if m := h.mags[i].Swap(nil); m != nil {
+			taken = append(taken, m)
+		}
+	}
+	h.magMu.Unlock()
+	if len(taken) == 0 {
+		return
+	}
+	quiesce()
+	// No goroutine can reach these now: plain loads and stores. Stats may
+	// read their census meanwhile, as it does any P's.
+	for _, m := range taken {
+		for c := 1; c < numClasses; c++ {
+			if k := m.cls[c].n; k > 0 {
+				h.central[c].put(h, m.slots[c][:k])
+				m.cls[c].n = 0
+			}
+		}
+	}
+	h.magMu.Lock()
+	if !h.closed.Load() {
+		h.spareMags = append(h.spareMags, taken...)
+	}
+	h.magMu.Unlock()
+}
 
 // drainFrom is drainMagazine for any set of per-P magazines: the heap's, or
 // the checker's (checked_small.go), found with mag.
