@@ -13,7 +13,7 @@ func init() {
 	bench.RegisterShape(bench.Shape{
 		Name: "arena",
 		Doc: "16-256 B allocations, fixed total work: from one Arena shared by all workers (830 KiB rounds, each followed by a Reset, all timed), " +
-			"as offheap Alloc+Free pairs, as make kept alive in a sink, and null: the arena way's loop and rounds handing out a worker's own buffer",
+			"as offheap Alloc+Free pairs, as make kept alive in a sink, and null: the arena way's loop and rounds handing out consecutive pieces of a worker's own buffer",
 		Work:     bench.FixedTotal,
 		Quick:    true,
 		Order:    100,
@@ -179,18 +179,28 @@ func runArenaMake(t *bench.Trial, total int) (bench.Sample, error) {
 }
 
 // runArenaNull is the arena way's loop and rounds with no allocator: each
-// allocation is the front of the worker's own buffer, and nothing runs
-// between rounds. Its scaling is the most the arena way can show on this
-// machine in this run: the round barriers are in it.
+// worker hands out consecutive pieces of a buffer of its own, as large as
+// its share of a round, from the front again every round, and nothing runs
+// between rounds. So it walks through as much memory as the arena does,
+// the same way, without the arena's work (its atomics, its chunks, its
+// zeroing). Its scaling is the most the arena way can show on this machine
+// in this run: the round barriers are in it, and the memory traffic, which a
+// second vCPU on the same core as the first does not double.
 func runArenaNull(t *bench.Trial, total int) (bench.Sample, error) {
-	bufs := make([][arenaNullBuf]byte, t.Workers)
+	bufs := make([][]byte, t.Workers)
+	for w := range bufs {
+		// Each its own allocation of more than 32 KiB: its own pages.
+		bufs[w] = make([]byte, arenaBytes(w, bench.Split(arenaRound, t.Workers, w))+pageBytes)
+	}
 	rounds := (total + arenaRound - 1) / arenaRound
 	el := bench.Rounds(t.Workers, rounds, func(w, r int) {
-		buf, sizes := &bufs[w], &arenaSizes
-		j := w
+		buf, sizes := bufs[w], &arenaSizes
+		j, off := w, 0
 		for i := range bench.Split(min(arenaRound, total-r*arenaRound), t.Workers, w) {
-			b := buf[:sizes[j&(len(sizes)-1)]]
+			n := sizes[j&(len(sizes)-1)]
+			b := buf[off : off+n : off+n]
 			b[0] = byte(i)
+			off += n
 			j++
 		}
 	}, nil)
@@ -198,9 +208,8 @@ func runArenaNull(t *bench.Trial, total int) (bench.Sample, error) {
 	return bench.Sample{Ops: int64(total), Elapsed: el}, nil
 }
 
-// arenaNullBuf is a null worker's buffer: the largest size, and a cache line
-// pair more, so that two workers' buffers share no line.
-const arenaNullBuf = 256 + 128
+// pageBytes pads a null worker's buffer so that no two share a page.
+const pageBytes = 8 << 10
 
 // arenaVerdicts judges the arena against make and against heap pairs at one
 // worker, and its scaling from 1 worker to 2.
