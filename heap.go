@@ -59,11 +59,12 @@ type Heap struct {
 	base uintptr        // start of the reservation
 	size uintptr        // bytes reserved
 	pmap unsafe.Pointer // the page heap's pagemap
-	// chkAll is set in checked mode: Alloc, AllocUnzeroed and Free go
-	// straight to the checker (checked.go), which keeps its own per-P
-	// caches, instead of pinning for a magazine the heap does not have.
-	chkAll bool
-	mags   [maxProcs]atomic.Pointer[magazine]
+	// fastSize is the part of the reservation Free's fast path takes: all
+	// of it, or none in checked mode, whose Frees go to freeSlow and on to
+	// the checker (checked.go). A checked heap's Allocs get there without
+	// a flag: its magazines (mags) stay empty, so they take the slow path.
+	fastSize uintptr
+	mags     [maxProcs]atomic.Pointer[magazine]
 
 	// Fixed at NewHeap.
 	magazines bool
@@ -86,8 +87,8 @@ type Heap struct {
 	closed        atomic.Bool
 	closeMu       sync.Mutex
 
-	// chk is nil in a fast heap. In checked mode (chkAll) every Alloc and
-	// Free goes to it first; in a sampled heap (SampleRate without Checked)
+	// chk is nil in a fast heap. In checked mode every Alloc and Free
+	// reaches it through the slow paths; in a sampled heap (SampleRate without Checked)
 	// the slow path hands it the sampled allocations and their frees.
 	chk *checker
 }
@@ -153,7 +154,9 @@ func NewHeap(opts Options) (*Heap, error) {
 			h.Close()
 			return nil, err
 		}
-		h.chkAll = h.chk.all
+		if h.chk.all {
+			h.fastSize = 0 // every Free to freeSlow, which hands it to the checker
+		}
 	}
 	return h, nil
 }
@@ -185,7 +188,7 @@ func (h *Heap) reserve(limit int64) error {
 		osmem.Unmap(base, size)
 		return err
 	}
-	h.base, h.size, h.pmap = uintptr(base), size, m
+	h.base, h.size, h.fastSize, h.pmap = uintptr(base), size, size, m
 	h.reserved, h.metaSize = base, meta
 	ph := &h.pages
 	ph.base, ph.npages, ph.pmap = uintptr(base), uint32(npages), m
@@ -228,9 +231,6 @@ func Default() *Heap {
 // negative, the limit is reached or the heap is closed; TryAlloc returns that
 // error instead. Alloc(0) returns an empty, non-nil slice that Free ignores.
 func (h *Heap) Alloc(n int) []byte {
-	if h.chkAll {
-		return h.chk.allocPublic(n, true) // checked mode: checked_small.go
-	}
 	if a := h.allocFast(n); a != 0 {
 		b := bytesAt(a, n)
 		clear(b)
@@ -246,9 +246,6 @@ func (h *Heap) Alloc(n int) []byte {
 // AllocUnzeroed is Alloc without the zeroing, for callers that overwrite
 // every byte: the contents are whatever the block last held.
 func (h *Heap) AllocUnzeroed(n int) []byte {
-	if h.chkAll {
-		return h.chk.allocPublic(n, false) // checked mode: checked_small.go
-	}
 	if uint(n)-1 < maxSmall {
 		c := sizeClass(n)
 		pid := pin.Pin()
@@ -361,12 +358,8 @@ func (h *Heap) Free(b []byte) {
 	if len(b) == 0 {
 		return
 	}
-	if h.chkAll {
-		h.chk.freePublic(b) // checked mode: checked_small.go
-		return
-	}
 	a := addrOf(b)
-	if off := a - h.base; off < h.size {
+	if off := a - h.base; off < h.fastSize {
 		e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
 		if c := uint8(e); c-1 < numClasses-1 {
 			// The offset in the span, divided by the block size with a
@@ -511,7 +504,7 @@ func (h *Heap) Close() error {
 	h.pages.mu.Unlock()
 	// Free's range check now fails for every address: it takes the slow
 	// path, which reports the closed heap.
-	h.size = 0
+	h.size, h.fastSize = 0, 0
 	var errs []error
 	for _, m := range mags {
 		errs = append(errs, osmem.Unmap(unsafe.Pointer(m), unsafe.Sizeof(*m)))
