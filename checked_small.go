@@ -5,8 +5,8 @@ package offheap
 // the top of checked.go for the design; this file is its mechanics).
 //
 // What a 64-byte Alloc+Free pair costs (BenchmarkCheckedPair64, 2-vCPU VM,
-// fast mode about 12 ns): about 67 ns, against 200 ns with a Go map, one
-// global quarantine under a lock and no magazines. Of the 55 ns above fast
+// fast mode about 12 ns): about 70 ns, against 200 ns with a Go map, one
+// global quarantine under a lock and no magazines. Of the 58 ns above fast
 // mode, the two stacks (walk, hash, depot lookup) are about 17, measured by
 // leaving them out; the compare-and-swap that catches a double free about
 // 4 (more when it must wait for the record's stores to drain); the pin for

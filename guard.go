@@ -70,8 +70,8 @@ package offheap
 // fault; a sample on a new run made three (its guard page, PROT_NONE at
 // Free, read-write when it left the quarantine). In BenchmarkCheckedPair64
 // a sample costs about 21 µs with spare runs and 25 µs without, so
-// SampleRate 1000 adds about 21 ns to every allocation, 2.7x a 12 ns fast
-// pair; SampleRate 20000 is within 10%. The PROT_NONE at Free alone is ten
+// SampleRate 1000 adds about 21 ns to every allocation, 2.7-3.0x a 12 ns
+// fast pair; SampleRate 20000 is within 10%. The PROT_NONE at Free alone is ten
 // times the 1.2 µs per sample that would keep SampleRate 1000 within 1.1x
 // there.
 // Deferring the PROT_NONE of freed blocks to batch it would cut that cost

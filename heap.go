@@ -88,8 +88,9 @@ type Heap struct {
 	closeMu       sync.Mutex
 
 	// chk is nil in a fast heap. In checked mode every Alloc and Free
-	// reaches it through the slow paths; in a sampled heap (SampleRate without Checked)
-	// the slow path hands it the sampled allocations and their frees.
+	// reaches it through the slow paths; in a sampled heap (SampleRate
+	// without Checked) the slow path hands it the sampled allocations and
+	// their frees.
 	chk *checker
 }
 

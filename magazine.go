@@ -256,8 +256,8 @@ func (h *Heap) drainAllMagazines() {
 	h.magMu.Unlock()
 }
 
-// drainFrom is drainMagazine for any set of per-P magazines: the heap's, or
-// the checker's (checked_small.go), found with mag.
+// drainFrom empties the calling P's magazine, found with mag, into the
+// central lists: the checker's Trim for its own magazines (checked_small.go).
 func (h *Heap) drainFrom(mag func(pid int) *magazine) {
 	var buf [maxDepth]uintptr
 	for c := 1; c < numClasses; c++ {
