@@ -438,14 +438,14 @@ func (c *checker) alloc(n int, zero bool) ([]byte, error) {
 	guard := c.guard || !c.all || (c.rate > 0 && c.ticks.Add(1)%c.rate == 0)
 	if !guard && n <= maxSmall-canaryLen {
 		b, err := c.allocSmall(n, zero)
-		if err != nil && errors.Is(err, ErrLimit) && c.flush() {
+		if err != nil && errors.Is(err, ErrLimit) && c.flush(false) {
 			b, err = c.allocSmall(n, zero)
 		}
 		return b, err
 	}
 	st := callStack()
 	b, err := c.allocBlock(n, zero, guard, st)
-	if errors.Is(err, ErrLimit) && c.flush() {
+	if errors.Is(err, ErrLimit) && c.flush(false) {
 		// The quarantine held the memory the limit refuses: it gave it
 		// back, so try once more.
 		b, err = c.allocBlock(n, zero, guard, st)
@@ -681,8 +681,10 @@ func joinErrors(errs []error) error {
 
 // flush empties the quarantine, giving every block back, and reports
 // whether it held any. It panics with the writes after free it finds.
-// Called by Trim and when an allocation meets the heap's limit.
-func (c *checker) flush() bool {
+// Called by Trim, with allPs, and when an allocation meets the heap's limit,
+// without: then only the calling P's ring and magazine are emptied, which
+// needs no stop of the world (see drainAllSmall).
+func (c *checker) flush(allPs bool) bool {
 	c.qmu.Lock()
 	out := make([]qEntry, 0, c.qlen)
 	for c.qlen > 0 {
@@ -692,9 +694,14 @@ func (c *checker) flush() bool {
 	errs := c.releaseEntries(out)
 	held := c.dropSpareRuns() || len(out) > 0
 	if c.all {
-		// Small blocks: this P's ring. Other Ps' rings are theirs alone;
-		// each is bounded (see smallState).
-		some, serrs := c.flushSmall()
+		// Small blocks: the per-P rings and magazines.
+		var some bool
+		var serrs []error
+		if allPs {
+			some, serrs = c.drainAllSmall()
+		} else {
+			some, serrs = c.flushSmall()
+		}
 		held = held || some
 		errs = append(errs, serrs...)
 	}

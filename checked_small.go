@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -149,6 +150,14 @@ type smallState struct {
 
 	// The rings' census once Close has unmapped them.
 	closedQ [numClasses]uint64
+
+	// Under h.magMu: every ring ever installed, for Stats and Close (a ring
+	// Trim has taken from its P is in no procs slot, and still counted);
+	// and the rings and magazines Trim emptied, for the next P that needs
+	// them (installProc).
+	allProcs   []*chkProc
+	spareProcs []*chkProc
+	spareMags  []*magazine
 }
 
 // mag is P pid's magazine, or nil. A P numbered maxProcs or above has none
@@ -307,6 +316,13 @@ func (c *checker) installProc(pid int) error {
 	if h.closed.Load() || c.mags[pid].Load() != nil {
 		return nil
 	}
+	if k := len(c.spareProcs); k > 0 {
+		// Empty, with their census, which Stats keeps summing.
+		c.procs[pid].Store(c.spareProcs[k-1])
+		c.mags[pid].Store(c.spareMags[k-1])
+		c.spareProcs, c.spareMags = c.spareProcs[:k-1], c.spareMags[:k-1]
+		return nil
+	}
 	pp, err := osmem.Map(c.procBytes())
 	if err != nil {
 		return err
@@ -322,6 +338,7 @@ func (c *checker) installProc(pid int) error {
 		m.cls[cl].sampleAt = 0 // unused: the fast path never sees this magazine
 	}
 	h.allMags = append(h.allMags, m) // Stats and Close count and unmap it
+	c.allProcs = append(c.allProcs, (*chkProc)(pp))
 	c.procs[pid].Store((*chkProc)(pp))
 	c.mags[pid].Store(m)
 	return nil
@@ -498,36 +515,91 @@ func (c *checker) flushSmall() (bool, []error) {
 	var out []uintptr
 	pid := pin.Pin()
 	if p := c.proc(pid); p != nil && p.qlen > 0 {
-		out = make([]uintptr, 0, p.qlen) // a few words per block, rare: Trim and ErrLimit
-		for p.qlen > 0 {
-			a := p.slot(c, p.qhead).addr
-			p.qhead = (p.qhead + 1) & c.qmask
-			p.qlen--
-			cl := uint8(*c.h.pages.entry((a - c.base) >> pageShift))
-			p.qbytes -= uintptr(classSize[cl])
-			p.qclass[cl]--
-			out = append(out, a)
-		}
+		out = c.emptyRing(p, nil)
 	}
 	pin.Unpin()
+	errs := c.releaseAll(out)
+	// The magazine's blocks too.
+	c.h.drainFrom(c.mag)
+	return len(out) > 0, errs
+}
+
+// drainAllSmall is flushSmall for every P, for Trim: it takes every P's
+// ring and magazine out of service, waits until no goroutine can still be
+// using one (quiesce), empties them and keeps them as spares
+// (Heap.drainAllMagazines does the same for a fast heap's magazines).
+func (c *checker) drainAllSmall() (bool, []error) {
+	h := c.h
+	h.magMu.Lock()
+	var procs []*chkProc
+	var mags []*magazine
+	for i := range c.procs {
+		// installProc stores both under magMu, so both are set or neither.
+		if p := c.procs[i].Swap(nil); p != nil {
+			procs = append(procs, p)
+			mags = append(mags, c.mags[i].Swap(nil))
+		}
+	}
+	h.magMu.Unlock()
+	if len(procs) == 0 {
+		return false, nil
+	}
+	quiesce()
+	var out []uintptr
+	for _, p := range procs {
+		out = c.emptyRing(p, out)
+	}
+	for _, m := range mags {
+		for cl := 1; cl < numClasses; cl++ {
+			if k := m.cls[cl].n; k > 0 {
+				h.central[cl].put(h, m.slots[cl][:k])
+				m.cls[cl].n = 0
+			}
+		}
+	}
+	errs := c.releaseAll(out)
+	h.magMu.Lock()
+	if !h.closed.Load() {
+		c.spareProcs = append(c.spareProcs, procs...)
+		c.spareMags = append(c.spareMags, mags...)
+	}
+	h.magMu.Unlock()
+	return len(out) > 0, errs
+}
+
+// emptyRing takes every block out of ring p, oldest first, and appends
+// them to out. The caller owns p: pinned to its P, or p is out of service.
+func (c *checker) emptyRing(p *chkProc, out []uintptr) []uintptr {
+	out = slices.Grow(out, int(p.qlen)) // a few words per block, rare: Trim and ErrLimit
+	for p.qlen > 0 {
+		a := p.slot(c, p.qhead).addr
+		p.qhead = (p.qhead + 1) & c.qmask
+		p.qlen--
+		cl := uint8(*c.h.pages.entry((a - c.base) >> pageShift))
+		p.qbytes -= uintptr(classSize[cl])
+		p.qclass[cl]--
+		out = append(out, a)
+	}
+	return out
+}
+
+// releaseAll gives back the blocks that left a ring (releaseSmall) and
+// returns the writes after free it found.
+func (c *checker) releaseAll(out []uintptr) []error {
 	var errs []error
 	for _, a := range out {
 		if err := c.releaseSmall(a, true); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	// The magazine's blocks too, as Trim does with a fast heap's.
-	c.h.drainFrom(c.mag)
-	return len(out) > 0, errs
+	return errs
 }
 
 // smallCensus adds the rings' blocks to q, by class. Called by Stats.
 func (c *checker) smallCensus(q *[numClasses]uint64) {
-	for i := range c.procs {
-		p := c.procs[i].Load()
-		if p == nil {
-			continue
-		}
+	c.h.magMu.Lock()
+	defer c.h.magMu.Unlock()
+	for _, p := range c.allProcs {
 		for cl := 1; cl < numClasses; cl++ {
 			// The owner P writes these with plain stores; an aligned 64-bit
 			// load never sees a torn value.
@@ -543,22 +615,27 @@ func (c *checker) smallCensus(q *[numClasses]uint64) {
 // the live small blocks as leaks, and unmaps the rings and the side table.
 // The magazines are in h.allMags: Close unmaps them.
 func (c *checker) closeSmall() (errs []error, lives []Leak) {
+	h := c.h
+	h.magMu.Lock()
+	procs := c.allProcs
+	c.allProcs, c.spareProcs, c.spareMags = nil, nil, nil
 	for i := range c.procs {
-		p := c.procs[i].Load()
-		if p == nil {
-			continue
+		c.procs[i].Store(nil)
+		c.mags[i].Store(nil)
+	}
+	for _, p := range procs {
+		for cl := 1; cl < numClasses; cl++ {
+			c.closedQ[cl] += p.qclass[cl]
 		}
+	}
+	h.magMu.Unlock()
+	for _, p := range procs {
 		for k := uint32(0); k < p.qlen; k++ {
 			a := p.slot(c, p.qhead+k).addr
 			if err := c.releaseSmall(a, false); err != nil {
 				errs = append(errs, err)
 			}
 		}
-		for cl := 1; cl < numClasses; cl++ {
-			c.closedQ[cl] += p.qclass[cl]
-		}
-		c.procs[i].Store(nil)
-		c.mags[i].Store(nil)
 		osmem.Unmap(unsafe.Pointer(p), c.procBytes())
 	}
 	ph := &c.h.pages

@@ -448,16 +448,15 @@ func (h *Heap) freeSlow(b []byte) {
 // magazine goes back to the central lists, empty spans go back to the page
 // heap, and every free page is released. To take the other Ps' magazines it
 // waits until no goroutine can be using one, which stops the world briefly
-// (see quiesce), as runtime.ReadMemStats does. A checked heap's magazines
-// and quarantine rings, per P too, are drained only for the calling P; the
-// others are bounded (MagazineBound bytes of blocks and the quarantine's
-// bound per P).
+// (see quiesce), as runtime.ReadMemStats does. A checked heap's per-P
+// quarantine rings and magazines are emptied the same way, their blocks'
+// poison checked as they leave.
 func (h *Heap) Trim() {
 	if h.closed.Load() {
 		return
 	}
 	if h.chk != nil {
-		h.chk.flush() // checked mode: the quarantine's blocks go back first (checked.go)
+		h.chk.flush(true) // checked mode: the quarantine's blocks go back first (checked.go)
 	}
 	h.drainAllMagazines()
 	for c := 1; c < numClasses; c++ {

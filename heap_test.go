@@ -380,28 +380,50 @@ func TestClose(t *testing.T) {
 	}
 }
 
-// TestTrimAllPs fills the magazines of several Ps and shows that Trim
-// empties every one of them, not only the calling P's. The positive
-// control is a Trim that drains the calling P's magazine alone.
+// TestTrimAllPs fills the magazines of several Ps (and, in checked mode,
+// their quarantine rings) and shows that Trim empties every one of them,
+// not only the calling P's. The positive control is draining the calling
+// P's alone.
 func TestTrimAllPs(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("needs 2 Ps")
 	}
-	if buildChecked {
-		t.Skip("a checked heap's Trim drains the calling P's ring and magazine only")
-	}
-	held := func(h *Heap) (mags int, blocks uint32) {
-		for _, m := range h.allMags {
-			var n uint32
+	// held counts the Ps whose magazine (and, in checked mode, quarantine
+	// ring) holds blocks, and the blocks in every magazine and ring, in
+	// service or not.
+	held := func(h *Heap) (ps int, blocks uint32) {
+		count := func(m *magazine) (n uint32) {
 			for c := 1; c < numClasses; c++ {
 				n += m.cls[c].n
 			}
+			return n
+		}
+		for _, m := range h.allMags {
+			blocks += count(m)
+		}
+		for i := range maxProcs {
+			var n uint32
+			if m := h.mags[i].Load(); m != nil {
+				n += count(m)
+			}
+			if h.chk != nil {
+				if m := h.chk.mags[i].Load(); m != nil {
+					n += count(m)
+				}
+				if p := h.chk.procs[i].Load(); p != nil {
+					n += p.qlen
+				}
+			}
 			if n > 0 {
-				mags++
-				blocks += n
+				ps++
 			}
 		}
-		return mags, blocks
+		if h.chk != nil {
+			for _, p := range h.chk.allProcs {
+				blocks += p.qlen
+			}
+		}
+		return ps, blocks
 	}
 	fill := func(h *Heap) {
 		w := runtime.GOMAXPROCS(0)
@@ -426,12 +448,12 @@ func TestTrimAllPs(t *testing.T) {
 	}
 	h := newTestHeap(t, Options{ReleaseDelay: time.Hour})
 	fill(h)
-	if mags, _ := held(h); mags < 2 {
-		t.Skipf("the workers filled %d magazine(s): they did not run on 2 Ps", mags)
+	if ps, _ := held(h); ps < 2 {
+		t.Skipf("the workers left blocks on %d P(s): they did not run on 2 Ps", ps)
 	}
 	h.Trim()
-	if mags, blocks := held(h); mags != 0 {
-		t.Fatalf("after Trim %d magazines still hold %d blocks", mags, blocks)
+	if ps, blocks := held(h); blocks != 0 {
+		t.Fatalf("after Trim %d blocks are still held, on %d P(s)", blocks, ps)
 	}
 	if s := h.Stats(); s.InUseBytes != 0 || s.Allocs != s.Frees {
 		t.Fatalf("Stats after Trim: %+v", s)
@@ -442,12 +464,17 @@ func TestTrimAllPs(t *testing.T) {
 		t.Fatalf("Stats after a second fill: Allocs %d, Frees %d, MagazineHits %d", s.Allocs, s.Frees, s.MagazineHits)
 	}
 
-	// Control: draining the calling P's magazine alone leaves the others.
+	// Control: draining the calling P's magazine (and ring) alone leaves
+	// the others.
 	h2 := newTestHeap(t, Options{ReleaseDelay: time.Hour})
 	fill(h2)
-	if mags, _ := held(h2); mags >= 2 {
-		h2.drainFrom(h2.mag)
-		if mags, _ := held(h2); mags == 0 {
+	if ps, _ := held(h2); ps >= 2 {
+		if h2.chk != nil {
+			h2.chk.flush(false)
+		} else {
+			h2.drainFrom(h2.mag)
+		}
+		if _, blocks := held(h2); blocks == 0 {
 			t.Fatal("control: draining one P emptied every magazine: the test cannot tell")
 		}
 	}
