@@ -74,6 +74,7 @@ package offheap
 // Large and guarded blocks wait in one global FIFO under a lock, with the
 // same bounds; when an allocation meets the heap's limit, that FIFO and the
 // calling P's ring give their blocks back and the allocation is retried.
+// Trim empties every P's ring, as it empties a fast heap's magazines.
 //
 // Guard-page blocks (guard.go) are not poisoned: their pages become
 // inaccessible when freed, so a use after free faults at once.
