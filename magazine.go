@@ -49,12 +49,13 @@ const (
 	// DefaultMagazineDepth is the depth a heap uses when Options.MagazineDepth
 	// is 0. Seed measurements: depth 1 wins alloc/free pairs and loses 2x as
 	// soon as three blocks per class are live. Measured with offheap bench
-	// (-arms at depths 64, 128 and 256, 5 runs): pairs, binsplit, live-k up
-	// to k = 32, scratch and larson take the same time at every depth from
-	// 64 up; a producer handing blocks to a consumer moves them in batches
-	// of half a magazine, and took 21.6, 18.9 and 19.0 ns a block at 1
-	// worker pair, 18.5, 14.1 and 12.0 at 2. 128 takes most of that for
-	// 13% more bytes per P than 64 (MagazineBound: 3.4 MiB, 3.9, 4.2).
+	// (-arms offheap-depth64,offheap,offheap-depth256, 5 runs; the README
+	// has the command): pairs, binsplit, live-k up to k = 32, scratch and
+	// larson take the same time at every depth from 64 up; a producer
+	// handing blocks to a consumer moves them in batches of half a
+	// magazine, and took 21.6, 18.9 and 19.0 ns a block with one producer
+	// (23.0, 20.6, 20.1 in a second run). 128 takes that for 13% more bytes
+	// per P than 64 (MagazineBound: 3.4 MiB, 3.9, 4.2).
 	DefaultMagazineDepth = 128
 
 	// MaxMagazineDepth is the largest depth Options.MagazineDepth accepts.
