@@ -550,12 +550,7 @@ func (c *checker) drainAllSmall() (bool, []error) {
 		out = c.emptyRing(p, out)
 	}
 	for _, m := range mags {
-		for cl := 1; cl < numClasses; cl++ {
-			if k := m.cls[cl].n; k > 0 {
-				h.central[cl].put(h, m.slots[cl][:k])
-				m.cls[cl].n = 0
-			}
-		}
+		h.emptyMagazine(m)
 	}
 	errs := c.releaseAll(out)
 	h.magMu.Lock()

@@ -240,21 +240,26 @@ func (h *Heap) drainAllMagazines() {
 		return
 	}
 	quiesce()
-	// No goroutine can reach these now: plain loads and stores. Stats may
-	// read their census meanwhile, as it does any P's.
 	for _, m := range taken {
-		for c := 1; c < numClasses; c++ {
-			if k := m.cls[c].n; k > 0 {
-				h.central[c].put(h, m.slots[c][:k])
-				m.cls[c].n = 0
-			}
-		}
+		h.emptyMagazine(m)
 	}
 	h.magMu.Lock()
 	if !h.closed.Load() {
 		h.spareMags = append(h.spareMags, taken...)
 	}
 	h.magMu.Unlock()
+}
+
+// emptyMagazine gives every block in m to the central lists. m is out of
+// service: no goroutine can reach it (quiesce), so plain loads and stores
+// do. Stats may read its census meanwhile, as it does any P's.
+func (h *Heap) emptyMagazine(m *magazine) {
+	for c := 1; c < numClasses; c++ {
+		if k := m.cls[c].n; k > 0 {
+			h.central[c].put(h, m.slots[c][:k])
+			m.cls[c].n = 0
+		}
+	}
 }
 
 // drainFrom empties the calling P's magazine, found with mag, into the
