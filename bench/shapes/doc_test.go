@@ -34,3 +34,37 @@ func TestScalingNull(t *testing.T) {
 		t.Errorf("measured %q", m)
 	}
 }
+
+// TestCheckCostVerdicts checks the checked-mode cost verdicts: none when
+// neither arm ran, the worst sub judged when one did, and a pass and a fail
+// on either side of the limit.
+func TestCheckCostVerdicts(t *testing.T) {
+	rows := func(arm string, ns ...float64) []bench.Summary {
+		var s []bench.Summary
+		for i, v := range ns {
+			s = append(s, bench.Summary{Shape: "live-k", Sub: []string{"k=1", "k=3"}[i], Row: arm, Workers: 1, MinNs: v})
+		}
+		return s
+	}
+	subs := []string{"k=1", "k=3"}
+	r := &bench.Report{Summaries: rows("offheap", 10, 10)}
+	if vs := checkCostVerdicts(r, "live-k", subs); len(vs) != 0 {
+		t.Fatalf("no checked arm ran, got %d verdicts: %+v", len(vs), vs)
+	}
+	r.Summaries = append(r.Summaries, rows("offheap-checked", 25, 31)...)
+	r.Summaries = append(r.Summaries, rows("offheap-sampled", 10.5, 10.9)...)
+	vs := checkCostVerdicts(r, "live-k", subs)
+	if len(vs) != 2 {
+		t.Fatalf("got %d verdicts, want 2: %+v", len(vs), vs)
+	}
+	if v := vs[0]; v.Status() != "FAIL" || v.Value != 3.1 {
+		t.Errorf("checked, worst 3.1x against 3x: %s %.2f (%s)", v.Status(), v.Value, v.Measured)
+	}
+	if v := vs[1]; v.Status() != "PASS" || v.Value != 1.09 {
+		t.Errorf("sampled, worst 1.09x against 1.1x: %s %.2f (%s)", v.Status(), v.Value, v.Measured)
+	}
+	r.Summaries = rows("offheap-checked", 25, 31)
+	if vs := checkCostVerdicts(r, "live-k", subs); len(vs) != 1 || vs[0].Status() != "SKIP" {
+		t.Errorf("checked arm without the offheap arm: %+v, want one SKIP", vs)
+	}
+}

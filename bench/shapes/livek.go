@@ -60,6 +60,10 @@ func runLiveK(t *bench.Trial) (bench.Sample, error) {
 // whatever k, at any worker count.
 func liveKVerdicts(r *bench.Report) []bench.Verdict {
 	var vs []bench.Verdict
+	var subs []string
+	for _, k := range liveKs {
+		subs = append(subs, fmt.Sprintf("k=%d", k))
+	}
 	var ws []int
 	for _, sh := range r.Shapes {
 		if sh.Name == "live-k" {
@@ -95,5 +99,5 @@ func liveKVerdicts(r *bench.Report) []bench.Verdict {
 		vs = append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: worst, Pass: worst <= 1,
 			Measured: fmt.Sprintf("%.2fx at %d worker(s), magazine hit rate %.1f%%", worst, worstW, hit)})
 	}
-	return vs
+	return append(vs, checkCostVerdicts(r, "live-k", subs)...)
 }

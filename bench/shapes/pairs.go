@@ -107,6 +107,7 @@ func pairsVerdicts(r *bench.Report) []bench.Verdict {
 	}
 	cmp("pairs-unzeroed", pairs64Unzeroed, "sync-pool", "64 B pairs, 1 goroutine: offheap AllocUnzeroed+Free / sync-pool Get+Put", 0.7)
 	cmp("pairs-zeroed", pairs64, "go-make", "64 B pairs, 1 goroutine: offheap Alloc+Free / make", 0.45)
+	vs = append(vs, checkCostVerdicts(r, "pairs", []string{pairs64})...)
 
 	// Scaling: fixed total work, so perfect scaling on 2 cores halves the
 	// time. The target counts are 2 and 8; a run without 8 workers uses its
