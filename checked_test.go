@@ -590,3 +590,35 @@ func TestCheckedDepot(t *testing.T) {
 		t.Fatalf("depot entry %v, want %v", e.pcs[:e.n], s.pcs[:3])
 	}
 }
+
+// TestPoisonWords checks the poison check on its own: for every class
+// size, one byte changed anywhere in a poisoned block is found, whatever
+// the value written, and a block left alone is not reported. (Positive
+// control: with the differences of a word pair combined as
+// p[0]^w | p[1]^w, which Go reads as ((p[0]^w)|p[1])^w, a zero written
+// into an even word was missed, and this test failed.)
+func TestPoisonWords(t *testing.T) {
+	buf := make([]uint64, maxSmall/8)
+	a := uintptr(unsafe.Pointer(&buf[0]))
+	for cl := 1; cl < numClasses; cl++ {
+		n := classSize[cl]
+		b := bytesAt(a, int(n))
+		poisonWords(a, n)
+		if !poisonedWords(a, n) {
+			t.Fatalf("class size %d: fresh poison reported as written", n)
+		}
+		step := max(int(n)/97, 1) // every byte of the small classes
+		for i := 0; i < int(n); i += step {
+			for _, v := range []byte{0, 1, poisonByte ^ 0x80, 0xff} {
+				b[i] = v
+				if poisonedWords(a, n) {
+					t.Fatalf("class size %d: byte %d set to %#x not found", n, i, v)
+				}
+				b[i] = poisonByte
+			}
+		}
+		if !poisonedWords(a, n) || !poisoned(b) {
+			t.Fatalf("class size %d: poison restored, still reported", n)
+		}
+	}
+}
