@@ -3,6 +3,7 @@ package offheap
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -325,14 +326,14 @@ func TestArenaNegativeSize(t *testing.T) {
 	a := h.NewArena()
 	defer a.Release()
 	a.Alloc(1) // so the fast path is live
-	for _, n := range []int{-1, -15, -16, -1 << 40} {
+	for _, n := range []int{-1, -15, -16, math.MinInt} {
 		expectPanic(t, "negative size", func() { a.Alloc(n) })
 		if _, err := a.TryAlloc(n); !errors.Is(err, ErrSize) {
 			t.Errorf("TryAlloc(%d) = %v, want ErrSize", n, err)
 		}
 	}
-	if _, err := a.TryAlloc(1 << 50); !errors.Is(err, ErrSize) {
-		t.Errorf("TryAlloc(1<<50) = %v, want ErrSize", err)
+	if _, err := a.TryAlloc(math.MaxInt); !errors.Is(err, ErrSize) {
+		t.Errorf("TryAlloc(MaxInt) = %v, want ErrSize", err)
 	}
 	expectPanic(t, "invalid chunk size", func() { h.NewArenaSize(0) })
 }

@@ -110,7 +110,10 @@ var (
 )
 
 const (
-	defaultReserve      = 64 << 30
+	// defaultReserve is the address space a heap without a large Limit
+	// reserves: 64 GiB (less on a 32-bit system, which has no backend and
+	// never reserves; the bound only keeps the constant representable).
+	defaultReserve      = min(64<<30, math.MaxInt/2+1)
 	minReserve          = 64 << 20
 	defaultReleaseDelay = time.Second
 )

@@ -3,6 +3,7 @@ package offheap
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -247,8 +248,8 @@ func TestBadInput(t *testing.T) {
 			if _, err := h.TryAlloc(-5); !errors.Is(err, ErrSize) {
 				t.Errorf("TryAlloc(-5) error = %v, want ErrSize", err)
 			}
-			if _, err := h.TryAlloc(1 << 62); !errors.Is(err, ErrSize) && !errors.Is(err, ErrLimit) {
-				t.Errorf("TryAlloc(1<<62) error = %v", err)
+			if _, err := h.TryAlloc(math.MaxInt); !errors.Is(err, ErrSize) && !errors.Is(err, ErrLimit) {
+				t.Errorf("TryAlloc(MaxInt) error = %v", err)
 			}
 			goSlice := make([]byte, 64)
 			if msg := mustPanic(t, func() { h.Free(goSlice) }); !strings.Contains(msg, "did not allocate") {

@@ -2,6 +2,7 @@ package offheap
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"sync"
 	"unsafe"
@@ -69,7 +70,7 @@ func FreeSlice[T any](h *Heap, s []T) {
 var zeroSized [0]byte
 
 // maxAlloc bounds a single allocation's size.
-const maxAlloc = 1 << 46
+const maxAlloc = min(1<<46, math.MaxInt)
 
 // pointerFree caches, per type, whether it holds no Go pointers.
 var pointerFree sync.Map // reflect.Type -> bool

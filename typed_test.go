@@ -1,6 +1,7 @@
 package offheap
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"unsafe"
@@ -62,7 +63,7 @@ func TestTypedRefusesPointers(t *testing.T) {
 		"MakeSlice[chan int]":  func() { MakeSlice[chan int](h, 1) },
 		"New[func()]":          func() { New[func()](h) },
 		"MakeSlice[negative]":  func() { MakeSlice[int](h, -1) },
-		"MakeSlice[too large]": func() { MakeSlice[[1 << 20]byte](h, 1<<40) },
+		"MakeSlice[too large]": func() { MakeSlice[[1 << 20]byte](h, math.MaxInt>>10) },
 	} {
 		msg := mustPanic(t, f)
 		if !strings.Contains(msg, "Go pointers") && !strings.Contains(msg, "negative") && !strings.Contains(msg, "too large") {

@@ -1,9 +1,20 @@
 // Package osmem asks the operating system for address space and pages: reserve,
 // commit, release, protect, unmap. Every call works on page-aligned ranges
 // given as a base pointer and a length; nothing here touches the Go heap.
+//
+// The backend is Linux on amd64 and arm64 (osmem_linux.go): 64-bit, little
+// endian, as the heap's metadata and checked mode's canaries assume.
+// Everywhere else every call fails with ErrUnsupported (osmem_other.go).
 package osmem
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"runtime"
+)
 
 // ErrUnsupported is returned on systems where offheap has no memory backend.
-var ErrUnsupported = errors.New("offheap: no off-heap memory backend for this operating system")
+// It wraps errors.ErrUnsupported, so callers can fall back on make with
+// errors.Is(err, errors.ErrUnsupported).
+var ErrUnsupported = fmt.Errorf("offheap: no off-heap memory backend for %s/%s (offheap runs on linux/amd64 and linux/arm64): %w",
+	runtime.GOOS, runtime.GOARCH, errors.ErrUnsupported)
