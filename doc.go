@@ -15,6 +15,9 @@
 //  2. Never use a slice after Free, and free each slice once. Checked mode
 //     (Options.Checked, or the offheapchecked build tag) catches both.
 //
+// Grow a block with Realloc, not append: append on a full slice copies it
+// to a new array on the Go heap.
+//
 // # The layers
 //
 // Memory flows through four layers; each is a file of this package.
@@ -59,6 +62,7 @@
 //   - shared.go: Shared, reference-counted buffers, with immortal (Static)
 //     handles and per-P counting (Hot) for handles every core retains.
 //   - typed.go: New, MakeSlice, Free and FreeSlice for pointer-free types.
+//   - realloc.go: Realloc, in place when the new size needs the same block.
 //
 // # Concurrency
 //

@@ -1,8 +1,10 @@
 package offheap
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -11,7 +13,8 @@ import (
 // FuzzHeap replays an operation sequence decoded from the input against the
 // heap and against a reference model, a map of live blocks, and checks after
 // every step that the two agree: every live block keeps its pattern, no two
-// live blocks overlap, and the census counts what the model did.
+// live blocks overlap, Realloc keeps what it must, and the census counts
+// what the model did.
 func FuzzHeap(f *testing.F) {
 	f.Add([]byte{0, 64, 0, 0, 1, 0, 0, 0}, int8(0))
 	f.Add([]byte{0, 1, 0, 0, 0, 0xff, 0x7f, 0, 1, 1, 0, 0, 2, 0, 0, 0}, int8(-1))
@@ -28,7 +31,7 @@ func FuzzHeap(f *testing.F) {
 		for len(ops) >= 4 {
 			op, arg := ops[0], binary.LittleEndian.Uint32(ops[:4])>>8
 			ops = ops[4:]
-			switch op % 4 {
+			switch op % 5 {
 			case 0, 1: // allocate; sizes skewed small, some large
 				n := int(arg % 4096)
 				if op%8 == 1 {
@@ -67,6 +70,51 @@ func FuzzHeap(f *testing.F) {
 				delete(model, a)
 				want.frees++
 				want.inUse -= blockBytes(len(b))
+			case 4: // resize the live block nearest to arg in map order
+				if len(model) == 0 {
+					continue
+				}
+				keys := slices.Sorted(mapsKeys(model))
+				a := keys[int(arg)%len(keys)]
+				b := model[a]
+				n := int(arg>>8) % 4096
+				if op%10 == 9 {
+					n = int(arg>>8) % (4 * maxSmall)
+				}
+				old := slices.Clone(b)
+				nb, err := tryRealloc(h, b, n)
+				if err != nil {
+					if err := checkFill(b); err != nil { // b must be as it was
+						t.Fatalf("after a failed Realloc(%d): %v", n, err)
+					}
+					continue // the limit: the model is unchanged
+				}
+				if k := min(len(b), n); !bytes.Equal(nb[:k], old[:k]) {
+					t.Fatalf("Realloc(%d bytes, %d) lost the contents", len(b), n)
+				}
+				for i := len(b); i < n; i++ {
+					if nb[i] != 0 {
+						t.Fatalf("Realloc(%d bytes, %d)[%d] = %#x, not zeroed", len(b), n, i, nb[i])
+					}
+				}
+				delete(model, a)
+				if n == 0 {
+					want.frees++
+					want.inUse -= blockBytes(len(b))
+					continue
+				}
+				if na := addrOf(nb); na != a { // moved: an Alloc and a Free
+					want.allocs++
+					want.frees++
+					want.inUse += blockBytes(n) - blockBytes(len(b))
+					if n > maxSmall {
+						want.large++
+					}
+				} else if blockBytes(n) != blockBytes(len(b)) {
+					t.Fatalf("Realloc(%d bytes, %d) kept a block of the wrong size", len(b), n)
+				}
+				fill(nb)
+				model[addrOf(nb)] = nb
 			case 3: // check everything
 				if err := checkModel(model); err != nil {
 					t.Fatal(err)
@@ -132,4 +180,19 @@ func TestCheckModelControl(t *testing.T) {
 		t.Fatal("checkModel accepted overlapping blocks")
 	}
 	h.Free(b)
+}
+
+// tryRealloc is h.Realloc returning the error it panicked with for a limit
+// reached.
+func tryRealloc(h *Heap, b []byte, n int) (nb []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok && errors.Is(e, ErrLimit) {
+				err = e
+				return
+			}
+			panic(r)
+		}
+	}()
+	return h.Realloc(b, n), nil
 }

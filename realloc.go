@@ -1,0 +1,72 @@
+package offheap
+
+// Realloc resizes the block that b starts, as C's realloc does. It returns n
+// bytes whose first min(len(b), n) are b's and whose rest are zeroed, and b
+// must not be used afterwards. Grow off-heap buffers with it, not with
+// append: append on a full slice copies it to a new array on the Go heap.
+//
+// When a block for n bytes would be the same size as b's block (the same
+// size class, or the same number of pages), the same memory comes back and
+// nothing is copied; otherwise the bytes move to a new block and b's block is
+// freed. A checked heap always moves them, so that a stale use of b is
+// caught.
+//
+// A b of length 0 is no block, as for Free: Realloc(nil, n) is Alloc(n).
+// Realloc(b, 0) frees b and returns an empty slice. Realloc panics as Alloc
+// does when the new block cannot be had, and as Free does when b is not a
+// block of this heap; either way b is left as it was and nothing is
+// allocated.
+func (h *Heap) Realloc(b []byte, n int) []byte {
+	if len(b) == 0 {
+		return h.Alloc(n)
+	}
+	if n == 0 {
+		h.Free(b)
+		return []byte{}
+	}
+	a := addrOf(b)
+	if n > 0 && h.keeps(a, n) {
+		nb := bytesAt(a, n)
+		if n > len(b) {
+			clear(nb[len(b):])
+		}
+		return nb
+	}
+	nb := h.AllocUnzeroed(n)
+	k := copy(nb, b)
+	clear(nb[k:])
+	freed := false
+	defer func() {
+		if !freed { // b was not a block of h: Free panicked, give nb back
+			h.Free(nb)
+		}
+	}()
+	h.Free(b)
+	freed = true
+	return nb
+}
+
+// keeps reports whether the block of a fast heap that starts at a is the
+// size a block for n bytes would be, so that Realloc can hand it back as it
+// is. It is false for anything Free would refuse and for a block the checker
+// owns (every block of a checked heap, the guarded ones of a sampled heap).
+// The block is the caller's, so its pagemap entry cannot change meanwhile.
+func (h *Heap) keeps(a uintptr, n int) bool {
+	off := a - h.base
+	if off >= h.fastSize || (h.chk != nil && h.chk.owns(a)) {
+		return false
+	}
+	e := *h.pages.entry(off >> pageShift)
+	switch c := uint8(e); {
+	case c == classLarge:
+		np, ok := pagesFor(n)
+		// The first page of a run holds its length; a later page has 1<<8.
+		return ok && n > maxSmall && uint32(e)>>8 == 0 && off&(pageSize-1) == 0 && uint32(e>>32) == np
+	case c-1 < numClasses-1:
+		o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
+		ci := &classInfos[c]
+		q := o * ci.divMul >> 40
+		return q*uint64(ci.size) == o && q < uint64(ci.blocks) && n <= maxSmall && sizeClass(n) == c
+	}
+	return false
+}
