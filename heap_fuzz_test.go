@@ -56,13 +56,11 @@ func FuzzHeap(f *testing.F) {
 				if n > maxSmall {
 					want.large++
 				}
-			case 2: // free the live block nearest to arg in map order
-				if len(model) == 0 {
+			case 2: // free a live block
+				a, b, ok := pickLive(model, arg)
+				if !ok {
 					continue
 				}
-				keys := slices.Sorted(mapsKeys(model))
-				a := keys[int(arg)%len(keys)]
-				b := model[a]
 				if err := checkFill(b); err != nil {
 					t.Fatal(err)
 				}
@@ -70,13 +68,11 @@ func FuzzHeap(f *testing.F) {
 				delete(model, a)
 				want.frees++
 				want.inUse -= blockBytes(len(b))
-			case 4: // resize the live block nearest to arg in map order
-				if len(model) == 0 {
+			case 4: // resize a live block
+				a, b, ok := pickLive(model, arg)
+				if !ok {
 					continue
 				}
-				keys := slices.Sorted(mapsKeys(model))
-				a := keys[int(arg)%len(keys)]
-				b := model[a]
 				n := int(arg>>8) % 4096
 				if op%10 == 9 {
 					n = int(arg>>8) % (4 * maxSmall)
@@ -136,6 +132,17 @@ func FuzzHeap(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// pickLive returns the live block that arg picks: the arg-th in address
+// order, wrapping around; false if there is none.
+func pickLive(model map[uintptr][]byte, arg uint32) (uintptr, []byte, bool) {
+	if len(model) == 0 {
+		return 0, nil, false
+	}
+	keys := slices.Sorted(mapsKeys(model))
+	a := keys[int(arg)%len(keys)]
+	return a, model[a], true
 }
 
 func mapsKeys(m map[uintptr][]byte) func(func(uintptr) bool) {
