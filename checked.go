@@ -32,13 +32,14 @@ package offheap
 // fields Free acts on: Free verifies it before trusting the record, so a
 // stray write that reached it is reported as Corrupted instead of acted on.
 //
-// A small block's record is in an off-heap side table indexed by the
-// block's span id and index, both read from the pagemap like Free's fast
-// path does: a separate mapping, out of reach of the program's overruns into
-// blocks. Free moves the state from live to freeing with one
+// A small block's record is in an off-heap record table that mirrors the
+// heap's address space, one record per 32 bytes, at the block's own offset
+// (checked_small.go): a separate mapping, out of reach of the program's
+// overruns into blocks, found with a subtraction and a mask. Free moves the state from live to freeing with one
 // compare-and-swap: of two Frees of one block, exactly one proceeds, so a
 // double free is found without a lock. The stacks are captured straight into
-// the record. Close walks the table for the records still live: the leaks.
+// the record. Close walks the spans' blocks for the records still live: the
+// leaks.
 //
 // A large or guarded block's record is in a Go map keyed by its start,
 // sharded by address under per-shard mutexes, and its checksum also covers
@@ -85,7 +86,7 @@ package offheap
 //     quarantine; only then does the underlying block go back to the heap.
 //     So a checked block is never handed out twice while either holder can
 //     still free it. A span goes back to the page heap only when all its
-//     blocks have, so every record a reused span id keeps is none.
+//     blocks have, so every record of a free page is none.
 //   - Lock order: no checker lock is held while taking a central or page heap
 //     lock, and the reverse never happens (the checker is called outside
 //     them), so the checker adds no lock cycle. No lock is taken while
@@ -282,7 +283,7 @@ const (
 	kindGuarded        // pages of its own plus a guard page (guard.go)
 )
 
-// A block's state. Zero is none so that the side table of small blocks
+// A block's state. Zero is none so that the record table of small blocks
 // (checked_small.go), a fresh zero mapping, starts with no block.
 const (
 	stateNone    = iota // no block: never allocated, or given back to the heap
@@ -392,7 +393,9 @@ func (h *Heap) initChecked() error {
 	}
 	initDepot()
 	if c.all {
-		c.initSmall()
+		if err := c.initSmall(); err != nil {
+			return err
+		}
 	}
 	register(c)
 	h.chk = c
@@ -439,10 +442,10 @@ func (c *checker) alloc(n int, zero bool) ([]byte, error) {
 	guard := c.guard || !c.all || (c.rate > 0 && c.ticks.Add(1)%c.rate == 0)
 	if !guard && n <= maxSmall-canaryLen {
 		b, err := c.allocSmall(n, zero)
-		if err != nil && errors.Is(err, ErrLimit) && c.flush(false) {
-			b, err = c.allocSmall(n, zero)
+		if err != nil {
+			return c.retrySmall(n, zero, err)
 		}
-		return b, err
+		return b, nil
 	}
 	st := callStack()
 	b, err := c.allocBlock(n, zero, guard, st)
@@ -452,6 +455,24 @@ func (c *checker) alloc(n int, zero bool) ([]byte, error) {
 		b, err = c.allocBlock(n, zero, guard, st)
 	}
 	return b, err
+}
+
+// plainSmall reports whether an allocation of n bytes is a small block with
+// nothing else to decide: every allocation is checked, none on guard pages.
+// Heap.allocSlow then calls allocSmall itself, one frame fewer to walk for
+// its stack.
+func (c *checker) plainSmall(n int) bool {
+	return c.all && !c.guard && c.rate == 0 && n <= maxSmall-canaryLen
+}
+
+// retrySmall is what allocSmall's caller does when it fails with err: if
+// the limit was met, the quarantine gives its blocks back and allocSmall
+// tries once more.
+func (c *checker) retrySmall(n int, zero bool, err error) ([]byte, error) {
+	if errors.Is(err, ErrLimit) && c.flush(false) {
+		return c.allocSmall(n, zero)
+	}
+	return nil, err
 }
 
 // allocBlock allocates a checked block of n bytes for a caller at st: on
@@ -551,14 +572,8 @@ func canary(k uint64, from, to uintptr, fill bool) bool {
 
 // free serves every Free the checker owns. It panics with a *MemoryError.
 func (c *checker) free(a uintptr) {
-	if c.all {
-		if r, start, cl := c.recOf(a, false); r != nil {
-			if !start {
-				panic(c.unknownFree(a))
-			}
-			c.freeSmallBlock(a, r, cl)
-			return
-		}
+	if c.all && c.freeSmall(a) {
+		return
 	}
 	st := callStack()
 	sh := c.shard(a)
@@ -749,7 +764,7 @@ func (c *checker) qpop() qEntry {
 // after free it found, if any.
 func (c *checker) release(e qEntry, giveBack bool) error {
 	if e.kind == kindSmall && c.all {
-		return c.releaseSmall(e.addr, giveBack) // its record is in the side table
+		return c.releaseSmall(e.addr, giveBack) // its record is in the record table
 	}
 	var waf *MemoryError
 	if e.kind != kindGuarded && c.poison && !poisoned(bytesAt(e.addr, int(e.check))) {
@@ -875,7 +890,7 @@ func (c *checker) blockStart(a uintptr) (uintptr, bool) {
 // info describes the block that starts at start, if the checker knows it.
 func (c *checker) info(start uintptr) (BlockInfo, bool) {
 	if c.all {
-		if r, ok, _ := c.recOf(start, false); r != nil {
+		if r, ok, _ := c.recOf(start); r != nil {
 			// A racy read of the record, fine for a report: it is copied
 			// before it is formatted.
 			st, size, alloc, free := r.state, r.size, r.alloc, r.free

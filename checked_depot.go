@@ -15,9 +15,9 @@ import (
 // few call sites, so most stacks repeat. A record keeps a 4-byte stackID and
 // the depot keeps each distinct stack once, as the sanitizers do. That
 // shrank a small block's record from 360 bytes (two stacks of 20 PCs) to 32,
-// half a cache line: a checked heap's side table is 11 times smaller, and the
-// record of a block coming back cold from a quarantine of 1024 costs one miss
-// instead of six. Speed did not change (BenchmarkCheckedPair64 and
+// half a cache line, small enough for a record table with one record per
+// 32 bytes of the heap (checked_small.go), and the record of a block coming
+// back cold from a quarantine of 1024 costs one miss instead of six. Speed did not change (BenchmarkCheckedPair64 and
 // CheckedLiveK, interleaved A/B against the code before the depot, 2-vCPU
 // VM): the hash and the lookup cost what the misses did. That took the walk
 // in assembly (checked_fp_amd64.s), hashing as it goes; with the same walk in
@@ -84,21 +84,34 @@ func initDepot() {
 //
 // Stacks are captured on every checked Alloc and Free, so capturing must be
 // cheap: callStack walks frame pointers (checked_fp.go) where the
-// architecture allows, and uses runtime.Callers elsewhere.
+// architecture allows, and uses runtime.Callers elsewhere. The small-block
+// paths (checked_small.go) do what callStack does in their own frames, one
+// call and one frame fewer to walk.
 //
 //go:noinline
 func callStack() stackID {
 	var s stack
-	var h uint64
-	if framePointers {
-		var n int
-		n, h = fpStack(&s.pcs)
-		s.n = int32(n)
-	} else {
-		s.n = int32(runtime.Callers(2, s.pcs[:]))
-		h = s.hash()
+	return intern(&s, s.fill(fpStack(&s.pcs)))
+}
+
+// fill completes s with what fpStack, called by fill's caller, found: n
+// PCs, whose hash h it returns. Where frame pointers are not walked
+// (framePointers is false) it takes the same frames from runtime.Callers
+// instead.
+func (s *stack) fill(n int, h uint64) uint64 {
+	if !framePointers {
+		return s.callers()
 	}
-	return intern(&s, h)
+	s.n = int32(n)
+	return h
+}
+
+// callers fills s from runtime.Callers with the frames fpStack would have
+// walked for the caller of fill (inlined, it still counts as a frame), and
+// returns their hash.
+func (s *stack) callers() uint64 {
+	s.n = int32(runtime.Callers(4, s.pcs[:])) // Callers, callers, fill, its caller
+	return s.hash()
 }
 
 // hash is s's 64-bit hash, never 0.

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -28,14 +27,14 @@ import (
 	"github.com/offheap/offheap/internal/pin"
 )
 
-// errNoMeta is returned when the side table cannot be mapped.
+// errNoMeta is returned when the record table cannot be mapped.
 var errNoMeta = errors.New("offheap: checked mode: mapping block metadata failed")
 
 // smallRec is the metadata of one small block of a checked heap. It lives
-// off-heap in the checker's side table (chunks), at an index computed
-// from the block's address, never next to the block: an overrun of a block
-// cannot reach it. The garbage collector does not see it; the stacks are
-// code addresses, not Go pointers, so that is safe.
+// off-heap in the checker's record table, at the address computed from the
+// block's, never next to the block: an overrun of a block cannot reach it.
+// The garbage collector does not see it; the stacks are code addresses, not
+// Go pointers, so that is safe.
 type smallRec struct {
 	// state is stateNone, stateLive, stateFreeing or stateFreed. Free moves
 	// it from live with a compare-and-swap, so of two Frees of one block
@@ -51,27 +50,40 @@ type smallRec struct {
 	free  stackID // where it was freed; 0 while live
 }
 
-// The side table. A small block is named by its span's id and its index in
-// the span, both read from the pagemap like Free's fast path does; the
-// records of spansPerChunk consecutive span ids share one mapping (a chunk)
-// of spanRecs records each, mapped on first use and kept until Close. A span
-// id is reused for spans of other classes; the records it keeps from before
-// all have state stateNone, because a span is only given back once all its
-// blocks have left the quarantine.
+// The record table mirrors the heap's address space: one record for each
+// recGranule bytes, the record of the block that starts in them, at the
+// same offset in the table as the block's granule in the heap. A checked
+// small block is at least recGranule bytes (minCheckedClass), so no two
+// start in one granule. Finding a block's record is a subtraction and a
+// mask, where reading the pagemap, dividing by the block size and looking
+// the span up took a chain of three loads and a multiply: a checked 64-byte
+// pair went from 61-64 ns to 53-57 (BenchmarkCheckedPair64, interleaved).
+//
+// The table is reserved at NewHeap like the heap (MAP_NORESERVE), and its
+// pages are committed as records are written: at most as many bytes as the
+// heap's small blocks use at their peak, fewer for larger classes (a
+// 4 KiB page of records covers 4 KiB of blocks; one 16 KiB block has one
+// record). The page heap releases a run's records with its pages
+// (pageHeap.shadow). A record whose block went back to the heap has state
+// stateNone, and so has every record of a fresh or released page: a span is
+// only given back once all its blocks have left the quarantine.
 const (
-	spansPerChunk = 16
-	recSize       = unsafe.Sizeof(smallRec{})
+	recGranule = 32
+	recSize    = unsafe.Sizeof(smallRec{})
 )
 
-// spanRecs is the most blocks a span of a checked heap can have: its blocks
-// are at least 1+canaryLen bytes, class 2 and up.
-var spanRecs = func() uintptr {
-	n := uint32(0)
-	for c := sizeClass(1 + canaryLen); c < numClasses; c++ {
-		n = max(n, classBlocks[c])
-	}
-	return uintptr(n)
-}()
+// A record fits its granule.
+var _ [recGranule - recSize]byte
+
+// minCheckedClass is the smallest class a checked small block takes, so
+// that blocks start at least recGranule bytes apart.
+var minCheckedClass = sizeClass(recGranule)
+
+// checkedClass is the class of a checked small block of n bytes: room for
+// the canary, and at least minCheckedClass.
+func checkedClass(n int) uint8 {
+	return max(sizeClass(n+canaryLen), minCheckedClass)
+}
 
 // chkProc is one P's part of a checked heap, mapped off-heap like a
 // magazine and, like it, touched only by the goroutine pinned to that P
@@ -84,22 +96,26 @@ type chkProc struct {
 	qclass      [numClasses]uint64 // the ring's blocks by class: census, read by Stats
 }
 
-// ringSlot is a block in a P's quarantine ring, with its record, so that
-// the block that leaves needs no side-table lookup.
-type ringSlot struct {
-	addr  uintptr
-	rec   uintptr // its *smallRec, as an address: the ring is off-heap
-	class uint8   // its class, so that leaving needs no pagemap load either
-}
+// ringSlot is a block in a P's quarantine ring: its address, with its
+// class in the top byte (addresses are below 1<<56), so that the block that
+// leaves needs no pagemap load; its record follows from its address. At 8
+// bytes a slot, a ring of 1024 blocks is 8 KiB, against 24 with the record's
+// address in each slot: live-k pairs (k=8) took 72.5-73.6 ns against
+// 74.1-76.9 (BenchmarkCheckedLiveK, interleaved).
+type ringSlot uint64
+
+func makeSlot(a uintptr, cl uint8) ringSlot { return ringSlot(uint64(a) | uint64(cl)<<56) }
+func (s ringSlot) addr() uintptr            { return uintptr(s & (1<<56 - 1)) }
+func (s ringSlot) class() uint8             { return uint8(s >> 56) }
 
 // procBytes is the size of a P's chkProc mapping, ring included.
 func (c *checker) procBytes() uintptr {
-	return unsafe.Sizeof(chkProc{}) + uintptr(c.qmask+1)*unsafe.Sizeof(ringSlot{})
+	return unsafe.Sizeof(chkProc{}) + uintptr(c.qmask+1)*unsafe.Sizeof(ringSlot(0))
 }
 
 // slot is slot i of p's ring, i masked with c.qmask.
 func (p *chkProc) slot(c *checker, i uint32) *ringSlot {
-	return (*ringSlot)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(chkProc{})+uintptr(i&c.qmask)*unsafe.Sizeof(ringSlot{})))
+	return (*ringSlot)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(chkProc{})+uintptr(i&c.qmask)*unsafe.Sizeof(ringSlot(0))))
 }
 
 // poisonWords fills the n bytes at a, a multiple of 8 (every class size
@@ -158,8 +174,7 @@ type smallState struct {
 	qmask      uint32         // ring slots - 1: a power of two above qmaxP, so no division
 	pmap       unsafe.Pointer // h.pmap, one load closer
 
-	chunkMu sync.Mutex
-	chunks  []atomic.Uintptr // by span id / spansPerChunk; 0 = not mapped yet
+	table unsafe.Pointer // the record table, h.size bytes
 
 	// The rings' census once Close has unmapped them.
 	closedQ [numClasses]uint64
@@ -191,8 +206,9 @@ func (c *checker) proc(pid int) *chkProc {
 	return c.procs[pid].Load()
 }
 
-// initSmall sets up the small-block side of a checked heap.
-func (c *checker) initSmall() {
+// initSmall sets up the small-block side of a checked heap: its record
+// table, reserved here, and its magazines' and quarantines' sizes.
+func (c *checker) initSmall() error {
 	h := c.h
 	depth := h.opts.MagazineDepth
 	if depth == 0 {
@@ -208,13 +224,23 @@ func (c *checker) initSmall() {
 	c.qmask = 1<<bits.Len32(c.qmaxP) - 1
 	c.pmap = h.pmap
 	c.qmaxBytesP = uintptr(max(quarantineBytes, 0))
-	c.chunks = make([]atomic.Uintptr, uintptr(h.pages.maxSpan)/spansPerChunk+1)
+	t, err := osmem.Map(h.size)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errNoMeta, err)
+	}
+	c.table = t
+	h.pages.shadow = t // released with the pages they describe
+	return nil
 }
 
-// recOf returns the side-table record of the small block that address a
-// falls in, and whether a is that block's start; nil if a is not in a small
-// span or the span's records were never mapped. alloc maps them if need be.
-func (c *checker) recOf(a uintptr, alloc bool) (r *smallRec, start bool, cl uint8) {
+// rec is the record of the small block that starts at a.
+func (c *checker) rec(a uintptr) *smallRec {
+	return (*smallRec)(unsafe.Add(c.table, (a-c.base)&^(recGranule-1)))
+}
+
+// recOf returns the record of the small block that address a falls in, and
+// whether a is that block's start; nil if a is not in a small block's span.
+func (c *checker) recOf(a uintptr) (r *smallRec, start bool, cl uint8) {
 	off := a - c.base
 	if off >= c.size {
 		return nil, false, 0
@@ -224,39 +250,15 @@ func (c *checker) recOf(a uintptr, alloc bool) (r *smallRec, start bool, cl uint
 	if cl-1 >= numClasses-1 {
 		return nil, false, 0
 	}
+	// The block's start, as Free's fast path finds it: the offset in the
+	// span, divided by the block size with a multiply.
 	o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
 	ci := &classInfos[cl]
 	q := o * ci.divMul >> 40
-	if uintptr(q) >= spanRecs {
-		return nil, false, 0
-	}
-	id := uintptr(e >> 32)
-	ch := c.chunks[id/spansPerChunk].Load()
-	if ch == 0 {
-		if !alloc {
-			return nil, false, 0
-		}
-		if ch = c.mapChunk(id / spansPerChunk); ch == 0 {
-			return nil, false, 0
-		}
-	}
-	r = (*smallRec)(ptr(ch + (id%spansPerChunk*spanRecs+uintptr(q))*recSize))
-	return r, q*uint64(ci.size) == o, cl
-}
-
-// mapChunk maps chunk i of the side table, once. 0 if the mapping failed.
-func (c *checker) mapChunk(i uintptr) uintptr {
-	c.chunkMu.Lock()
-	defer c.chunkMu.Unlock()
-	if ch := c.chunks[i].Load(); ch != 0 {
-		return ch
-	}
-	p, err := osmem.Map(spansPerChunk * spanRecs * recSize)
-	if err != nil {
-		return 0
-	}
-	c.chunks[i].Store(uintptr(p))
-	return uintptr(p)
+	start = q*uint64(ci.size) == o && q < uint64(ci.blocks)
+	// The record does not wait for the division: a start in the same
+	// granule as a has it (see recGranule).
+	return c.rec(a), start, cl
 }
 
 // recSum seals a record's address and size, keyed by the heap's id.
@@ -270,7 +272,7 @@ func (c *checker) recSum(a uintptr, size uint32) uint64 {
 // of n+canaryLen bytes from this P's magazine (or a refill), its record
 // filled in place with the caller's stack.
 func (c *checker) allocSmall(n int, zero bool) ([]byte, error) {
-	cl := sizeClass(n + canaryLen)
+	cl := checkedClass(n)
 	var a uintptr
 	pid := pin.Pin()
 	if m := c.mag(pid); m != nil {
@@ -289,14 +291,11 @@ func (c *checker) allocSmall(n int, zero bool) ([]byte, error) {
 			return nil, err
 		}
 	}
-	r, _, _ := c.recOf(a, true)
-	if r == nil {
-		// The side table could not be mapped: hand the block back.
-		c.h.central[cl].put(c.h, []uintptr{a})
-		return nil, errNoMeta
-	}
-	// The block is ours alone until we return it: plain stores.
-	r.alloc = callStack()
+	r := c.rec(a)
+	// The block is ours alone until we return it: plain stores. The stack
+	// is callStack's, walked from this frame.
+	var st stack
+	r.alloc = intern(&st, st.fill(fpStack(&st.pcs)))
 	r.size = uint32(n)
 	r.addr = a
 	r.sum = c.recSum(a, uint32(n))
@@ -357,9 +356,18 @@ func (c *checker) installProc(pid int) error {
 	return nil
 }
 
-// freeSmallBlock frees the small block at a, whose record is r. It panics
-// with a *MemoryError.
-func (c *checker) freeSmallBlock(a uintptr, r *smallRec, cl uint8) {
+// freeSmall frees a, which must be the start of a live small block, and
+// reports true; false if a is not in a small block's span (the caller then
+// tries the records of large and guarded blocks). It panics with a
+// *MemoryError.
+func (c *checker) freeSmall(a uintptr) bool {
+	r, start, cl := c.recOf(a)
+	if r == nil {
+		return false
+	}
+	if !start {
+		panic(c.unknownFree(a))
+	}
 	if !atomic.CompareAndSwapUint32(&r.state, stateLive, stateFreeing) {
 		panic(c.notLive(a, r))
 	}
@@ -377,12 +385,13 @@ func (c *checker) freeSmallBlock(a uintptr, r *smallRec, cl uint8) {
 			detail:     "the bytes past its length were overwritten (an unsafe write past len); the block is freed",
 			AllocStack: r.alloc.String()}
 	}
-	r.free = callStack()
+	var st stack // callStack's, walked from this frame
+	r.free = intern(&st, st.fill(fpStack(&st.pcs)))
 	r.state = stateFreed
 	if c.poison {
 		poisonWords(a, usable)
 	}
-	if out := c.quarantineSmall(a, r, cl); out != 0 {
+	if out := c.quarantineSmall(a, cl); out != 0 {
 		if err := c.releaseSmall(out, true); err != nil {
 			if corrupt != nil {
 				err = joinErrors([]error{corrupt, err})
@@ -393,6 +402,7 @@ func (c *checker) freeSmallBlock(a uintptr, r *smallRec, cl uint8) {
 	if corrupt != nil {
 		panic(corrupt)
 	}
+	return true
 }
 
 // notLive builds the error for a Free of the small block a whose record r
@@ -414,7 +424,7 @@ func (c *checker) notLive(a uintptr, r *smallRec) *MemoryError {
 // its poison is intact and the magazine has room, the common case, all
 // within one pin; otherwise it is returned for releaseSmall. 0: nothing
 // left to do.
-func (c *checker) quarantineSmall(a uintptr, r *smallRec, cl uint8) uintptr {
+func (c *checker) quarantineSmall(a uintptr, cl uint8) uintptr {
 	for {
 		pid := pin.Pin()
 		p := c.proc(pid)
@@ -439,8 +449,7 @@ func (c *checker) quarantineSmall(a uintptr, r *smallRec, cl uint8) uintptr {
 			continue
 		}
 		size := uintptr(classSize[cl])
-		sl := p.slot(c, p.qhead+p.qlen)
-		sl.addr, sl.rec, sl.class = a, uintptr(unsafe.Pointer(r)), cl
+		*p.slot(c, p.qhead+p.qlen) = makeSlot(a, cl)
 		p.qlen++
 		p.qbytes += size
 		p.qclass[cl]++
@@ -448,8 +457,8 @@ func (c *checker) quarantineSmall(a uintptr, r *smallRec, cl uint8) uintptr {
 			pin.Unpin()
 			return 0
 		}
-		sl = p.slot(c, p.qhead)
-		out, orec, ocl := sl.addr, sl.rec, sl.class
+		sl := *p.slot(c, p.qhead)
+		out, ocl := sl.addr(), sl.class()
 		p.qhead = (p.qhead + 1) & c.qmask
 		p.qlen--
 		osize := classSize[ocl]
@@ -458,7 +467,7 @@ func (c *checker) quarantineSmall(a uintptr, r *smallRec, cl uint8) uintptr {
 		if m := c.mag(pid); m != nil && (!c.poison || poisonedWords(out, osize)) {
 			mc := &m.cls[ocl]
 			if k := mc.n; k < mc.cap {
-				(*smallRec)(ptr(orec)).state = stateNone
+				c.rec(out).state = stateNone
 				m.slots[ocl][k%maxDepth] = out
 				mc.n = k + 1
 				mc.frees++
@@ -478,7 +487,7 @@ func (c *checker) quarantineSmall(a uintptr, r *smallRec, cl uint8) uintptr {
 func (c *checker) releaseSmall(a uintptr, giveBack bool) error {
 	cl := uint8(*c.h.pages.entry((a - c.base) >> pageShift))
 	usable := int(classSize[cl])
-	r, _, _ := c.recOf(a, false)
+	r, _, _ := c.recOf(a)
 	var err error
 	if c.poison && !poisonedWords(a, uint32(usable)) {
 		waf := &MemoryError{Kind: WriteAfterFree, Addr: a, Size: int(r.size),
@@ -580,7 +589,7 @@ func (c *checker) drainAllSmall() (bool, []error) {
 func (c *checker) emptyRing(p *chkProc, out []uintptr) []uintptr {
 	out = slices.Grow(out, int(p.qlen)) // a few words per block, rare: Trim and ErrLimit
 	for p.qlen > 0 {
-		a := p.slot(c, p.qhead).addr
+		a := p.slot(c, p.qhead).addr()
 		p.qhead = (p.qhead + 1) & c.qmask
 		p.qlen--
 		cl := uint8(*c.h.pages.entry((a - c.base) >> pageShift))
@@ -620,7 +629,7 @@ func (c *checker) smallCensus(q *[numClasses]uint64) {
 }
 
 // closeSmall checks every block in the rings for writes after free, lists
-// the live small blocks as leaks, and unmaps the rings and the side table.
+// the live small blocks as leaks, and unmaps the rings and the record table.
 // The magazines are in h.allMags: Close unmaps them.
 func (c *checker) closeSmall() (errs []error, lives []Leak) {
 	h := c.h
@@ -639,7 +648,7 @@ func (c *checker) closeSmall() (errs []error, lives []Leak) {
 	h.magMu.Unlock()
 	for _, p := range procs {
 		for k := uint32(0); k < p.qlen; k++ {
-			a := p.slot(c, p.qhead+k).addr
+			a := p.slot(c, p.qhead+k).addr()
 			if err := c.releaseSmall(a, false); err != nil {
 				errs = append(errs, err)
 			}
@@ -648,30 +657,30 @@ func (c *checker) closeSmall() (errs []error, lives []Leak) {
 	}
 	ph := &c.h.pages
 	ph.mu.Lock()
-	lastSpan := uintptr(ph.nextSpan) // ids 1..nextSpan have been handed out
+	lastSpan := ph.nextSpan // ids 1..nextSpan have been handed out
+	ph.shadow = nil
 	ph.mu.Unlock()
-	for i := range c.chunks {
-		ch := c.chunks[i].Load()
-		if ch == 0 {
+	for id := uint32(1); id <= lastSpan; id++ {
+		sp := ph.span(id)
+		off := sp.start - c.base
+		// A span struct outlives its span; it is current when the pagemap
+		// still names it, and then only its carved blocks can be live.
+		if sp.start == 0 || off >= c.size {
 			continue
 		}
-		for j := uintptr(0); j < spansPerChunk; j++ {
-			id := uintptr(i)*spansPerChunk + j
-			if id == 0 || id > lastSpan {
-				continue
-			}
-			// Only carved blocks can be live; a span given back has no live
-			// block, whatever its stale carved count says.
-			n := min(uintptr(ph.span(uint32(id)).carved), spanRecs)
-			for q := uintptr(0); q < n; q++ {
-				r := (*smallRec)(ptr(ch + (j*spanRecs+q)*recSize))
-				if r.state == stateLive {
-					lives = append(lives, Leak{Addr: r.addr, Size: int(r.size), Stack: r.alloc.String()})
-				}
+		if e := *ph.entry(off >> pageShift); uint32(e>>32) != id || uint8(e) != sp.class {
+			continue
+		}
+		size := uintptr(classSize[sp.class])
+		for q := uintptr(0); q < uintptr(sp.carved); q++ {
+			a := sp.start + q*size
+			r := c.rec(a)
+			if r.state == stateLive && r.addr == a {
+				lives = append(lives, Leak{Addr: r.addr, Size: int(r.size), Stack: r.alloc.String()})
 			}
 		}
-		c.chunks[i].Store(0)
-		osmem.Unmap(ptr(ch), spansPerChunk*spanRecs*recSize)
 	}
+	osmem.Unmap(c.table, c.size)
+	c.table = nil
 	return errs, lives
 }

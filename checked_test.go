@@ -278,8 +278,8 @@ func TestCheckedWritePastLen(t *testing.T) {
 func TestCheckedCorruptedMetadata(t *testing.T) {
 	h := checkedHeap(t, Options{})
 	b := h.Alloc(64)
-	r, _, _ := h.chk.recOf(addrOf(b), false)
-	r.size = 1 << 20 // a stray write into the side table
+	r, _, _ := h.chk.recOf(addrOf(b))
+	r.size = 1 << 20 // a stray write into the record table
 	me := memoryError(t, func() { h.Free(b) })
 	if me.Kind != Corrupted || !strings.Contains(me.Error(), "metadata") {
 		t.Fatalf("%v", me)
@@ -326,6 +326,45 @@ func TestCheckedLeak(t *testing.T) {
 	closeClean(t, h)
 }
 
+// TestCheckedLeakAfterReuse: after spans of one class go back to the heap
+// and their pages serve spans of another class, Close lists each live block
+// once. Ten spans of 32-byte blocks make way for two spans of 1 KiB
+// blocks, so eight old span structs are not reused, and one of them still
+// describes pages that now hold new blocks. Positive control: with
+// closeSmall taking every span struct as current, those structs named the
+// new blocks a second time and this test failed.
+func TestCheckedLeakAfterReuse(t *testing.T) {
+	h := checkedHeap(t, Options{})
+	onOneP(t)
+	var old [][]byte
+	for range 20000 {
+		old = append(old, h.Alloc(20)) // 32-byte blocks
+	}
+	for _, b := range old {
+		h.Free(b)
+	}
+	h.Trim() // the quarantine empties, the spans go back
+	live := map[uintptr]bool{}
+	for range 120 {
+		live[addrOf(h.Alloc(1000))] = true // 1 KiB blocks, on the same pages
+	}
+	err := h.Close()
+	var le *LeakError
+	if !errors.As(err, &le) {
+		t.Fatalf("Close: %v, want leaks", err)
+	}
+	seen := map[uintptr]bool{}
+	for _, l := range le.Leaks {
+		if !live[l.Addr] || seen[l.Addr] || l.Size != 1000 {
+			t.Fatalf("leak %#x (%d bytes): live %v, listed before %v", l.Addr, l.Size, live[l.Addr], seen[l.Addr])
+		}
+		seen[l.Addr] = true
+	}
+	if len(seen) != len(live) {
+		t.Fatalf("%d leaks listed, %d blocks live", len(seen), len(live))
+	}
+}
+
 func TestCheckedStats(t *testing.T) {
 	withKnobs(t, 16, 1<<20, true)
 	h := checkedHeap(t, Options{})
@@ -362,11 +401,10 @@ func TestCheckedStats(t *testing.T) {
 
 // blockBytesChecked is what a checked block of n bytes holds of the heap.
 func blockBytesChecked(n int) uint64 {
-	n += canaryLen
-	if n > maxSmall {
-		return uint64((n + pageSize - 1) &^ (pageSize - 1))
+	if n+canaryLen > maxSmall {
+		return uint64((n + canaryLen + pageSize - 1) &^ (pageSize - 1))
 	}
-	return uint64(classSize[sizeClass(n)])
+	return uint64(classSize[checkedClass(n)])
 }
 
 func TestCheckedLimitFlushesQuarantine(t *testing.T) {
@@ -523,7 +561,7 @@ func TestSampleRateOffCostsNothing(t *testing.T) {
 }
 
 // TestCheckedSampleRate is a checked heap that also samples: its small
-// blocks are side-table blocks or guarded ones, and both kinds are checked.
+// blocks are small blocks or guarded ones, and both kinds are checked.
 func TestCheckedSampleRate(t *testing.T) {
 	h := checkedHeap(t, Options{SampleRate: 3})
 	guarded := 0

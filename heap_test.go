@@ -137,7 +137,7 @@ func checkCensus(s Stats, want census) error {
 // blockBytes is the bytes a block of n occupies: its class size or pages.
 func blockBytes(n int) uint64 {
 	if buildChecked {
-		n += canaryLen // checked mode allocates a trailing canary (checked.go)
+		return blockBytesChecked(n) // a trailing canary, and a minimum (checked_small.go)
 	}
 	if n > maxSmall {
 		return uint64((n + pageSize - 1) &^ (pageSize - 1))

@@ -71,6 +71,10 @@ type pageHeap struct {
 	timer    *time.Timer           // pending release of dirty runs; nil when none
 	delay    time.Duration         // how long a free run stays dirty
 	closed   bool
+	// shadow, in a checked heap, is the checker's record table, which
+	// mirrors the address space byte for byte (checked_small.go): the
+	// records of released pages are released with them.
+	shadow unsafe.Pointer
 
 	largeAllocs, largeFrees uint64 // large blocks, census
 	largePages              uint64 // pages held by live large blocks
@@ -271,6 +275,9 @@ func (ph *pageHeap) releaseOlder(cutoff int64) (left bool) {
 				left = true
 			} else {
 				ph.released += j - i
+				if ph.shadow != nil { // their records are all none: zero pages say so too
+					_ = osmem.Release(unsafe.Add(ph.shadow, uintptr(first+i)<<pageShift), uintptr(j-i)<<pageShift)
+				}
 			}
 			i = j
 		}
