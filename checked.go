@@ -458,11 +458,11 @@ func (c *checker) alloc(n int, zero bool) ([]byte, error) {
 }
 
 // plainSmall reports whether an allocation of n bytes is a small block with
-// nothing else to decide: every allocation is checked, none on guard pages.
-// Heap.allocSlow then calls allocSmall itself, one frame fewer to walk for
-// its stack.
+// nothing else to decide: every allocation is checked, none on guard pages,
+// and n is from 1 to the largest small size. Heap.Alloc (and allocSlow)
+// then call allocSmall themselves, fewer frames to walk for its stack.
 func (c *checker) plainSmall(n int) bool {
-	return c.all && !c.guard && c.rate == 0 && n <= maxSmall-canaryLen
+	return c.all && !c.guard && c.rate == 0 && uint(n)-1 < maxSmall-canaryLen
 }
 
 // retrySmall is what allocSmall's caller does when it fails with err: if
