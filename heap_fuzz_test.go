@@ -53,7 +53,7 @@ func FuzzHeap(f *testing.F) {
 				model[addrOf(b)] = b
 				want.allocs++
 				want.inUse += blockBytes(n)
-				if n > maxSmall {
+				if largeBlock(n) {
 					want.large++
 				}
 			case 2: // free a live block
@@ -103,7 +103,7 @@ func FuzzHeap(f *testing.F) {
 					want.allocs++
 					want.frees++
 					want.inUse += blockBytes(n) - blockBytes(len(b))
-					if n > maxSmall {
+					if largeBlock(n) {
 						want.large++
 					}
 				} else if blockBytes(n) != blockBytes(len(b)) {

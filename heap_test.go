@@ -134,6 +134,15 @@ func checkCensus(s Stats, want census) error {
 	return errors.Join(errs...)
 }
 
+// largeBlock reports whether a block of n bytes is a large one (page run),
+// as Stats.Large counts them: in checked mode, its canary counts too.
+func largeBlock(n int) bool {
+	if buildChecked {
+		n += canaryLen
+	}
+	return n > maxSmall
+}
+
 // blockBytes is the bytes a block of n occupies: its class size or pages.
 func blockBytes(n int) uint64 {
 	if buildChecked {
