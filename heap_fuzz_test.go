@@ -21,6 +21,9 @@ func FuzzHeap(f *testing.F) {
 	f.Add([]byte{0, 0, 0x80, 0, 0, 0, 0x80, 1, 1, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0}, int8(1))
 	f.Add(make([]byte, 64), int8(4))
 	f.Fuzz(func(t *testing.T, ops []byte, depth int8) {
+		// At most maxFuzzOps operations: each free sorts the live blocks,
+		// so the cost of an input grows faster than its length.
+		ops = ops[:min(len(ops), 4*maxFuzzOps)]
 		h, err := NewHeap(Options{MagazineDepth: int(depth), Limit: 64 << 20})
 		if err != nil {
 			return // depth out of range: NewHeap said so, nothing to test
@@ -133,6 +136,9 @@ func FuzzHeap(f *testing.F) {
 		}
 	})
 }
+
+// maxFuzzOps bounds the operations of one FuzzHeap input.
+const maxFuzzOps = 1024
 
 // pickLive returns the live block that arg picks: the arg-th in address
 // order, wrapping around; false if there is none.
