@@ -34,14 +34,14 @@ package offheap
 // fields Free acts on: Free verifies it before trusting the record, so a
 // stray write that reached it is reported as Corrupted instead of acted on.
 //
-// A small block's record is in an off-heap record table that mirrors the
-// heap's address space, one record per 32 bytes, at the block's own offset
+// A small block's record is in an off-heap record table that mirrors the heap's
+// address space, one record per 32 bytes, at the block's own offset
 // (checked_small.go): a separate mapping, out of reach of the program's
-// overruns into blocks, found with a subtraction and a mask. Free moves the state from live to freeing with one
-// compare-and-swap: of two Frees of one block, exactly one proceeds, so a
-// double free is found without a lock. The stacks are captured straight into
-// the record. Close walks the spans' blocks for the records still live: the
-// leaks.
+// overruns into blocks, found with a subtraction and a mask. Free moves the
+// state from live to freeing with one compare-and-swap: of two Frees of one
+// block, exactly one proceeds, so a double free is found without a lock. The
+// stacks are captured straight into the record. Close walks the spans' blocks
+// for the records still live: the leaks.
 //
 // A large or guarded block's record is in a Go map keyed by its start,
 // sharded by address under per-shard mutexes, and its checksum also covers

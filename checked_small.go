@@ -61,7 +61,7 @@ type smallRec struct {
 // start in one granule. Finding a block's record is a subtraction and a
 // mask, where reading the pagemap, dividing by the block size and looking
 // the span up took a chain of three loads and a multiply: a checked 64-byte
-// pair went from 61-64 ns to 53-57 (BenchmarkCheckedPair64, interleaved).
+// pair went from 63-67 ns to 57-62 (BenchmarkCheckedPair64, interleaved).
 //
 // The table is reserved at NewHeap like the heap (MAP_NORESERVE), and its
 // pages are committed as records are written: at most as many bytes as the
