@@ -1,6 +1,9 @@
 package offheap
 
-import "sync/atomic"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // Stats is a census of a heap: every operation is counted where it happens,
 // the fast path included, so the counts are exact once the heap is quiet.
@@ -97,4 +100,28 @@ func (h *Heap) Stats() Stats {
 		h.chk.census(&s)
 	}
 	return s
+}
+
+// String summarizes s on one line, for logs: the operations, then the
+// bytes. The per-class census is left out; print s.Classes for it.
+func (s Stats) String() string {
+	return fmt.Sprintf("%d allocs (%d magazine, %d central, %d fresh, %d large), %d frees; %s in use, %s mapped, %s released, %s in magazines, %s in depots",
+		s.Allocs, s.MagazineHits, s.CentralHits, s.Fresh, s.Large, s.Frees,
+		sizeString(s.InUseBytes), sizeString(s.MappedBytes), sizeString(s.ReleasedBytes),
+		sizeString(s.MagazineBytes), sizeString(s.DepotBytes))
+}
+
+// sizeString formats n bytes in the largest binary unit it fills:
+// "512 B", "1.5 KiB", "64.0 MiB".
+func sizeString(n uint64) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	i, v := 0, float64(n)/1024
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, units[i])
 }

@@ -663,3 +663,22 @@ func TestDefault(t *testing.T) {
 	b := h.Alloc(100)
 	h.Free(b)
 }
+
+// TestStatsString: the one-line summary names every count and byte figure,
+// bytes in the largest unit they fill.
+func TestStatsString(t *testing.T) {
+	s := Stats{Allocs: 1000, Frees: 990, MagazineHits: 980, CentralHits: 12, Fresh: 5, Large: 3,
+		InUseBytes: 512, MappedBytes: 3 << 20, ReleasedBytes: 1536, MagazineBytes: 0, DepotBytes: 5 << 30}
+	want := "1000 allocs (980 magazine, 12 central, 5 fresh, 3 large), 990 frees; 512 B in use, 3.0 MiB mapped, 1.5 KiB released, 0 B in magazines, 5.0 GiB in depots"
+	if got := s.String(); got != want {
+		t.Errorf("String() =\n%s\nwant\n%s", got, want)
+	}
+	if got := fmt.Sprint(s); got != want {
+		t.Errorf("fmt.Sprint uses %q, not String", got)
+	}
+	for n, want := range map[uint64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1<<60 + 1<<59: "1.5 EiB"} {
+		if got := sizeString(n); got != want {
+			t.Errorf("sizeString(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
