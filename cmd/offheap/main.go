@@ -64,7 +64,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	shapes := fs.String("shapes", "", "comma-separated shapes to run (default: every quick shape)")
 	arms := fs.String("arms", "", "comma-separated arms to compare (default: every default arm)")
 	workers := fs.String("workers", "", "comma-separated worker counts (default: 1,2,4 and 2x GOMAXPROCS)")
-	runs := fs.Int("runs", 5, "runs of every measurement, arms interleaved; the min and median are reported (5: about a minute in all)")
+	runs := fs.Int("runs", 5, "runs of every measurement, arms interleaved; the min and median are reported; the default run takes about a minute")
 	long := fs.Bool("long", false, "seed-scale sizes (minutes, not seconds)")
 	out := fs.String("out", "offheap-report", "directory for results.txt, results.json, the SVG plots and index.html (\"\" for none)")
 	jsonOut := fs.Bool("json", false, "write the JSON report to stdout instead of the tables")
