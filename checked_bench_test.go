@@ -65,7 +65,7 @@ type checkedFloor struct {
 	c     checker // for its id: canaryKey, recSum
 	base  uintptr // floorBlocks blocks of floorSize bytes
 	mem   []byte
-	free_ []uint32 // the free blocks' indexes: the magazine
+	stock []uint32 // the free blocks' indexes: the magazine
 	ring  [1024]uint32
 	head  uint32
 	n     uint32
@@ -82,20 +82,21 @@ func newCheckedFloor() *checkedFloor {
 	f.c.id = 0x9e3779b97f4a7c15
 	f.base = (uintptr(unsafe.Pointer(&f.mem[0])) + 15) &^ 15
 	for i := range uint32(floorBlocks) {
-		f.free_ = append(f.free_, i)
+		f.stock = append(f.stock, i)
 	}
 	return f
 }
 
 func (f *checkedFloor) alloc(n int) []byte {
 	pin.Pin()
-	k := len(f.free_) - 1
-	i := f.free_[k]
-	f.free_ = f.free_[:k]
+	k := len(f.stock) - 1
+	i := f.stock[k]
+	f.stock = f.stock[:k]
 	pin.Unpin()
 	a := f.base + uintptr(i)*floorSize
 	r := &f.recs[i]
-	r.alloc = callStack()
+	var st stack // walked from this frame, as allocSmall does
+	r.alloc = intern(&st, st.fill(fpStack(&st.pcs)))
 	r.size = uint32(n)
 	r.addr = a
 	r.sum = f.c.recSum(a, uint32(n))
@@ -120,7 +121,8 @@ func (f *checkedFloor) free(b []byte) {
 	if !canary(f.c.canaryKey(a), a+uintptr(r.size), a+floorSize, false) {
 		panic("floor: overrun")
 	}
-	r.free = callStack()
+	var st stack
+	r.free = intern(&st, st.fill(fpStack(&st.pcs)))
 	r.state = stateFreed
 	poisonWords(a, floorSize)
 	pin.Pin()
@@ -134,7 +136,7 @@ func (f *checkedFloor) free(b []byte) {
 			panic("floor: write after free")
 		}
 		f.recs[out].state = stateNone
-		f.free_ = append(f.free_, out)
+		f.stock = append(f.stock, out)
 	}
 	pin.Unpin()
 }

@@ -5,12 +5,12 @@ package offheap
 // the top of checked.go for the design; this file is its mechanics).
 //
 // What a 64-byte Alloc+Free pair costs (BenchmarkCheckedPair64, 2-vCPU VM,
-// medians of 5): 55 ns, against 11.9 in fast mode, 72 before this file's
+// medians of 5): 55 ns, against 12.2 in fast mode, 72 before this file's
 // latest changes and 200 with a Go map, one global quarantine under a lock
 // and no magazines. The floor arm there does only what checked mode must
 // (two stacks, the record, the canary, the compare-and-swap, the poison
 // written and checked through a quarantine of 1024) with none of the heap
-// around it, and takes 39 ns, 3.3x fast mode. Of the 16 ns between them:
+// around it, and takes 35 ns, 2.9x fast mode. Of the 20 ns between them:
 // the empty fast-path magazine that a checked Alloc pins for (see
 // checked.go), the pagemap load and division that name a freed block's
 // class and check its start, the magazines' and rings' census, and the
