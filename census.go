@@ -16,7 +16,7 @@ type Stats struct {
 	MagazineHits  uint64 // Allocs served by a per-P magazine
 	CentralHits   uint64 // Allocs served by a central free list
 	Fresh         uint64 // Allocs carved from a span's never-used blocks
-	Large         uint64 // Allocs above the largest size class
+	Large         uint64 // Allocs above the largest size class, and arenas' chunks (page runs of their own)
 
 	InUseBytes    uint64 // bytes in live blocks, counted at block size (class size, or whole pages for large)
 	MappedBytes   uint64 // bytes committed and not released: what the heap costs in memory, bounded by Options.Limit
@@ -32,7 +32,7 @@ type ClassStats struct {
 	Size   int    // block size in bytes
 	Allocs uint64 // Allocs served by this class
 	Frees  uint64 // Frees of this class
-	InUse  uint64 // live blocks: Allocs - Frees
+	InUse  uint64 // live blocks: Allocs - Frees, or 0 where an unseen double free made Frees the larger
 }
 
 // Stats returns the heap's census. It takes each lock briefly and reads the
@@ -78,7 +78,10 @@ func (h *Heap) Stats() Stats {
 	h.magMu.Unlock()
 	for c := range s.Classes {
 		cs := &s.Classes[c]
-		cs.InUse = cs.Allocs - cs.Frees
+		// Clamped: a double free that no check saw (fast mode sees most,
+		// not all: doublefree.go), or a snapshot taken while other
+		// goroutines free, may count more Frees than Allocs.
+		cs.InUse = cs.Allocs - min(cs.Frees, cs.Allocs)
 		s.Allocs += cs.Allocs
 		s.Frees += cs.Frees
 		s.InUseBytes += cs.InUse * uint64(cs.Size)

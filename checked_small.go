@@ -274,8 +274,13 @@ func (c *checker) recSum(a uintptr, size uint32) uint64 {
 
 // allocSmall allocates a checked small block of n bytes: an underlying block
 // of n+canaryLen bytes from this P's magazine (or a refill), its record
-// filled in place with the caller's stack.
+// filled in place with the caller's stack. It touches the block and its
+// record between enter and exit (closing.go).
 func (c *checker) allocSmall(n int, zero bool) ([]byte, error) {
+	if !c.h.enter() {
+		return nil, ErrClosed
+	}
+	defer c.h.exit()
 	cl := checkedClass(n)
 	var a uintptr
 	pid := pin.Pin()
@@ -329,7 +334,10 @@ func (c *checker) installProc(pid int) error {
 	h := c.h
 	h.magMu.Lock()
 	defer h.magMu.Unlock()
-	if h.closed.Load() || c.mags[pid].Load() != nil {
+	if h.closed.Load() {
+		return ErrClosed // as Heap.installMagazine
+	}
+	if c.mags[pid].Load() != nil {
 		return nil
 	}
 	if k := len(c.spareProcs); k > 0 {
@@ -365,6 +373,10 @@ func (c *checker) installProc(pid int) error {
 // tries the records of large and guarded blocks). It panics with a
 // *MemoryError.
 func (c *checker) freeSmall(a uintptr) bool {
+	if !c.h.enter() {
+		panic(fmt.Errorf("%w: Free of %#x", ErrClosed, a))
+	}
+	defer c.h.exit()
 	r, start, cl := c.recOf(a)
 	if r == nil {
 		return false
@@ -632,6 +644,15 @@ func (c *checker) smallCensus(q *[numClasses]uint64) {
 	}
 }
 
+// outOfService takes every P's magazine and ring out of service, for Close
+// (closing.go). Called with h.magMu held.
+func (c *checker) outOfService() {
+	for i := range c.procs {
+		c.procs[i].Store(nil)
+		c.mags[i].Store(nil)
+	}
+}
+
 // closeSmall checks every block in the rings for writes after free, lists
 // the live small blocks as leaks, and unmaps the rings and the record table.
 // The magazines are in h.allMags: Close unmaps them.
@@ -640,10 +661,7 @@ func (c *checker) closeSmall() (errs []error, lives []Leak) {
 	h.magMu.Lock()
 	procs := c.allProcs
 	c.allProcs, c.spareProcs, c.spareMags = nil, nil, nil
-	for i := range c.procs {
-		c.procs[i].Store(nil)
-		c.mags[i].Store(nil)
-	}
+	c.outOfService()
 	for _, p := range procs {
 		for cl := 1; cl < numClasses; cl++ {
 			c.closedQ[cl] += p.qclass[cl]

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
+	"weak"
 
 	"github.com/offheap/offheap/internal/osmem"
 	"github.com/offheap/offheap/internal/pin"
@@ -56,10 +58,14 @@ type Options struct {
 
 // Heap is a manual-memory allocator whose memory the garbage collector never
 // sees. All methods are safe for concurrent use, except Close, which must not
-// run at the same time as any other call on the heap.
+// run at the same time as any other call on the heap (a program that breaks
+// the rule gets ErrClosed from the calls that meet the closing heap: see
+// Close).
 type Heap struct {
-	// Read by every Alloc and Free without a lock. Set by NewHeap; Close
-	// clears them so that later calls take the slow path and fail cleanly.
+	// Read by every Alloc and Free without a lock. Set by NewHeap and never
+	// changed: Close takes the magazines out of service instead, and the
+	// fast paths read the pagemap and blocks only while pinned with a
+	// magazine in hand (closing.go).
 	base uintptr        // start of the reservation
 	size uintptr        // bytes reserved
 	pmap unsafe.Pointer // the page heap's pagemap
@@ -68,6 +74,7 @@ type Heap struct {
 	// the checker (checked.go). A checked heap's Allocs get there without
 	// a flag: its magazines (mags) stay empty, so they take the slow path.
 	fastSize uintptr
+	key      uint64 // written into the last word of a freed small block (doublefree.go)
 	mags     [maxProcs]atomic.Pointer[magazine]
 
 	// Fixed at NewHeap.
@@ -88,8 +95,17 @@ type Heap struct {
 	// The magazines' census, saved by Close before it unmaps them.
 	closedMagHits uint64
 	closedClass   [numClasses]struct{ hits, frees uint64 }
-	closed        atomic.Bool
-	closeMu       sync.Mutex
+
+	// Closing (closing.go): closed is set first by Close; busy holds each
+	// P's count of slow-path operations in progress (off-heap), busyFar
+	// that of the Ps without a slot; arenas are the arenas whose per-P
+	// arrays Close must take out of service.
+	closed  atomic.Bool
+	closeMu sync.Mutex
+	busy    unsafe.Pointer
+	busyFar atomic.Int64
+	arenaMu sync.Mutex
+	arenas  map[weak.Pointer[Arena]]struct{}
 
 	// chk is nil in a fast heap. In checked mode every Alloc and Free
 	// reaches it through the slow paths; in a sampled heap (SampleRate
@@ -138,7 +154,7 @@ func NewHeap(opts Options) (*Heap, error) {
 		return nil, fmt.Errorf("offheap: negative SampleRate %d", opts.SampleRate)
 	}
 	opts.Checked = opts.Checked || buildChecked
-	h := &Heap{opts: opts}
+	h := &Heap{opts: opts, key: rand.Uint64() | 1}
 	depth := opts.MagazineDepth
 	if depth == 0 {
 		depth = DefaultMagazineDepth
@@ -154,7 +170,11 @@ func NewHeap(opts Options) (*Heap, error) {
 		}
 		h.central[c].class = uint8(c)
 	}
+	if err := h.mapBusy(); err != nil {
+		return nil, err
+	}
 	if err := h.reserve(opts.Limit); err != nil {
+		osmem.Unmap(h.busy, maxProcs*busyStride)
 		return nil, err
 	}
 	if opts.Checked || opts.GuardPages || opts.SampleRate > 0 {
@@ -240,9 +260,7 @@ func Default() *Heap {
 // error instead. Alloc(0) returns an empty, non-nil slice that Free ignores.
 func (h *Heap) Alloc(n int) []byte {
 	if a := h.allocFast(n); a != 0 {
-		b := bytesAt(a, n)
-		clear(b)
-		return b
+		return bytesAt(a, n)
 	}
 	if c := h.chk; c != nil && c.plainSmall(n) && !h.closed.Load() {
 		// Checked mode's small blocks, from here: a frame fewer to walk
@@ -272,6 +290,7 @@ func (h *Heap) AllocUnzeroed(n int) []byte {
 				a := m.slots[c][k%maxDepth]
 				mc.n = k
 				mc.hits++
+				*(*uint64)(ptr(a + uintptr(classSize[c]) - 8)) = 0 // the double-free key (doublefree.go)
 				pin.Unpin()
 				return bytesAt(a, n)
 			}
@@ -294,16 +313,14 @@ func (h *Heap) AllocUnzeroed(n int) []byte {
 // ErrLimit), ErrClosed or ErrSize.
 func (h *Heap) TryAlloc(n int) ([]byte, error) {
 	if a := h.allocFast(n); a != 0 {
-		b := bytesAt(a, n)
-		clear(b)
-		return b, nil
+		return bytesAt(a, n), nil
 	}
 	return h.allocSlow(n, true)
 }
 
-// allocFast pops a block for a small request from the current P's magazine,
-// or returns 0. This and Free's first half are the fast path: read them top
-// to bottom.
+// allocFast pops a block for a small request from the current P's magazine
+// and zeroes it, or returns 0. This and Free's first half are the fast
+// path: read them top to bottom.
 func (h *Heap) allocFast(n int) uintptr {
 	if uint(n)-1 >= maxSmall {
 		return 0 // 0, negative or large
@@ -323,6 +340,10 @@ func (h *Heap) allocFast(n int) uintptr {
 			a := m.slots[c][k%maxDepth]
 			mc.n = k
 			mc.hits++
+			// Zeroed while pinned, since a racing Close may unmap the block
+			// once we are not (closing.go); the whole block, so that the
+			// double-free key in its last word goes too (doublefree.go).
+			clear(bytesAt(a, int(classSize[c])))
 			pin.Unpin()
 			return a
 		}
@@ -342,20 +363,9 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 	case n == 0:
 		return []byte{}, nil
 	case h.chk != nil && h.chk.takes(n): // all in checked mode, the sampled ones otherwise
-		if c := h.chk; c.plainSmall(n) {
-			b, err := c.allocSmall(n, zero)
-			if err != nil {
-				return c.retrySmall(n, zero, err)
-			}
-			return b, nil
-		}
-		return h.chk.alloc(n, zero)
+		return h.allocChecked(n, zero)
 	case n > maxSmall:
-		a, err := h.allocLarge(n, zero)
-		if err != nil {
-			return nil, err
-		}
-		return bytesAt(a, n), nil
+		return h.allocBig(n, zero)
 	}
 	c := sizeClass(n)
 	var a uintptr
@@ -370,47 +380,106 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := bytesAt(a, n)
-	if zero {
-		clear(b)
+	// Zeroed pinned with the heap seen open, as in allocFast: the central
+	// list handed the block out under its lock, and a racing Close may have
+	// unmapped it since (closing.go).
+	size := uintptr(classSize[c])
+	pin.Pin()
+	if h.closed.Load() {
+		pin.Unpin()
+		return nil, ErrClosed
 	}
-	return b, nil
+	if zero {
+		clear(bytesAt(a, int(size))) // the key too, as in allocFast
+	} else {
+		*(*uint64)(ptr(a + size - 8)) = 0
+	}
+	pin.Unpin()
+	return bytesAt(a, n), nil
 }
 
-// Free returns b to the heap. b must start where a slice returned by this
-// heap's Alloc started (it may be shorter); nil and empty slices are ignored.
-// b must not be used afterwards. Free panics, leaving the heap intact, when b
-// was not allocated by this heap or does not start at a block.
+// allocChecked serves the allocations the checker takes, between enter and
+// exit.
+func (h *Heap) allocChecked(n int, zero bool) ([]byte, error) {
+	if !h.enter() {
+		return nil, ErrClosed
+	}
+	defer h.exit()
+	if c := h.chk; c.plainSmall(n) {
+		b, err := c.allocSmall(n, zero)
+		if err != nil {
+			return c.retrySmall(n, zero, err)
+		}
+		return b, nil
+	}
+	return h.chk.alloc(n, zero)
+}
+
+// allocBig serves a large block, between enter and exit: it may clear
+// gigabytes, too long to hold a P pinned.
+func (h *Heap) allocBig(n int, zero bool) ([]byte, error) {
+	if !h.enter() {
+		return nil, ErrClosed
+	}
+	defer h.exit()
+	a, err := h.allocLarge(n, zero)
+	if err != nil {
+		return nil, err
+	}
+	return bytesAt(a, n), nil
+}
+
+// Free returns the block that b starts to the heap. b must start where a
+// slice returned by this heap's Alloc started; its length does not matter:
+// a slice with a nonzero capacity frees the block it starts, b[:0]
+// included, and only a slice of capacity 0 (nil, or Alloc(0)'s) is ignored.
+// b must not be used afterwards. Free panics, leaving the heap intact, when
+// b was not allocated by this heap, does not start at a block, belongs to
+// an Arena or a Shared, or is already free (what fast mode checks, and
+// what it does not, is in the package doc: What Free checks).
 func (h *Heap) Free(b []byte) {
-	if len(b) == 0 {
+	if cap(b) == 0 {
 		return
 	}
 	a := addrOf(b)
 	if off := a - h.base; off < h.fastSize {
-		e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
-		if c := uint8(e); c-1 < numClasses-1 {
-			// The offset in the span, divided by the block size with a
-			// multiply: a block start has no remainder.
-			o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
-			ci := &classInfos[c]
-			q := o * ci.divMul >> 40
-			if q*uint64(ci.size) == o && q < uint64(ci.blocks) {
-				pid := pin.Pin()
-				if m := h.mag(pid); m != nil {
-					mc := &m.cls[c]
-					if k := mc.n; k < mc.cap {
-						m.slots[c][k%maxDepth] = a
-						mc.n = k + 1
-						mc.frees++
-						pin.Unpin()
-						return
+		// The pagemap and the block are read pinned, with a magazine in
+		// hand or the heap seen open: Close cannot unmap them meanwhile
+		// (closing.go).
+		pid := pin.Pin()
+		if m := h.mag(pid); m != nil || !h.closed.Load() {
+			e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
+			if c := uint8(e); c-1 < numClasses-1 {
+				// The offset in the span, divided by the block size with a
+				// multiply: a block start has no remainder.
+				o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
+				ci := &classInfos[c]
+				q := o * ci.divMul >> 40
+				// The key in the block's last word marks it freed
+				// (doublefree.go): finding it sends the Free to the slow
+				// path's exact check. 8-byte blocks have no word to spare.
+				kw := (*uint64)(ptr(a + uintptr(ci.size) - 8))
+				if q*uint64(ci.size) == o && q < uint64(ci.blocks) && (c == 1 || *kw != h.key) {
+					if c != 1 {
+						*kw = h.key
 					}
+					if m != nil {
+						mc := &m.cls[c]
+						if k := mc.n; k < mc.cap {
+							m.slots[c][k%maxDepth] = a
+							mc.n = k + 1
+							mc.frees++
+							pin.Unpin()
+							return
+						}
+					}
+					pin.Unpin()
+					h.freeToCentral(a, c) // a full or missing magazine, or magazines off
+					return
 				}
-				pin.Unpin()
-				h.freeSmall(a, c)
-				return
 			}
 		}
+		pin.Unpin()
 	}
 	if c := h.chk; c != nil && c.all && !h.closed.Load() && c.freeSmall(a) {
 		return // checked mode's small blocks: freeSmall here, one frame fewer to walk for its stack
@@ -418,59 +487,83 @@ func (h *Heap) Free(b []byte) {
 	h.freeSlow(b)
 }
 
-// freeSmall frees a verified block start of class c when the magazine could
-// not take it.
-func (h *Heap) freeSmall(a uintptr, c uint8) {
-	if h.chk != nil && h.chk.owns(a) { // all in checked mode, guarded blocks otherwise
-		h.chk.free(a)
-		return
-	}
-	if !h.magazines {
-		h.central[c].freeDirect(h, a)
-		return
-	}
-	if err := h.spill(a, c); err != nil {
-		// No magazine could be made: give the block to the central list.
-		h.central[c].freeDirect(h, a)
-	}
-}
-
-// freeDirect frees one block straight into the central list and counts it.
-func (c *central) freeDirect(h *Heap, a uintptr) {
-	c.mu.Lock()
-	c.putLocked(h, a)
-	c.frees++
-	c.mu.Unlock()
-}
-
-// freeSlow handles every Free the fast path could not verify: large blocks,
-// and the addresses that are not a block start of this heap, which panic.
+// freeSlow handles every Free the fast path did not take: large blocks, the
+// key found, a closed heap, and the addresses that are not a block start of
+// this heap, which panic.
 func (h *Heap) freeSlow(b []byte) {
 	a := addrOf(b)
-	if h.closed.Load() {
+	if !h.enter() {
 		panic(fmt.Errorf("%w: Free of %#x", ErrClosed, a))
+	}
+	defer h.exit()
+	off := a - h.base
+	if off < h.size && uint8(*h.pages.entry(off >> pageShift)) == classArena {
+		panic(fmt.Sprintf("offheap: Free of %#x, which belongs to an Arena: an arena's memory is freed all at once, by the arena's Reset or Release", a))
 	}
 	if h.chk != nil && h.chk.owns(a) { // all in checked mode, guarded blocks otherwise
 		h.chk.free(a)
 		return
 	}
-	off := a - h.base
 	if off >= h.size {
-		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which this heap did not allocate", a, len(b)))
+		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which this heap did not allocate", a, cap(b)))
 	}
 	e := *h.pages.entry(off >> pageShift)
 	switch c := uint8(e); {
 	case c == classLarge:
 		h.freeLarge(a)
 	case c == 0:
-		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which is not allocated (already freed, or never handed out)", a, len(b)))
-	default:
+		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which is not allocated (already freed, or never handed out)", a, cap(b)))
+	case c < numClasses:
 		size := uintptr(classSize[c])
 		o := off&(pageSize-1) | uintptr(uint32(e)>>8)<<pageShift
 		start := a - o%size
+		if start == a {
+			h.freeSmall(a, c)
+			return
+		}
+		if sharedBlock(start, a) {
+			panic(fmt.Sprintf("offheap: Free of %#x, the bytes of a Shared: a Shared is freed by its last Release, not by Free", a))
+		}
 		panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %d bytes into the %d-byte block at %#x",
 			a, a-start, size, start))
+	default:
+		panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block of this heap", a))
 	}
+}
+
+// freeSmall frees the verified start a of a block of class c whose last
+// word holds the key: the exact check, then the key and the block's way to
+// the magazine or the central list. Called between enter and exit.
+func (h *Heap) freeSmall(a uintptr, c uint8) {
+	if c != 1 {
+		kw := (*uint64)(ptr(a + uintptr(classSize[c]) - 8))
+		if *kw == h.key {
+			h.checkFree(a, c) // panics if the block is already free
+		}
+		*kw = h.key
+	}
+	h.freeToCentral(a, c)
+}
+
+// freeToCentral frees the verified start a of a block of class c, its key
+// written, that the magazine did not take: spilling half of a full
+// magazine, or straight to the central list with magazines off or none to
+// be had.
+func (h *Heap) freeToCentral(a uintptr, c uint8) {
+	if !h.magazines || h.spill(a, c) != nil {
+		h.central[c].freeDirect(h, a)
+	}
+}
+
+// freeDirect frees one block straight into the central list and counts it;
+// on a closed heap it drops it (see get).
+func (c *central) freeDirect(h *Heap, a uintptr) {
+	c.mu.Lock()
+	if !h.closed.Load() {
+		c.putLocked(h, a)
+		c.frees++
+	}
+	c.mu.Unlock()
 }
 
 // Trim gives free memory back to the operating system now: every P's
@@ -481,9 +574,10 @@ func (h *Heap) freeSlow(b []byte) {
 // quarantine rings and magazines are emptied the same way, their blocks'
 // poison checked as they leave.
 func (h *Heap) Trim() {
-	if h.closed.Load() {
+	if !h.enter() {
 		return
 	}
+	defer h.exit()
 	if h.chk != nil {
 		h.chk.flush(true) // checked mode: the quarantine's blocks go back first (checked.go)
 	}
@@ -497,24 +591,44 @@ func (h *Heap) Trim() {
 }
 
 // Close unmaps all of the heap's memory. Every slice it handed out becomes
-// invalid: touching one faults. Later allocations fail with ErrClosed. Close
-// must not run concurrently with other calls on the heap; a second Close
-// returns nil. In checked mode Close returns a *LeakError when blocks are
-// still live.
+// invalid: touching one faults. Later calls on the heap, its Arenas and its
+// Shareds fail with ErrClosed (or panic with an error wrapping it). Close
+// must not run concurrently with other calls on the heap; a program that
+// breaks that rule gets the same errors from the calls that meet the
+// closing heap, and only its own accesses to the memory may fault. A second
+// Close returns nil. In checked mode Close returns a *LeakError when blocks
+// are still live.
 func (h *Heap) Close() error {
 	h.closeMu.Lock()
 	defer h.closeMu.Unlock()
 	if h.closed.Swap(true) {
 		return nil
 	}
+	// Take every per-P structure out of service and wait until no
+	// goroutine can be inside a fast path or a slow path (closing.go).
+	h.magMu.Lock()
+	for i := range h.mags {
+		h.mags[i].Store(nil)
+	}
+	if h.chk != nil {
+		h.chk.outOfService()
+	}
+	h.magMu.Unlock()
+	h.arenasOutOfService()
+	quiesce()
+	h.waitIdle()
+	for c := range h.central {
+		// Taking the lock is the point: it waits out the operation that
+		// holds it, and every later one sees the heap closed (central.get).
+		h.central[c].mu.Lock()
+		h.central[c].mu.Unlock() //lint:ignore SA2001 the critical section is empty on purpose
+	}
+
 	var leaks error
 	if h.chk != nil {
 		leaks = h.chk.close()
 	}
 	h.magMu.Lock()
-	for i := range h.mags {
-		h.mags[i].Store(nil)
-	}
 	mags := h.allMags
 	for _, m := range mags {
 		for c := 1; c < numClasses; c++ {
@@ -531,15 +645,13 @@ func (h *Heap) Close() error {
 		h.pages.timer = nil
 	}
 	h.pages.mu.Unlock()
-	// Free's range check now fails for every address: it takes the slow
-	// path, which reports the closed heap.
-	h.size, h.fastSize = 0, 0
 	var errs []error
 	for _, m := range mags {
 		errs = append(errs, osmem.Unmap(unsafe.Pointer(m), unsafe.Sizeof(*m)))
 	}
 	errs = append(errs, osmem.Unmap(h.reserved, uintptr(h.pages.npages)<<pageShift))
 	errs = append(errs, osmem.Unmap(h.pages.pmap, h.metaSize))
+	errs = append(errs, osmem.Unmap(h.busy, maxProcs*busyStride))
 	if err := errors.Join(errs...); err != nil {
 		return errors.Join(leaks, err)
 	}
