@@ -27,13 +27,15 @@ import (
 //     on a closed heap), then quiesces (quiesce.go): a pinned section that
 //     began before cannot outlast the stop of the world, and one that
 //     begins after finds nothing in service.
-//  2. Pinned, having seen h.closed false inside the pinned section: the
-//     section began before Close marked the heap closed, so before Close
-//     quiesced. Short accesses off the fast paths: zeroing a refilled block,
-//     Free with magazines off, Realloc in place, a Shared's slow count
-//     operations. Shared.Retain and Release do the same without the pin:
-//     they are go:nosplit, and the stop of the world waits for them alike
-//     (shared.go, Plain handles).
+//  2. Pinned, having seen the heap open inside the pinned section (h.closed
+//     false): the section began before Close marked the heap closed, so
+//     before Close quiesced. Short accesses off the fast paths: zeroing a
+//     refilled block, Realloc in place, a Shared's slow count operations.
+//     Free and Shared.Retain and Release do the same without the pin: they
+//     are go:nosplit, which leaves them no safe point but their calls, so
+//     the stop of the world waits for them as for a pinned section. Free
+//     sees the heap open in fastSize, which Close zeroes first (heap.go);
+//     Retain and Release in h.closed (shared.go, Plain handles).
 //  3. Under a central list's lock, having seen h.closed false under it: the
 //     central lists (central.get) and the spans and page-heap operations
 //     they reach. Close takes every central lock after it waits out the
@@ -51,9 +53,9 @@ import (
 //     proves that no operation is in progress then or later. Close repeats
 //     the pass until one does.
 //
-// Close's order: mark closed; take the per-P structures out of service;
-// quiesce; wait for the counts; take each central lock; mark the page heap
-// closed under its lock; unmap. No pinned section takes a lock, and code
+// Close's order: mark closed; take the per-P structures out of service and
+// zero fastSize; quiesce; wait for the counts; take each central lock; mark
+// the page heap closed under its lock; unmap. No pinned section takes a lock, and code
 // between enter and exit must not wait for anything Close holds while it
 // waits (closeMu), nor run the program's code: an OnRelease callback may
 // call Close, so callbacks run outside (shared.go). Every exit is deferred,

@@ -1,29 +1,36 @@
 package offheap
 
-import "fmt"
+import (
+	"fmt"
+	"math/rand/v2"
+)
 
 // Double frees of small blocks in fast mode, caught nearly for free, the way
 // glibc's tcache catches them.
 //
 // The heap has a key, a random word chosen at NewHeap. Every Free of a small
-// block writes the key into the block's last word, and every Alloc and
-// AllocUnzeroed clears that word: a free block holds the key, a live one
-// does not unless the program put it there. Free reads the word before it
-// writes it. If the key is there, the block is probably free already, and
-// Free makes an exact check before it panics (checkFree): it looks for the
-// block wherever a free block can be. A live block whose last word happens
-// to hold the key (once in 2^64 for random data) is found nowhere and is
-// freed as usual; it costs that Free a stop of the world, no false report.
+// block writes the key into the block's second word, and every Alloc and
+// AllocUnzeroed clears it: a free block holds the key, a live one does not
+// unless the program put it there. Free reads the word before it writes it.
+// If the key is there, the block is probably free already, and Free makes
+// an exact check before it panics (checkFree): it looks for the block
+// wherever a free block can be. A live block whose second word happens to
+// hold the key (once in 2^64 for random data) is found nowhere and is freed
+// as usual; it costs that Free a stop of the world, no false report.
 //
-// Why the last word: a free block waits in a magazine (the block untouched),
-// a depot batch (untouched) or its span's free list, which links blocks
-// through their first word; a Shared keeps its count in its second word
-// and gives NewShared at least 24 bytes, so that the count is never the last
-// word (shared.go). So the key stays put wherever the block waits, until an
-// Alloc hands the block out again. An 8-byte block has one word, which is
-// the free list's link once the block is back on its span: the key there
-// would cut the list, so 8-byte blocks carry no key, and fast mode does not
-// see their double frees.
+// Why the second word: a free block waits in a magazine (untouched), a
+// depot batch (untouched) or its span's free list, which links blocks
+// through their first word, so the key stays put wherever the block waits
+// until an Alloc hands it out again. At a fixed offset it costs the fast
+// path no size lookup: Alloc's zeroing of n > 8 bytes reaches it (a partly
+// zeroed word is no longer the key, whose low byte is not zero), and
+// AllocUnzeroed clears it with one store. A Shared keeps its count in the
+// same word (shared.go): the key is hugely negative, as the count a last
+// release leaves (countDead), so a Retain or Release of a freed handle
+// still finds the count at or below zero and panics. An 8-byte block has no
+// second word, and its one word is the free list's link once the block is
+// back on its span: 8-byte blocks carry no key, and fast mode does not see
+// their double frees.
 //
 // What the key does not catch (checked mode catches all of it, with stacks):
 // a second Free after the block was allocated again (it then frees the new
@@ -38,6 +45,13 @@ import "fmt"
 // are the central lock's. A block between a magazine and the central list
 // (a refill or spill in progress) is in neither and goes unseen: a double
 // free racing with that is missed, and a live block is never reported.
+
+// newKey draws a heap's key: below -2^62 as an int64 (the top bit set, the
+// next clear), so that a count word holding it is hugely negative, and odd,
+// so that zeroing the block's first bytes changes it.
+func newKey() uint64 {
+	return rand.Uint64()&^(1<<62) | 1<<63 | 1
+}
 
 // checkFree panics if the block of class c at a, whose last word holds the
 // key, is already free; it returns if the block is live. Called between

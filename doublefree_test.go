@@ -8,10 +8,10 @@ import (
 	"unsafe"
 )
 
-// keyWord is the last word of the block at a of class c: where a freed
-// block holds the heap's double-free key.
-func keyWord(a uintptr, c uint8) *uint64 {
-	return (*uint64)(unsafe.Pointer(unsafe.SliceData(bytesAt(a+uintptr(classSize[c])-8, 8))))
+// keyWord is the second word of the block at a: where a freed block holds
+// the heap's double-free key.
+func keyWord(a uintptr) *uint64 {
+	return (*uint64)(unsafe.Pointer(unsafe.SliceData(bytesAt(a+8, 8))))
 }
 
 // wantDoubleFree fails the test unless f panics with the double-free report
@@ -133,7 +133,7 @@ func TestDoubleFreeKeyInData(t *testing.T) {
 			for _, n := range []int{16, 64, 100, 4000, maxSmall} {
 				for range 3 {
 					b := h.Alloc(n)
-					*keyWord(addrOf(b), sizeClass(n)) = h.key
+					*keyWord(addrOf(b)) = h.key
 					h.Free(b) // must not panic
 					blocks = append(blocks, h.Alloc(n))
 				}
@@ -170,7 +170,7 @@ func TestAllocClearsKey(t *testing.T) {
 					}
 					for i := range 3 * maxDepth { // the freed blocks again
 						b := alloc(n)
-						if *keyWord(addrOf(b), sizeClass(n)) == h.key {
+						if *keyWord(addrOf(b)) == h.key {
 							t.Fatalf("allocation %d of %d bytes handed out a block that holds the key", i, n)
 						}
 						blocks[i] = b

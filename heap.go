@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,19 +61,19 @@ type Options struct {
 // the rule gets ErrClosed from the calls that meet the closing heap: see
 // Close).
 type Heap struct {
-	// Read by every Alloc and Free without a lock. Set by NewHeap and never
-	// changed: Close takes the magazines out of service instead, and the
-	// fast paths read the pagemap and blocks only while pinned with a
-	// magazine in hand (closing.go).
+	// Read by every Alloc and Free without a lock. Set by NewHeap; only
+	// fastSize changes, at Close (closing.go).
 	base uintptr        // start of the reservation
 	size uintptr        // bytes reserved
 	pmap unsafe.Pointer // the page heap's pagemap
 	// fastSize is the part of the reservation Free's fast path takes: all
 	// of it, or none in checked mode, whose Frees go to freeSlow and on to
-	// the checker (checked.go). A checked heap's Allocs get there without
-	// a flag: its magazines (mags) stay empty, so they take the slow path.
+	// the checker (checked.go), and none once Close begins, which stores it
+	// atomically (Free loads it so). A checked heap's Allocs get there
+	// without a flag: its magazines (mags) stay empty, so they take the
+	// slow path.
 	fastSize uintptr
-	key      uint64 // written into the last word of a freed small block (doublefree.go)
+	key      uint64 // written into the second word of a freed small block (doublefree.go)
 	mags     [maxProcs]atomic.Pointer[magazine]
 
 	// Fixed at NewHeap.
@@ -154,7 +153,7 @@ func NewHeap(opts Options) (*Heap, error) {
 		return nil, fmt.Errorf("offheap: negative SampleRate %d", opts.SampleRate)
 	}
 	opts.Checked = opts.Checked || buildChecked
-	h := &Heap{opts: opts, key: rand.Uint64() | 1}
+	h := &Heap{opts: opts, key: newKey()}
 	depth := opts.MagazineDepth
 	if depth == 0 {
 		depth = DefaultMagazineDepth
@@ -258,6 +257,8 @@ func Default() *Heap {
 // n <= 8). It panics with an error whose message starts "offheap:" if n is
 // negative, the limit is reached or the heap is closed; TryAlloc returns that
 // error instead. Alloc(0) returns an empty, non-nil slice that Free ignores.
+//
+//go:nosplit
 func (h *Heap) Alloc(n int) []byte {
 	if a := h.allocFast(n); a != 0 {
 		return bytesAt(a, n)
@@ -278,6 +279,8 @@ func (h *Heap) Alloc(n int) []byte {
 
 // AllocUnzeroed is Alloc without the zeroing, for callers that overwrite
 // every byte: the contents are whatever the block last held.
+//
+//go:nosplit
 func (h *Heap) AllocUnzeroed(n int) []byte {
 	if uint(n)-1 < maxSmall {
 		c := sizeClass(n)
@@ -290,7 +293,9 @@ func (h *Heap) AllocUnzeroed(n int) []byte {
 				a := m.slots[c][k%maxDepth]
 				mc.n = k
 				mc.hits++
-				*(*uint64)(ptr(a + uintptr(classSize[c]) - 8)) = 0 // the double-free key (doublefree.go)
+				if n > 8 { // the double-free key (doublefree.go); an 8-byte block has none
+					*(*uint64)(ptr(a + 8)) = 0
+				}
 				pin.Unpin()
 				return bytesAt(a, n)
 			}
@@ -321,6 +326,8 @@ func (h *Heap) TryAlloc(n int) ([]byte, error) {
 // allocFast pops a block for a small request from the current P's magazine
 // and zeroes it, or returns 0. This and Free's first half are the fast
 // path: read them top to bottom.
+//
+//go:nosplit
 func (h *Heap) allocFast(n int) uintptr {
 	if uint(n)-1 >= maxSmall {
 		return 0 // 0, negative or large
@@ -341,9 +348,9 @@ func (h *Heap) allocFast(n int) uintptr {
 			mc.n = k
 			mc.hits++
 			// Zeroed while pinned, since a racing Close may unmap the block
-			// once we are not (closing.go); the whole block, so that the
-			// double-free key in its last word goes too (doublefree.go).
-			clear(bytesAt(a, int(classSize[c])))
+			// once we are not (closing.go). The double-free key goes too
+			// (doublefree.go): n > 8 bytes from the start reach its word.
+			clear(bytesAt(a, n))
 			pin.Unpin()
 			return a
 		}
@@ -380,22 +387,31 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Zeroed pinned with the heap seen open, as in allocFast: the central
-	// list handed the block out under its lock, and a racing Close may have
-	// unmapped it since (closing.go).
-	size := uintptr(classSize[c])
-	pin.Pin()
-	if h.closed.Load() {
-		pin.Unpin()
+	if !h.prepare(a, n, zero) {
 		return nil, ErrClosed
 	}
-	if zero {
-		clear(bytesAt(a, int(size))) // the key too, as in allocFast
-	} else {
-		*(*uint64)(ptr(a + size - 8)) = 0
-	}
-	pin.Unpin()
 	return bytesAt(a, n), nil
+}
+
+// prepare readies the n bytes at a that the central list handed out, unless
+// the heap is closed: it zeroes them (the key too, as allocFast does), or
+// with zero false clears only the key. A racing Close may have unmapped the
+// block since the central lock was released, so prepare is nosplit, as
+// Free, and sees the heap open before it touches the block (closing.go):
+// memclr is its only call, and is not preemptible.
+//
+//go:nosplit
+//go:noinline
+func (h *Heap) prepare(a uintptr, n int, zero bool) bool {
+	if h.closed.Load() {
+		return false
+	}
+	if zero {
+		clear(bytesAt(a, n))
+	} else if n > 8 {
+		*(*uint64)(ptr(a + 8)) = 0
+	}
+	return true
 }
 
 // allocChecked serves the allocations the checker takes, between enter and
@@ -437,50 +453,59 @@ func (h *Heap) allocBig(n int, zero bool) ([]byte, error) {
 // b was not allocated by this heap, does not start at a block, belongs to
 // an Arena or a Shared, or is already free (what fast mode checks, and
 // what it does not, is in the package doc: What Free checks).
+//
+//go:nosplit
+//go:noinline
 func (h *Heap) Free(b []byte) {
 	if cap(b) == 0 {
 		return
 	}
 	a := addrOf(b)
-	if off := a - h.base; off < h.fastSize {
-		// The pagemap and the block are read pinned, with a magazine in
-		// hand or the heap seen open: Close cannot unmap them meanwhile
-		// (closing.go).
+	// Free is nosplit: up to its first call that can be preempted
+	// (freeToCentral, freeSlow), a stop of the world waits for it as for a
+	// pinned section. So the pagemap and the block, read after fastSize was
+	// seen nonzero (Close zeroes it, then quiesces), stay mapped meanwhile
+	// (closing.go).
+	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
+		e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
+		c := uint8(e)
+		// The offset in the span.
+		o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
+		if k := c - 2; k < numClasses-2 { // classes 2 and up: blocks of 16 bytes and more
+			// A block start has no remainder: divided by the block size
+			// with a multiply.
+			ci := &(*[numClasses - 2]classInfo)(classInfos[2:])[k] // classInfos[c], no bounds check
+			q := o * ci.divMul >> 40
+			if q*uint64(ci.size) != o || q >= uint64(ci.blocks) {
+				goto slow
+			}
+			// The key in the block's second word marks it freed
+			// (doublefree.go): finding it sends the Free to the slow
+			// path's exact check.
+			kw := (*uint64)(ptr(a + 8))
+			if *kw == h.key {
+				goto slow
+			}
+			*kw = h.key
+		} else if c != 1 || o%8 != 0 || o/8 >= uint64(classInfos[1].blocks) {
+			goto slow // not a small block's start; 8-byte blocks have no second word, so no key
+		}
 		pid := pin.Pin()
-		if m := h.mag(pid); m != nil || !h.closed.Load() {
-			e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
-			if c := uint8(e); c-1 < numClasses-1 {
-				// The offset in the span, divided by the block size with a
-				// multiply: a block start has no remainder.
-				o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
-				ci := &classInfos[c]
-				q := o * ci.divMul >> 40
-				// The key in the block's last word marks it freed
-				// (doublefree.go): finding it sends the Free to the slow
-				// path's exact check. 8-byte blocks have no word to spare.
-				kw := (*uint64)(ptr(a + uintptr(ci.size) - 8))
-				if q*uint64(ci.size) == o && q < uint64(ci.blocks) && (c == 1 || *kw != h.key) {
-					if c != 1 {
-						*kw = h.key
-					}
-					if m != nil {
-						mc := &m.cls[c]
-						if k := mc.n; k < mc.cap {
-							m.slots[c][k%maxDepth] = a
-							mc.n = k + 1
-							mc.frees++
-							pin.Unpin()
-							return
-						}
-					}
-					pin.Unpin()
-					h.freeToCentral(a, c) // a full or missing magazine, or magazines off
-					return
-				}
+		if m := h.mag(pid); m != nil {
+			mc := &m.cls[c]
+			if k := mc.n; k < mc.cap {
+				m.slots[c][k%maxDepth] = a
+				mc.n = k + 1
+				mc.frees++
+				pin.Unpin()
+				return
 			}
 		}
 		pin.Unpin()
+		h.freeToCentral(a, c) // a full or missing magazine, or magazines off
+		return
 	}
+slow:
 	if c := h.chk; c != nil && c.all && !h.closed.Load() && c.freeSmall(a) {
 		return // checked mode's small blocks: freeSmall here, one frame fewer to walk for its stack
 	}
@@ -531,12 +556,12 @@ func (h *Heap) freeSlow(b []byte) {
 	}
 }
 
-// freeSmall frees the verified start a of a block of class c whose last
+// freeSmall frees the verified start a of a block of class c whose second
 // word holds the key: the exact check, then the key and the block's way to
 // the magazine or the central list. Called between enter and exit.
 func (h *Heap) freeSmall(a uintptr, c uint8) {
 	if c != 1 {
-		kw := (*uint64)(ptr(a + uintptr(classSize[c]) - 8))
+		kw := (*uint64)(ptr(a + 8))
 		if *kw == h.key {
 			h.checkFree(a, c) // panics if the block is already free
 		}
@@ -614,6 +639,7 @@ func (h *Heap) Close() error {
 		h.chk.outOfService()
 	}
 	h.magMu.Unlock()
+	atomic.StoreUintptr(&h.fastSize, 0) // Free's fast path: see there
 	h.arenasOutOfService()
 	quiesce()
 	h.waitIdle()

@@ -2,6 +2,7 @@ package offheap
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/offheap/offheap/internal/pin"
 )
@@ -72,7 +73,7 @@ func (h *Heap) Realloc(b []byte, n int) []byte {
 // that waits in its quarantine.) Called between enter and exit.
 func (h *Heap) checkNotFree(a uintptr) {
 	off := a - h.base
-	if off >= h.fastSize {
+	if off >= atomic.LoadUintptr(&h.fastSize) {
 		return
 	}
 	e := *h.pages.entry(off >> pageShift)
@@ -81,7 +82,7 @@ func (h *Heap) checkNotFree(a uintptr) {
 		panic(fmt.Sprintf("offheap: Realloc of %#x, which is not allocated (already freed, or never handed out)", a))
 	case c-1 < numClasses-1 && c != 1:
 		o := off&(pageSize-1) | uintptr(uint32(e)>>8)<<pageShift
-		if o%uintptr(classSize[c]) == 0 && *(*uint64)(ptr(a + uintptr(classSize[c]) - 8)) == h.key {
+		if o%uintptr(classSize[c]) == 0 && *(*uint64)(ptr(a + 8)) == h.key {
 			h.checkFree(a, c) // the key: free, or live data that holds it
 		}
 	}
@@ -104,7 +105,7 @@ func resizeInPlace(b []byte, n int) []byte {
 // The block is the caller's, so its pagemap entry cannot change meanwhile.
 func (h *Heap) keeps(a uintptr, n int) bool {
 	off := a - h.base
-	if off >= h.fastSize || (h.chk != nil && h.chk.owns(a)) {
+	if off >= atomic.LoadUintptr(&h.fastSize) || (h.chk != nil && h.chk.owns(a)) {
 		return false
 	}
 	e := *h.pages.entry(off >> pageShift)
@@ -120,7 +121,7 @@ func (h *Heap) keeps(a uintptr, n int) bool {
 		// A block whose last word holds the double-free key (doublefree.go)
 		// is probably free: Realloc moves it, and its Free says.
 		return q*uint64(ci.size) == o && q < uint64(ci.blocks) && n <= maxSmall && sizeClass(n) == c &&
-			(c == 1 || *(*uint64)(ptr(a + uintptr(ci.size) - 8)) != h.key)
+			(c == 1 || *(*uint64)(ptr(a + 8)) != h.key)
 	}
 	return false
 }

@@ -18,10 +18,9 @@ package offheap
 //	block+0   word 0: sharedMark^block while the handle lives, so that Free
 //	          of its bytes can say they are a Shared's (the allocator's
 //	          free-list link once freed)
-//	block+8   the count (int64, atomic)
-//	block+16  the n bytes of data: Bytes (the block has room for at least
-//	          8, so that its last word, where Free writes the double-free
-//	          key (doublefree.go), is never the count)
+//	block+8   the count (int64, atomic); the double-free key once freed
+//	          (doublefree.go), which is hugely negative, as countDead
+//	block+16  the n bytes of data: Bytes
 //	[Hot only, from the first 64-byte boundary after the data]
 //	area+0    mode (uint32: perP or sealed), area+4: slot count (uint32)
 //	area+64   slot 0 (int64), each slot alone on its 64-byte line
@@ -131,12 +130,14 @@ package offheap
 //
 // A release that takes the count below 0 panics with "offheap:
 // Shared.Release past zero". The last release stores countDead (-2^62) in the
-// count before it frees, so the common misuse, releasing a copy once too
-// often right after the final release, finds a hugely negative count and
-// panics (and a Retain after it panics too). Fast heaps never unmap or
-// protect a freed block (its pages are at worst given back and come back
-// zero), so the read is safe; the block's first word, the free-list link, is
-// never touched. The limits: once the block is reused by another Alloc the
+// count before it frees, and the Free writes the heap's double-free key
+// there, as hugely negative (doublefree.go), so the common misuse, releasing
+// a copy once too often right after the final release, finds a hugely
+// negative count and panics (and a Retain after it panics too); unkey puts
+// the key back first. Fast heaps never unmap or protect a freed block (its
+// pages are at worst given back and come back zero, and then the count is 0,
+// which panics too) before Close, so the read is safe; the block's first
+// word, the free-list link, is never touched. The limits: once the block is reused by another Alloc the
 // stale release decrements someone else's memory (no refcount can tell), and
 // a Hot handle's surplus releases while it is in per-P mode are only seen
 // when the owner seals. Checked heaps (and heaps that sample guard pages)
@@ -301,7 +302,7 @@ func (h *Heap) NewShared(n int, opts ...SharedOption) Shared {
 			onRelease = o.onRelease
 		}
 	}
-	size := sharedHdr + max(n, 8) // see the block's layout
+	size := sharedHdr + n
 	nslots := 0
 	if hot {
 		nslots = min(runtime.GOMAXPROCS(0), maxHotSlots)
@@ -482,6 +483,7 @@ func (s Shared) retainSlow() Shared {
 		if s.h.closed.Load() {
 			panic(sharedClosedError("Retain"))
 		}
+		s.unkey(1)
 		s.panicRetain() // the heap is open, so Retain made the add
 	case s.meta&(flagHot|flagChecked) == flagHot:
 		// A Hot handle of a fast heap: hotAdd guards its own access.
@@ -584,7 +586,7 @@ func (s Shared) drop() (f func([]byte), last bool) {
 }
 
 // load reads the count, pinned with the heap seen open (closing.go); it
-// panics on a closed heap.
+// panics on a closed heap. It undoes a Release of a freed handle (unkey).
 func (s Shared) load() int64 {
 	pin.Pin()
 	if s.h.closed.Load() {
@@ -592,8 +594,23 @@ func (s Shared) load() int64 {
 		panic(sharedClosedError("Release"))
 	}
 	v := atomic.LoadInt64(s.count())
+	if v == int64(s.h.key)-1 {
+		atomic.CompareAndSwapInt64(s.count(), v, v+1)
+	}
 	pin.Unpin()
 	return v
+}
+
+// unkey undoes the add of d that a Retain or Release of a freed plain
+// handle made on its count word, which held the heap's double-free key
+// (doublefree.go), so that the block stays marked free; the caller then
+// panics. Pinned with the heap seen open (closing.go).
+func (s Shared) unkey(d int64) {
+	pin.Pin()
+	if !s.h.closed.Load() {
+		atomic.CompareAndSwapInt64(s.count(), int64(s.h.key)+d, int64(s.h.key))
+	}
+	pin.Unpin()
 }
 
 // hotAdd adds d to a Hot handle's count: to the current P's slot while the

@@ -257,6 +257,39 @@ func TestSharedReleasePastZero(t *testing.T) {
 	}
 }
 
+// TestSharedStaleKeepsKey: in a fast heap a freed handle's count word holds
+// the heap's double-free key (doublefree.go). A Release or Retain of a stale
+// copy panics, and leaves the key as it was, so the block stays marked free.
+func TestSharedStaleKeepsKey(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked heaps keep no key")
+	}
+	h := sharedHeap(t)
+	s := h.NewShared(32)
+	stale, block := s, s.block()
+	s.Release()
+	if *keyWord(block) != h.key {
+		t.Fatal("the freed handle's count word does not hold the key")
+	}
+	for _, op := range []struct {
+		name, want string
+		f          func()
+	}{
+		{"Release", "offheap: Shared.Release past zero", stale.Release},
+		{"Retain", "offheap: Shared.Retain of a released handle", func() { stale.Retain() }},
+	} {
+		for range 2 {
+			if msg := sharedPanic(op.f); !strings.HasPrefix(msg, op.want) {
+				t.Fatalf("%s of a stale copy: %q", op.name, msg)
+			}
+			if *keyWord(block) != h.key {
+				t.Fatalf("after a stale %s the count word is %#x, not the key", op.name, *keyWord(block))
+			}
+		}
+	}
+	wantDoubleFree(t, h, "Free of the freed handle's block", block, sharedHdr+32, func() { h.Free(bytesAt(block, sharedHdr+32)) })
+}
+
 // TestSharedReleaseAllRounds grows a slice of 4 handles and shrinks it with
 // ReleaseAll 1000 times: nothing may stay live.
 func TestSharedReleaseAllRounds(t *testing.T) {
