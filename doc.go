@@ -85,7 +85,7 @@
 //
 // Fast mode also catches, nearly for free, a second Free of a small block
 // that is still free, wherever it waits (a per-P magazine, a depot batch,
-// its span): Free writes a random per-heap key into the last word of the
+// its span): Free writes a random per-heap key into the second word of the
 // block it frees, and Alloc clears it; a Free that finds the key makes an
 // exact check before it panics with "offheap: double free of 0x... (N
 // bytes)", so a live block whose data happens to hold the key frees as

@@ -53,7 +53,7 @@ func newKey() uint64 {
 	return rand.Uint64()&^(1<<62) | 1<<63 | 1
 }
 
-// checkFree panics if the block of class c at a, whose last word holds the
+// checkFree panics if the block of class c at a, whose second word holds the
 // key, is already free; it returns if the block is live. Called between
 // enter and exit, with no lock held.
 func (h *Heap) checkFree(a uintptr, c uint8) {

@@ -118,7 +118,7 @@ func (h *Heap) keeps(a uintptr, n int) bool {
 		o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
 		ci := &classInfos[c]
 		q := o * ci.divMul >> 40
-		// A block whose last word holds the double-free key (doublefree.go)
+		// A block whose second word holds the double-free key (doublefree.go)
 		// is probably free: Realloc moves it, and its Free says.
 		return q*uint64(ci.size) == o && q < uint64(ci.blocks) && n <= maxSmall && sizeClass(n) == c &&
 			(c == 1 || *(*uint64)(ptr(a + 8)) != h.key)
