@@ -370,10 +370,20 @@ func ReleaseAll(s []Shared) {
 //go:nosplit
 //go:noinline
 func (s Shared) Retain() Shared {
-	// Not preemptible from the closed test to the add: see Plain handles.
-	if s.meta&sharedKinds == flagHeap && !s.h.closed.Load() &&
-		atomic.AddInt64((*int64)(unsafe.Add(s.data, -8)), 1) > 1 {
-		return s
+	switch s.meta & sharedKinds {
+	case flagHeap:
+		// Not preemptible from the closed test to the add: see Plain
+		// handles.
+		if !s.h.closed.Load() && atomic.AddInt64((*int64)(unsafe.Add(s.data, -8)), 1) > 1 {
+			return s
+		}
+	case flagHeap | flagHot:
+		// A Hot handle of a fast heap, one call away as before Retain was
+		// a call itself: hotAdd guards its own access.
+		if v, central := s.hotAdd(1, "Retain"); !central || v > 1 {
+			s.meta &^= flagOwner
+			return s
+		}
 	}
 	return s.retainSlow()
 }
@@ -392,10 +402,21 @@ func (s Shared) Retain() Shared {
 //go:nosplit
 //go:noinline
 func (s Shared) Release() {
-	// Not preemptible from the closed test to the add: see Plain handles.
-	if s.meta&sharedKinds == flagHeap && !raceOn && !s.h.closed.Load() &&
-		atomic.AddInt64((*int64)(unsafe.Add(s.data, -8)), -1) > 0 {
-		return
+	switch s.meta & (sharedKinds | flagOwner) {
+	case flagHeap:
+		// Not preemptible from the closed test to the add: see Plain
+		// handles.
+		if !raceOn && !s.h.closed.Load() && atomic.AddInt64((*int64)(unsafe.Add(s.data, -8)), -1) > 0 {
+			return
+		}
+	case flagHeap | flagHot:
+		// A retained reference of a Hot handle of a fast heap, as in Retain.
+		if !raceOn {
+			if v, central := s.hotAdd(-1, "Release"); central && v <= 0 {
+				s.finish(s.atZero(v))
+			}
+			return
+		}
 	}
 	s.releaseSlow()
 }
@@ -486,12 +507,7 @@ func (s Shared) retainSlow() Shared {
 		s.unkey(1)
 		s.panicRetain() // the heap is open, so Retain made the add
 	case s.meta&(flagHot|flagChecked) == flagHot:
-		// A Hot handle of a fast heap: hotAdd guards its own access.
-		if v, central := s.hotAdd(1, "Retain"); central && v <= 1 {
-			s.panicRetain()
-		}
-		s.meta &^= flagOwner
-		return s
+		s.panicRetain() // Retain's hotAdd found the count at 0 or below
 	}
 	// A checked heap's handle: its registry entry says whether it lives.
 	if !s.h.enter() {
@@ -523,7 +539,12 @@ func (s Shared) releaseSlow() {
 	if s.h == nil { // Static or zero
 		return
 	}
-	f, last := s.drop()
+	s.finish(s.drop())
+}
+
+// finish does what the last release does after the count: runs the
+// callback f, if any, and frees; nothing if this was not the last.
+func (s Shared) finish(f func([]byte), last bool) {
 	switch {
 	case !last:
 	case f == nil:
@@ -547,11 +568,10 @@ func (s Shared) drop() (f func([]byte), last bool) {
 		// add's result unless a misuse races with the last release.
 		return s.atZero(s.load())
 	case s.meta&(flagHot|flagChecked|flagOwner) == flagHot:
-		// A retained reference of a Hot handle of a fast heap: hotAdd
-		// guards its own access.
-		if raceOn {
-			raceRelease(s.data)
-		}
+		// A retained reference of a Hot handle of a fast heap, in race
+		// builds (Release takes it otherwise): hotAdd guards its own
+		// access.
+		raceRelease(s.data)
 		if v, central := s.hotAdd(-1, "Release"); central && v <= 0 {
 			return s.atZero(v)
 		}
@@ -586,7 +606,7 @@ func (s Shared) drop() (f func([]byte), last bool) {
 }
 
 // load reads the count, pinned with the heap seen open (closing.go); it
-// panics on a closed heap. It undoes a Release of a freed handle (unkey).
+// panics on a closed heap.
 func (s Shared) load() int64 {
 	pin.Pin()
 	if s.h.closed.Load() {
@@ -594,9 +614,6 @@ func (s Shared) load() int64 {
 		panic(sharedClosedError("Release"))
 	}
 	v := atomic.LoadInt64(s.count())
-	if v == int64(s.h.key)-1 {
-		atomic.CompareAndSwapInt64(s.count(), v, v+1)
-	}
 	pin.Unpin()
 	return v
 }
@@ -675,6 +692,9 @@ func (s Shared) seal() (f func([]byte), last bool) {
 // whose caller runs the callback it returns (if any) and frees.
 func (s Shared) atZero(v int64) (f func([]byte), last bool) {
 	if v < 0 {
+		if v == int64(s.h.key)-1 {
+			s.unkey(-1) // a Release of a freed handle
+		}
 		s.panicPastZero()
 	}
 	// Pinned with the heap seen open (closing.go).
