@@ -30,7 +30,8 @@ import (
 //  2. Pinned, having seen the heap open inside the pinned section (h.closed
 //     false): the section began before Close marked the heap closed, so
 //     before Close quiesced. Short accesses off the fast paths: zeroing a
-//     refilled block, Realloc in place, a Shared's slow count operations.
+//     refilled block, Realloc in place, a Shared's slow count operations, a
+//     checked heap's small-block Alloc and Free (checked_small.go).
 //     Free and Shared.Retain and Release do the same without the pin: they
 //     are go:nosplit, which leaves them no safe point but their calls, so
 //     the stop of the world waits for them as for a pinned section. Free
@@ -41,7 +42,8 @@ import (
 //     they reach. Close takes every central lock after it waits out the
 //     rest. The page heap's own lock and closed flag guard its timer.
 //  4. Between h.enter and h.exit: everything long or rare (large blocks,
-//     checked mode, arenas' slow paths, Trim, the double-free check). enter,
+//     checked mode's other paths, arenas' slow paths, Trim, Lookup, the
+//     double-free check). enter,
 //     pinned, fails once the heap is closed, and otherwise counts the
 //     operation on the P it runs on; exit uncounts it on whichever P it runs
 //     on then, so a P's count may go negative, but the sum over the Ps is
