@@ -116,8 +116,9 @@ package offheap
 //
 // Close takes an arena's per-P array out of service (Heap.arenasOutOfService,
 // under mu, which installProcs takes to install one) before it quiesces:
-// the fast path loads a.procs pinned, so it cannot use an array Close has
-// unmapped; the slow paths run between h.enter and h.exit (closing.go).
+// the fast path is nosplit from its load of a.procs to its unpin, so it
+// cannot use an array Close has unmapped; the slow paths load a.procs
+// pinned, and run between h.enter and h.exit (closing.go).
 // Every method on an arena of a closed heap then fails with an error that
 // wraps ErrClosed, except a second Release and Stats after Release.
 
@@ -328,13 +329,15 @@ func (a *Arena) lane() int {
 // "offheap:" if n is negative, the heap cannot supply a chunk, or the arena
 // was released; TryAlloc returns that error instead. Alloc(0) returns an
 // empty, non-nil slice.
+//
+//go:nosplit
 func (a *Arena) Alloc(n int) []byte {
 	// allocFast, written out: with the two calls to pin it cannot inline,
 	// and a second call level costs a measurable nanosecond.
-	if n > 0 {
+	if ps := a.procs.Load(); ps != nil && n > 0 {
 		sz := uintptr(n+arenaAlign-1) &^ (arenaAlign - 1)
 		pid := pin.Pin()
-		if ps := a.procs.Load(); ps != nil && uint(pid) < uint(ps.n) {
+		if uint(pid) < uint(ps.n) {
 			p := &ps.p[uint(pid)%maxProcs] // pid < n <= maxProcs: the modulo only drops the bounds check
 			if x := p.next; p.end-x >= sz {
 				p.next = x + sz
@@ -359,14 +362,17 @@ func (a *Arena) TryAlloc(n int) ([]byte, error) {
 }
 
 // allocFast bumps the current P's sub-chunk, or returns 0. This is the whole
-// fast path: the pin, one atomic load that is a plain load, a compare, a
-// store, the unpin. procs is loaded pinned, so that Close, which takes it
-// out of service and then quiesces, cannot unmap the array under it.
+// fast path: one atomic load that is a plain load, the pin, a compare, a
+// store, the unpin. It and Alloc are nosplit: no safe point from the load
+// of procs to the unpin, so that Close, which takes procs out of service and
+// then quiesces, cannot unmap the array under them (closing.go, way 1).
+//
+//go:nosplit
 func (a *Arena) allocFast(n int) uintptr {
-	if n > 0 {
+	if ps := a.procs.Load(); ps != nil && n > 0 {
 		sz := uintptr(n+arenaAlign-1) &^ (arenaAlign - 1) // huge n wraps to a huge sz
 		pid := pin.Pin()
-		if ps := a.procs.Load(); ps != nil && uint(pid) < uint(ps.n) {
+		if uint(pid) < uint(ps.n) {
 			p := &ps.p[uint(pid)%maxProcs] // pid < n <= maxProcs: the modulo only drops the bounds check
 			if x := p.next; p.end-x >= sz {
 				p.next = x + sz
