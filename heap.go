@@ -283,6 +283,9 @@ func (h *Heap) Alloc(n int) []byte {
 //go:nosplit
 func (h *Heap) AllocUnzeroed(n int) []byte {
 	if uint(n)-1 < maxSmall {
+		if n <= 8 {
+			return h.Alloc(n) // an 8-byte block has no word for the key: zeroing it costs no more
+		}
 		c := sizeClass(n)
 		pid := pin.Pin()
 		if m := h.mag(pid); m != nil {
@@ -293,9 +296,7 @@ func (h *Heap) AllocUnzeroed(n int) []byte {
 				a := m.slots[c][k%maxDepth]
 				mc.n = k
 				mc.hits++
-				if n > 8 { // the double-free key (doublefree.go); an 8-byte block has none
-					*(*uint64)(ptr(a + 8)) = 0
-				}
+				(*[2]uint64)(ptr(a))[1] = 0 // the double-free key (doublefree.go)
 				pin.Unpin()
 				return bytesAt(a, n)
 			}
@@ -482,7 +483,7 @@ func (h *Heap) Free(b []byte) {
 			// The key in the block's second word marks it freed
 			// (doublefree.go): finding it sends the Free to the slow
 			// path's exact check.
-			kw := (*uint64)(ptr(a + 8))
+			kw := &(*[2]uint64)(ptr(a))[1]
 			if *kw == h.key {
 				goto slow
 			}
