@@ -435,7 +435,7 @@ func (a *Arena) allocSub(sz uintptr) (uintptr, error) {
 		return a.allocShared(sz, int(sz))
 	}
 	pid := pin.Pin()
-	ps := a.procs.Load() // pinned, as in allocFast
+	ps := a.procs.Load() // pinned: Close may take it out of service (closing.go)
 	if ps == nil || uint(pid) >= uint(ps.n) {
 		pin.Unpin()
 		return a.allocShared(sz, int(sz))

@@ -134,17 +134,17 @@ package offheap
 // there, as hugely negative (doublefree.go), so the common misuse, releasing
 // a copy once too often right after the final release, finds a hugely
 // negative count and panics (and a Retain after it panics too); unkey puts
-// the key back first. Fast heaps never unmap or protect a freed block (its
-// pages are at worst given back and come back zero, and then the count is 0,
-// which panics too) before Close, so the read is safe; the block's first
-// word, the free-list link, is never touched. The limits: once the block is reused by another Alloc the
-// stale release decrements someone else's memory (no refcount can tell), and
-// a Hot handle's surplus releases while it is in per-P mode are only seen
-// when the owner seals. Checked heaps (and heaps that sample guard pages)
-// keep every live handle in the registry and check it before touching memory,
-// so a stale Release panics without reading the freed block, naming the
-// allocation site (h.allocStack) — until the address is reused by another
-// NewShared.
+// the key back first. Fast heaps never unmap or protect a freed block before
+// Close (its pages are at worst given back and come back zero, and a count
+// of 0 panics too), so the read is safe; the block's first word, the
+// free-list link, is never touched. The limits: once the block is reused by
+// another Alloc the stale release decrements someone else's memory (no
+// refcount can tell), and a Hot handle's surplus releases while it is in
+// per-P mode are only seen when the owner seals. Checked heaps (and heaps
+// that sample guard pages) keep every live handle in the registry and check
+// it before touching memory, so a stale Release panics without reading the
+// freed block, naming the allocation site (h.allocStack) — until the address
+// is reused by another NewShared.
 //
 // # Unsafe
 //
