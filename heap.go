@@ -328,6 +328,12 @@ func (h *Heap) TryAlloc(n int) ([]byte, error) {
 // and zeroes it, or returns 0. This and Free's first half are the fast
 // path: read them top to bottom.
 //
+// The fast path's functions (Alloc, AllocUnzeroed, allocFast, Free) are
+// nosplit: no stack check in their prologue, which the linker allows since
+// their frames are small and every call they make is nosplit or a slow path
+// that checks its own; and no safe point before that call, which Free needs
+// (see there).
+//
 //go:nosplit
 func (h *Heap) allocFast(n int) uintptr {
 	if uint(n)-1 >= maxSmall {
