@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/creack/pty"
 )
 
 // styledOutput writes the same mix of styled and plain text to every
@@ -40,7 +38,7 @@ const (
 // master side reads.
 func onPTY(t *testing.T, want string, opts ...Option) string {
 	t.Helper()
-	ptmx, tty, err := pty.Open()
+	ptmx, tty, err := openPTY()
 	if err != nil {
 		t.Skipf("no pseudo-terminal: %v", err)
 	}
@@ -182,7 +180,7 @@ func (w fdOnly) Write(p []byte) (int, error) { return w.f.Write(p) }
 func (w fdOnly) Fd() uintptr                 { return w.f.Fd() }
 
 func TestDetectTerminal(t *testing.T) {
-	ptmx, tty, err := pty.Open()
+	ptmx, tty, err := openPTY()
 	if err != nil {
 		t.Skipf("no pseudo-terminal: %v", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/offheap/offheap/bench"
+	"github.com/offheap/offheap/cmd/offheap/internal/bench"
 )
 
 func TestBenchCommand(t *testing.T) {
