@@ -1,11 +1,14 @@
 package bench
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
@@ -13,13 +16,28 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// Plot sizes: one panel per sub, and a column on the right for the legend,
-// so that it never covers the data.
+// Plot sizes: one panel per sub, a column on the right for the legend, so
+// that it never covers the data, and a margin on the left for labels drawn
+// in a wider font than the one they were measured in.
 const (
 	plotWidth   = 18 * vg.Centimeter
 	panelHeight = 9 * vg.Centimeter
-	legendWidth = 4 * vg.Centimeter
+	legendWidth = 4.5 * vg.Centimeter
+	labelSize   = 10 * vg.Inch / 72 // points, for axis labels and the legend
+	leftMargin  = 8 * vg.Millimeter
 )
+
+// The plots are set in Liberation Sans, which has Arial's metrics: a
+// viewer without it draws them in Arial or Helvetica, as wide as the
+// layout measured them (svgFonts adds those names).
+func init() {
+	plot.DefaultFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
+}
+
+// svgFonts gives the SVG's font the metric-compatible fallbacks.
+func svgFonts(svg []byte) []byte {
+	return bytes.ReplaceAll(svg, []byte("font-family:Liberation Sans;"), []byte("font-family:Liberation Sans,Arial,Helvetica,sans-serif;"))
+}
 
 // WritePlot draws one shape as an SVG, one panel per sub. A shape measured
 // at several worker counts gets a line per row: workers on x, ns per op on
@@ -33,6 +51,8 @@ func WritePlot(w io.Writer, r *Report, sh ShapeInfo) error {
 	var legends []plot.Legend
 	for _, sub := range sh.Subs {
 		p := plot.New()
+		p.X.Label.TextStyle.Font.Size = labelSize
+		p.Y.Label.TextStyle.Font.Size = labelSize
 		p.Title.Text = sh.Name
 		if sub != "" {
 			p.Title.Text += " " + sub
@@ -52,7 +72,10 @@ func WritePlot(w io.Writer, r *Report, sh ShapeInfo) error {
 	}
 	img := vgsvg.New(plotWidth, panelHeight*vg.Length(len(panels)))
 	dc := draw.New(img)
-	plotArea := draw.Crop(dc, 0, -legendWidth, 0, 0)
+	plotArea := draw.Crop(dc, leftMargin, 0, 0, 0)
+	if lines {
+		plotArea = draw.Crop(plotArea, 0, -legendWidth, 0, 0)
+	}
 	grid := make([][]*plot.Plot, len(panels))
 	for i, p := range panels {
 		grid[i] = []*plot.Plot{p}
@@ -64,20 +87,27 @@ func WritePlot(w io.Writer, r *Report, sh ShapeInfo) error {
 		if lines {
 			l := legends[i]
 			l.Top, l.Left = true, true
+			l.TextStyle.Font.Size = labelSize
+			l.Padding = vg.Millimeter
 			col := c
 			col.Min.X, col.Max.X = dc.Max.X-legendWidth+vg.Millimeter*2, dc.Max.X
 			col.Max.Y -= vg.Centimeter
 			l.Draw(col)
 		}
 	}
-	_, err := img.WriteTo(w)
+	var buf bytes.Buffer
+	if _, err := img.WriteTo(&buf); err != nil {
+		return err
+	}
+	_, err := w.Write(svgFonts(buf.Bytes()))
 	return err
 }
 
 // linePanel draws one sub as a line per row over the worker counts.
 func linePanel(p *plot.Plot, r *Report, sh ShapeInfo, sub string) error {
 	p.X.Label.Text = "workers (" + string(sh.Work) + ")"
-	p.Y.Label.Text = "ns/" + sh.Unit + ", min of the runs (log scale): lower is better"
+	p.Title.Text += " (min of the runs, log scale)"
+	p.Y.Label.Text = "ns per " + sh.Unit + ": lower is better"
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = logTicks{}
 	var ticks []plot.Tick
@@ -111,13 +141,15 @@ func linePanel(p *plot.Plot, r *Report, sh ShapeInfo, sub string) error {
 // room they need.
 func barPanel(p *plot.Plot, r *Report, sh ShapeInfo, sub string) error {
 	nw := sh.Workers[0]
-	label := fmt.Sprintf("ns/%s, min of the runs, %d worker(s): lower is better", sh.Unit, nw)
+	stat, label := "min", fmt.Sprintf("ns per %s: lower is better", sh.Unit)
 	value := func(s *Summary) float64 { return s.MinNs }
 	if sh.Plot != "" {
 		m := metricOf(sh, sh.Plot)
-		label = fmt.Sprintf("%s, median of the runs: %s is better", m.Doc, map[bool]string{true: "higher", false: "lower"}[m.HigherIsBetter])
+		stat = "median"
+		label = fmt.Sprintf("%s: %s is better", m.Label, map[bool]string{true: "higher", false: "lower"}[m.HigherIsBetter])
 		value = func(s *Summary) float64 { return s.Metrics[sh.Plot] }
 	}
+	p.Title.Text += fmt.Sprintf(" (%d worker, %s of the runs)", nw, stat)
 	var vals plotter.Values
 	var names []string
 	// Bottom to top, so that the first row is at the top, as in the table.
@@ -136,6 +168,7 @@ func barPanel(p *plot.Plot, r *Report, sh ShapeInfo, sub string) error {
 	p.Add(bars)
 	p.NominalY(names...)
 	p.X.Label.Text = label
+	p.X.Tick.Marker = linearTicks{}
 	p.X.Min = 0
 	p.X.Max *= 1.1
 	return nil
@@ -147,8 +180,34 @@ func metricOf(sh ShapeInfo, name string) Metric {
 			return m
 		}
 	}
-	return Metric{Name: name, Doc: name}
+	return Metric{Name: name, Label: name}
 }
+
+// linearTicks labels six to twelve steps of 1, 2 or 5 times a power of ten
+// (plot.DefaultTicks aims at three).
+type linearTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
+	if hi <= lo {
+		return []plot.Tick{{Value: lo, Label: tickLabel(lo)}}
+	}
+	mag := math.Pow(10, math.Floor(math.Log10((hi-lo)/6)))
+	step := mag
+	for _, m := range []float64{1, 2, 5, 10} {
+		if step = m * mag; (hi-lo)/step <= 12 {
+			break
+		}
+	}
+	var ts []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
+		ts = append(ts, plot.Tick{Value: v, Label: tickLabel(v)})
+	}
+	return ts
+}
+
+// tickLabel writes a tick's value as briefly as it can: 0.5, 2, 20, 200.
+func tickLabel(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 
 // logTicks labels 1, 2 and 5 times each power of ten within the range, and
 // marks the other integer multiples as minor ticks: an axis that spans less
@@ -167,7 +226,7 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 			}
 			t := plot.Tick{Value: v}
 			if m == 1 || m == 2 || m == 5 {
-				t.Label = Num(v)
+				t.Label = tickLabel(v)
 			}
 			ts = append(ts, t)
 		}

@@ -97,8 +97,9 @@ type Sub struct {
 // Metric is an extra column of a shape's table (and a unit in results.txt):
 // a key of Sample.Metrics and what it means, for the legend.
 type Metric struct {
-	Name string // e.g. "gc-cpu-pct"
-	Doc  string // one line for the legend
+	Name  string // e.g. "gc-cpu-pct"
+	Doc   string // one line for the legend
+	Label string // a few words for a plot's axis, when the shape plots it
 	// HigherIsBetter is true for a throughput or a hit rate, false for a
 	// cost; the plot of a shape that plots this metric says which.
 	HigherIsBetter bool

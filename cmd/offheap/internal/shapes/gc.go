@@ -23,7 +23,7 @@ func init() {
 			Unit:    "churn-op",
 			Workers: []int{1},
 			Metrics: []bench.Metric{
-				{Name: gcCPU, Doc: "GC CPU share, % of all CPU time during the churn"},
+				{Name: gcCPU, Doc: "GC CPU share, % of all CPU time during the churn", Label: "GC CPU share, % of all CPU time"},
 				{Name: "gc-cycles", Doc: "garbage collections during the churn"},
 				{Name: "p99-ns", Doc: "99th percentile of one churn op (replace a value, make 128 B of garbage), in ns"},
 				{Name: "total-ms", Doc: "the whole trial, building the live set included, in ms"},
