@@ -24,17 +24,20 @@ type Measurement struct {
 }
 
 // Summary aggregates the runs of one (shape, sub, row, workers) cell: the
-// minimum ns/op (the least disturbed run) and the median, and the median of
-// each extra metric.
+// minimum ns/op (the least disturbed run), the next one and the median, and
+// the median of each extra metric.
 type Summary struct {
-	Shape    string             `json:"shape"`
-	Sub      string             `json:"sub,omitempty"`
-	Row      string             `json:"row"`
-	Workers  int                `json:"workers"`
-	Runs     int                `json:"runs"`
-	MinNs    float64            `json:"min_ns_per_op"`
-	MedianNs float64            `json:"median_ns_per_op"`
-	Metrics  map[string]float64 `json:"metrics,omitempty"`
+	Shape    string  `json:"shape"`
+	Sub      string  `json:"sub,omitempty"`
+	Row      string  `json:"row"`
+	Workers  int     `json:"workers"`
+	Runs     int     `json:"runs"`
+	MinNs    float64 `json:"min_ns_per_op"`
+	MedianNs float64 `json:"median_ns_per_op"`
+	// NextNs is the second smallest ns/op, 0 for one run: when it is close
+	// to MinNs, the minimum is the undisturbed time.
+	NextNs  float64            `json:"next_ns_per_op,omitempty"`
+	Metrics map[string]float64 `json:"metrics,omitempty"`
 }
 
 // ShapeInfo is what a report needs to know about a shape that ran.
@@ -173,6 +176,10 @@ func summarize(ms []Measurement) []Summary {
 		}
 		s := Summary{Shape: k.shape, Sub: k.sub, Row: k.row, Workers: k.w, Runs: len(g),
 			MinNs: slices.Min(ns), MedianNs: median(ns)}
+		if len(ns) > 1 {
+			sorted := slices.Sorted(slices.Values(ns))
+			s.NextNs = sorted[1]
+		}
 		if len(metrics) > 0 {
 			s.Metrics = map[string]float64{}
 			for name, vs := range metrics {

@@ -217,9 +217,9 @@ func arenaVerdicts(r *bench.Report) []bench.Verdict {
 			vs = append(vs, bench.Skip(name, figure, target, missing(why, why2)))
 			return
 		}
-		v, s, ok := ratio(a.MinNs, b.MinNs, limit)
-		vs = append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Pass: ok,
-			Measured: fmt.Sprintf("%s (%s vs %s ns/alloc)", s, bench.Num(a.MinNs), bench.Num(b.MinNs))})
+		v := a.MinNs / b.MinNs
+		vs = append(vs, atMost(bench.Verdict{Name: name, Figure: figure, Target: target, Value: v,
+			Measured: fmt.Sprintf("%.2fx (%s vs %s ns/alloc)", v, bench.Num(a.MinNs), bench.Num(b.MinNs))}, limit, a, b))
 	}
 	cmp("arena-make", "go-make", "16-256 B, 1 worker: Arena.Alloc / make", 0.25)
 	cmp("arena-heap", "heap-pair", "16-256 B, 1 worker: Arena.Alloc / offheap Alloc+Free pair", 0.5)
@@ -236,7 +236,6 @@ func arenaVerdicts(r *bench.Report) []bench.Verdict {
 		return append(vs, bench.Skip(name, figure, target, missing(why, why2)))
 	}
 	v := two.MinNs / one.MinNs
-	ctl, note, unscaled := scaling(r, "arena", "", 2, v, limit)
-	return append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Pass: v <= limit,
-		Measured: fmt.Sprintf("%.2f", v) + ctl, Note: note, Inconclusive: unscaled})
+	return append(vs, scalingAtMost(bench.Verdict{Name: name, Figure: figure, Target: target, Value: v,
+		Measured: fmt.Sprintf("%.2f", v)}, limit, r, "arena", "", "null", 2, one, two))
 }

@@ -36,6 +36,7 @@ func checkCostVerdicts(r *bench.Report, shape string, subs []string) []bench.Ver
 		}
 		target := fmt.Sprintf("<= %.2fx", cc.limit)
 		worst, measured, ran, skip := 0.0, "", false, ""
+		var cells []*bench.Summary
 		for _, sub := range subs {
 			c := r.Find(shape, sub, cc.arm, 1)
 			if c == nil {
@@ -48,7 +49,7 @@ func checkCostVerdicts(r *bench.Report, shape string, subs []string) []bench.Ver
 				break
 			}
 			if v := c.MinNs / f.MinNs; v > worst {
-				worst = v
+				worst, cells = v, []*bench.Summary{c, f}
 				measured = fmt.Sprintf("%.2fx at %s (%s vs %s ns/pair)", v, sub, bench.Num(c.MinNs), bench.Num(f.MinNs))
 			}
 		}
@@ -57,8 +58,8 @@ func checkCostVerdicts(r *bench.Report, shape string, subs []string) []bench.Ver
 		case skip != "":
 			vs = append(vs, bench.Skip(name, figure, target, skip))
 		default:
-			vs = append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: worst,
-				Pass: worst <= cc.limit, Measured: measured})
+			vs = append(vs, atMost(bench.Verdict{Name: name, Figure: figure, Target: target, Value: worst,
+				Measured: measured}, cc.limit, cells...))
 		}
 	}
 	return vs

@@ -55,6 +55,7 @@ func linesVerdicts(r *bench.Report) []bench.Verdict {
 		return []bench.Verdict{bench.Skip(name, figure, target, "lines not measured")}
 	}
 	worst, at, ws := 0.0, 0, 0.0
+	var cells []*bench.Summary
 	for _, w := range info.Workers {
 		l, why := find(r, "lines", "", "lines", w)
 		g, why2 := find(r, "lines", "", "log", w)
@@ -62,9 +63,9 @@ func linesVerdicts(r *bench.Report) []bench.Verdict {
 			return []bench.Verdict{bench.Skip(name, figure, target, missing(why, why2))}
 		}
 		if v := l.MinNs / g.MinNs; v > worst {
-			worst, at, ws = v, w, l.Metrics["writes/line"]
+			worst, at, ws, cells = v, w, l.Metrics["writes/line"], []*bench.Summary{l, g}
 		}
 	}
-	return []bench.Verdict{{Name: name, Figure: figure, Target: target, Value: worst, Pass: worst <= limit,
-		Measured: fmt.Sprintf("%.2fx at %d goroutine(s), %.4f writes per line", worst, at, ws)}}
+	return []bench.Verdict{atMost(bench.Verdict{Name: name, Figure: figure, Target: target, Value: worst,
+		Measured: fmt.Sprintf("%.2fx at %d goroutine(s), %.4f writes per line", worst, at, ws)}, limit, cells...)}
 }

@@ -80,24 +80,25 @@ func liveKVerdicts(r *bench.Report) []bench.Verdict {
 			continue
 		}
 		worst, worstW, hit := 0.0, 0, 0.0
+		var cells []*bench.Summary
 		skip := ""
 		for _, w := range ws {
 			o, why := find(r, "live-k", sub, "offheap", w)
 			n, why2 := find(r, "live-k", sub, "offheap-nomag", w)
 			if o == nil || n == nil {
-				skip = why + why2
+				skip = missing(why, why2)
 				break
 			}
 			if v := o.MinNs / n.MinNs; v > worst {
-				worst, worstW, hit = v, w, o.Metrics[bench.MetricHitRate]
+				worst, worstW, hit, cells = v, w, o.Metrics[bench.MetricHitRate], []*bench.Summary{o, n}
 			}
 		}
 		if skip != "" {
 			vs = append(vs, bench.Skip(name, figure, target, skip))
 			continue
 		}
-		vs = append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: worst, Pass: worst <= 1,
-			Measured: fmt.Sprintf("%.2fx at %d worker(s), magazine hit rate %.1f%%", worst, worstW, hit)})
+		vs = append(vs, atMost(bench.Verdict{Name: name, Figure: figure, Target: target, Value: worst,
+			Measured: fmt.Sprintf("%.2fx at %d worker(s), magazine hit rate %.1f%%", worst, worstW, hit)}, 1, cells...))
 	}
 	return append(vs, checkCostVerdicts(r, "live-k", subs)...)
 }

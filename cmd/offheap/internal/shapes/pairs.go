@@ -101,9 +101,9 @@ func pairsVerdicts(r *bench.Report) []bench.Verdict {
 			vs = append(vs, bench.Skip(name, figure, target, missing(why, why2)))
 			return
 		}
-		v, s, ok := ratio(o.MinNs, b.MinNs, limit)
-		vs = append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Pass: ok,
-			Measured: fmt.Sprintf("%s (%s vs %s ns/pair)", s, bench.Num(o.MinNs), bench.Num(b.MinNs))})
+		v := o.MinNs / b.MinNs
+		vs = append(vs, atMost(bench.Verdict{Name: name, Figure: figure, Target: target, Value: v,
+			Measured: fmt.Sprintf("%.2fx (%s vs %s ns/pair)", v, bench.Num(o.MinNs), bench.Num(b.MinNs))}, limit, o, b))
 	}
 	cmp("pairs-unzeroed", pairs64Unzeroed, "sync-pool", "64 B pairs, 1 goroutine: offheap AllocUnzeroed+Free / sync-pool Get+Put", 0.7)
 	cmp("pairs-zeroed", pairs64, "go-make", "64 B pairs, 1 goroutine: offheap Alloc+Free / make", 0.45)
@@ -133,8 +133,8 @@ func pairsVerdicts(r *bench.Report) []bench.Verdict {
 		if n1, n2 := r.Find("pairs", pairs64, "offheap-nomag", 1), r.Find("pairs", pairs64, "offheap-nomag", w); n1 != nil && n2 != nil {
 			m += fmt.Sprintf(" (offheap-nomag %.2f)", n2.MinNs/n1.MinNs)
 		}
-		ctl, note, unscaled := scaling(r, "pairs", pairs64, w, v, limit)
-		vs = append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Pass: v <= limit, Measured: m + ctl, Note: note, Inconclusive: unscaled})
+		vs = append(vs, scalingAtMost(bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Measured: m},
+			limit, r, "pairs", pairs64, "null", w, one, at))
 	}
 	scale(2, 0.6)
 	if slices.Contains(ws, 8) {

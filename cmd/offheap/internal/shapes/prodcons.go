@@ -146,8 +146,8 @@ func prodConsVerdicts(r *bench.Report) []bench.Verdict {
 		vs = append(vs, bench.Skip(name, figure, target, missing(why, why2)))
 	} else {
 		v := pp.MinNs / pc.MinNs
-		vs = append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Pass: v >= 0.5,
-			Measured: fmt.Sprintf("%.2fx (%s vs %s ns per block)", v, bench.Num(pc.MinNs), bench.Num(pp.MinNs))})
+		vs = append(vs, atLeast(bench.Verdict{Name: name, Figure: figure, Target: target, Value: v,
+			Measured: fmt.Sprintf("%.2fx (%s vs %s ns per block)", v, bench.Num(pc.MinNs), bench.Num(pp.MinNs))}, 0.5, pc, pp))
 	}
 
 	const fname, ffigure, ftarget = "prodcons-flat", "prodcons mapped bytes, offheap: peak of the 2nd half / peak of the 1st half, worst worker count", "<= 1.25x"

@@ -144,10 +144,8 @@ func sharedVerdicts(r *bench.Report) []bench.Verdict {
 		if p1, pn := r.Find("shared", "", "plain-shared", 1), r.Find("shared", "", "plain-shared", top); p1 != nil && pn != nil {
 			m += fmt.Sprintf(" (plain-shared %.2f)", pn.MinNs/p1.MinNs)
 		}
-		ctl, note, unscaled := scaling(r, "shared", "", top, v, 1)
-		m += ctl
-		vs = append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Pass: v <= 1,
-			Measured: m, Note: note, Inconclusive: unscaled})
+		vs = append(vs, scalingAtMost(bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Measured: m},
+			1, r, "shared", "", "own", top, one, at))
 	}
 
 	name = "shared-plain"
@@ -162,7 +160,7 @@ func sharedVerdicts(r *bench.Report) []bench.Verdict {
 	if o == nil || p == nil {
 		return append(vs, bench.Skip(name, figure, ptarget, missing(why, why2)))
 	}
-	v, s, ok := ratio(o.MinNs, p.MinNs, 1.05)
-	return append(vs, bench.Verdict{Name: name, Figure: figure, Target: ptarget, Value: v, Pass: ok,
-		Measured: fmt.Sprintf("%s (%s vs %s ns/pair)", s, bench.Num(o.MinNs), bench.Num(p.MinNs))})
+	v := o.MinNs / p.MinNs
+	return append(vs, atMost(bench.Verdict{Name: name, Figure: figure, Target: ptarget, Value: v,
+		Measured: fmt.Sprintf("%.2fx (%s vs %s ns/pair)", v, bench.Num(o.MinNs), bench.Num(p.MinNs))}, 1.05, o, p))
 }
