@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -244,6 +245,12 @@ func init() {
 		Doc:  "an arm whose New fails",
 		New:  func() (bench.Allocator, error) { return nil, errors.New("no such allocator here") },
 	})
+	bench.RegisterArm(bench.Arm{
+		Name:       "test-owner",
+		Doc:        "make, for an arm whose blocks only the allocating worker may free",
+		OwnerFrees: true,
+		New:        func() (bench.Allocator, error) { return ownerOnly{}, nil },
+	})
 	bench.RegisterArmShape(bench.ArmShape{
 		Spec: bench.Spec{Name: "test-leak", Doc: "allocates <b>one</b> block & never frees it", Work: bench.FixedPerWorker},
 		Run: func(_ *bench.Trial, a bench.Allocator) (bench.Sample, error) {
@@ -337,5 +344,28 @@ func TestDefaults(t *testing.T) {
 func TestBenchName(t *testing.T) {
 	if got := bench.BenchName("live-k", "k=3", "arm", "offheap", 2); got != "LiveK/k=3/arm=offheap/workers=2" {
 		t.Errorf("BenchName = %q", got)
+	}
+}
+
+type ownerOnly struct{}
+
+func (ownerOnly) Alloc(n int) []byte { return make([]byte, n) }
+func (ownerOnly) Free([]byte)        {}
+
+// TestOwnerFrees: an arm whose blocks only their allocating worker may free
+// runs on the shapes where that holds, and is left out of the others.
+func TestOwnerFrees(t *testing.T) {
+	cfg := config("pairs", "prodcons")
+	cfg.Arms = []string{"offheap", "test-owner"}
+	cfg.Workers = []int{1}
+	r, err := bench.Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows := r.Shape("pairs").Rows; !slices.Contains(rows, "test-owner") {
+		t.Errorf("pairs rows %v: the owner-frees arm is missing", rows)
+	}
+	if rows := r.Shape("prodcons").Rows; slices.Contains(rows, "test-owner") || !slices.Contains(rows, "offheap") {
+		t.Errorf("prodcons rows %v: want offheap and not the owner-frees arm", rows)
 	}
 }

@@ -71,6 +71,10 @@ type Arm struct {
 	// Default puts the arm in the default -arms list. Slow or diagnostic
 	// arms leave it false and stay selectable by name.
 	Default bool
+	// OwnerFrees marks an arm whose blocks must be freed through the
+	// handle that allocated them (a per-worker cache): it runs only on the
+	// shapes whose blocks are (Spec.CrossFrees false).
+	OwnerFrees bool
 	// New makes a fresh instance. The runner makes one per (shape, run), so
 	// each census covers one shape. An error marks the arm unavailable: it
 	// is reported and skipped, not fatal.
@@ -120,6 +124,10 @@ type Spec struct {
 	Workers []int
 	// Unit is what one op is, for table headers ("pair", "block").
 	Unit string
+	// CrossFrees marks an arm shape that frees blocks through another
+	// worker's handle than the one that allocated them (a producer and a
+	// consumer): arms marked OwnerFrees leave it out.
+	CrossFrees bool
 	// Metrics lists the extra metrics the table shows, in order.
 	Metrics []Metric
 	// Plot, when set, names the metric the shape's plot shows instead of
@@ -212,7 +220,9 @@ func (s *shape) rows(arms []*Arm) []string {
 		return rows
 	}
 	for _, a := range arms {
-		rows = append(rows, a.Name)
+		if !(a.OwnerFrees && s.CrossFrees) {
+			rows = append(rows, a.Name)
+		}
 	}
 	return rows
 }

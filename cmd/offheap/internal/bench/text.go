@@ -85,7 +85,7 @@ func ScalingNotice(r *Report) string {
 		return ""
 	}
 	return fmt.Sprintf("This machine did not scale during this run: the compute control ran %.2fx as fast at 2 workers as at 1, "+
-		"below %.1fx (a loaded or throttled machine, or one core). Read no scaling from the tables: a scaling target it missed is not judged.",
+		"below %.1fx (a loaded or throttled machine, or one core). Read no scaling from the tables; the targets this affects are not judged.",
 		sp, MinControlSpeedup)
 }
 

@@ -209,7 +209,7 @@ const pageBytes = 8 << 10
 // worker, and its scaling from 1 worker to 2.
 func arenaVerdicts(r *bench.Report) []bench.Verdict {
 	var vs []bench.Verdict
-	cmp := func(name, other, figure string, limit float64) {
+	cmp := func(name, other, figure string, limit float64, idleCore bool) {
 		target := fmt.Sprintf("<= %.2fx", limit)
 		a, why := find(r, "arena", "", "arena", 1)
 		b, why2 := find(r, "arena", "", other, 1)
@@ -218,11 +218,15 @@ func arenaVerdicts(r *bench.Report) []bench.Verdict {
 			return
 		}
 		v := a.MinNs / b.MinNs
-		vs = append(vs, atMost(bench.Verdict{Name: name, Figure: figure, Target: target, Value: v,
-			Measured: fmt.Sprintf("%.2fx (%s vs %s ns/alloc)", v, bench.Num(a.MinNs), bench.Num(b.MinNs))}, limit, a, b))
+		verdict := atMost(bench.Verdict{Name: name, Figure: figure, Target: target, Value: v,
+			Measured: fmt.Sprintf("%.2fx (%s vs %s ns/alloc)", v, bench.Num(a.MinNs), bench.Num(b.MinNs))}, limit, a, b)
+		if idleCore {
+			verdict = needsIdleCore(verdict, r)
+		}
+		vs = append(vs, verdict)
 	}
-	cmp("arena-make", "go-make", "16-256 B, 1 worker: Arena.Alloc / make", 0.25)
-	cmp("arena-heap", "heap-pair", "16-256 B, 1 worker: Arena.Alloc / offheap Alloc+Free pair", 0.5)
+	cmp("arena-make", "go-make", "16-256 B, 1 worker: Arena.Alloc / make", 0.25, true)
+	cmp("arena-heap", "heap-pair", "16-256 B, 1 worker: Arena.Alloc / offheap Alloc+Free pair", 0.5, false)
 
 	const (
 		name   = "arena-t2/t1"

@@ -111,3 +111,26 @@ func TestCheckCostVerdicts(t *testing.T) {
 		t.Errorf("checked arm without the offheap arm: %+v, want one not judged", vs)
 	}
 }
+
+// TestNeedsIdleCore: a figure against make or a producer and consumer is
+// not judged when the machine did not scale, met or not, and is left as it
+// was when it did.
+func TestNeedsIdleCore(t *testing.T) {
+	report := func(ctl2 float64) *bench.Report {
+		return &bench.Report{
+			Shapes: []bench.ShapeInfo{{Name: "compute", Rows: []string{"compute"}, Control: true}},
+			Summaries: []bench.Summary{
+				{Shape: "compute", Row: "compute", Workers: 1, MinNs: 2},
+				{Shape: "compute", Row: "compute", Workers: 2, MinNs: ctl2},
+			},
+		}
+	}
+	for _, pass := range []bool{true, false} {
+		if v := needsIdleCore(bench.Verdict{Pass: pass}, report(1.5)); v.Outcome() != bench.NotJudged || v.Note != "machine did not scale" {
+			t.Errorf("pass %v, control 1.33x: %+v", pass, v)
+		}
+		if v := needsIdleCore(bench.Verdict{Pass: pass}, report(1)); v.Inconclusive {
+			t.Errorf("pass %v, control 2x: %+v", pass, v)
+		}
+	}
+}

@@ -11,10 +11,11 @@ func init() {
 		Name: "larson",
 		Doc: "Larson: random frees and allocations (16-1024 B) over per-worker slot arrays; after each round the arrays pass to new goroutines, " +
 			"so blocks outlive the goroutine that allocated them",
-		Work:  bench.FixedTotal,
-		Quick: true,
-		Order: 60,
-		Unit:  "op",
+		Work:       bench.FixedTotal,
+		Quick:      true,
+		Order:      60,
+		Unit:       "op",
+		CrossFrees: true,
 	}, Run: runLarson,
 	})
 }

@@ -7,10 +7,11 @@ func init() {
 		Name: "scratch",
 		Doc: "cache-scratch: each worker frees a block the main goroutine allocated, then allocates, writes and frees its own small block; " +
 			"an allocator that hands neighbouring bytes to different workers loses its scaling to false sharing",
-		Work:  bench.FixedTotal,
-		Quick: true,
-		Order: 50,
-		Unit:  "iter",
+		Work:       bench.FixedTotal,
+		Quick:      true,
+		Order:      50,
+		Unit:       "iter",
+		CrossFrees: true,
 	}, Run: runScratch,
 	})
 }
