@@ -357,65 +357,44 @@ func shapes() []*shape {
 // lookupShapes resolves names to shapes; nil or empty means every quick
 // shape. An unknown name is an error that lists the valid ones.
 func lookupShapes(names []string) ([]*shape, error) {
-	all := shapes()
-	if len(names) == 0 {
-		var q []*shape
-		for _, s := range all {
-			if s.Quick {
-				q = append(q, s)
-			}
-		}
-		return q, nil
-	}
-	byName := map[string]*shape{}
-	var valid []string
-	for _, s := range all {
-		byName[s.Name] = s
-		valid = append(valid, s.Name)
-	}
-	var out []*shape
-	for _, n := range names {
-		s := byName[n]
-		if s == nil {
-			return nil, fmt.Errorf("unknown shape %q; valid shapes: %s", n, strings.Join(valid, ", "))
-		}
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
+	out, err := lookup(names, shapes(), func(s *shape) (string, bool) { return s.Name, s.Quick }, "shape", "shapes")
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Order < out[j].Order })
-	return out, nil
+	return out, err
 }
 
 // LookupArms resolves names to arms; nil or empty means every default arm.
 // An unknown name is an error that lists the valid ones.
 func LookupArms(names []string) ([]*Arm, error) {
-	all := Arms()
+	return lookup(names, Arms(), func(a *Arm) (string, bool) { return a.Name, a.Default }, "arm", "arms (this build)")
+}
+
+// lookup resolves names among all, once each and in the order given; no
+// names means the default ones. key gives an entry's name and whether it is
+// a default.
+func lookup[T comparable](names []string, all []T, key func(T) (string, bool), what, whats string) ([]T, error) {
+	var out []T
 	if len(names) == 0 {
-		var d []*Arm
-		for _, a := range all {
-			if a.Default {
-				d = append(d, a)
+		for _, x := range all {
+			if _, dflt := key(x); dflt {
+				out = append(out, x)
 			}
 		}
-		return d, nil
+		return out, nil
 	}
-	byName := map[string]*Arm{}
+	byName := map[string]T{}
 	var valid []string
-	for _, a := range all {
-		byName[a.Name] = a
-		valid = append(valid, a.Name)
+	for _, x := range all {
+		name, _ := key(x)
+		byName[name] = x
+		valid = append(valid, name)
 	}
-	var out []*Arm
-	seen := map[string]bool{}
 	for _, n := range names {
-		a := byName[n]
-		if a == nil {
-			return nil, fmt.Errorf("unknown arm %q; valid arms (this build): %s", n, strings.Join(valid, ", "))
+		x, ok := byName[n]
+		if !ok {
+			return nil, fmt.Errorf("unknown %s %q; valid %s: %s", what, n, whats, strings.Join(valid, ", "))
 		}
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, a)
+		if !slices.Contains(out, x) {
+			out = append(out, x)
 		}
 	}
 	return out, nil

@@ -209,24 +209,11 @@ const pageBytes = 8 << 10
 // worker, and its scaling from 1 worker to 2.
 func arenaVerdicts(r *bench.Report) []bench.Verdict {
 	var vs []bench.Verdict
-	cmp := func(name, other, figure string, limit float64, idleCore bool) {
-		target := fmt.Sprintf("<= %.2fx", limit)
-		a, why := find(r, "arena", "", "arena", 1)
-		b, why2 := find(r, "arena", "", other, 1)
-		if a == nil || b == nil {
-			vs = append(vs, bench.Skip(name, figure, target, missing(why, why2)))
-			return
-		}
-		v := a.MinNs / b.MinNs
-		verdict := atMost(bench.Verdict{Name: name, Figure: figure, Target: target, Value: v,
-			Measured: fmt.Sprintf("%.2fx (%s vs %s ns/alloc)", v, bench.Num(a.MinNs), bench.Num(b.MinNs))}, limit, a, b)
-		if idleCore {
-			verdict = needsIdleCore(verdict, r)
-		}
-		vs = append(vs, verdict)
-	}
-	cmp("arena-make", "go-make", "16-256 B, 1 worker: Arena.Alloc / make", 0.25, true)
-	cmp("arena-heap", "heap-pair", "16-256 B, 1 worker: Arena.Alloc / offheap Alloc+Free pair", 0.5, false)
+	vs = append(vs,
+		needsIdleCore(oneWorker(r, "arena-make", "16-256 B, 1 worker: Arena.Alloc / make",
+			"arena", "", "arena", "go-make", 0.25), r),
+		oneWorker(r, "arena-heap", "16-256 B, 1 worker: Arena.Alloc / offheap Alloc+Free pair",
+			"arena", "", "arena", "heap-pair", 0.5))
 
 	const (
 		name   = "arena-t2/t1"

@@ -34,6 +34,25 @@ func missing(whys ...string) string {
 	return strings.Join(out, "; ")
 }
 
+// oneWorker judges row's time over other's, at one worker in shape and
+// sub, against "at most limit": the figures that compare offheap with what
+// programs use today.
+func oneWorker(r *bench.Report, name, figure, shape, sub, row, other string, limit float64) bench.Verdict {
+	target := fmt.Sprintf("<= %.2fx", limit)
+	a, why := find(r, shape, sub, row, 1)
+	b, why2 := find(r, shape, sub, other, 1)
+	if a == nil || b == nil {
+		return bench.Skip(name, figure, target, missing(why, why2))
+	}
+	unit := "op"
+	if info := r.Shape(shape); info != nil {
+		unit = info.Unit
+	}
+	v := a.MinNs / b.MinNs
+	return atMost(bench.Verdict{Name: name, Figure: figure, Target: target, Value: v,
+		Measured: fmt.Sprintf("%.2fx (%s vs %s ns/%s)", v, bench.Num(a.MinNs), bench.Num(b.MinNs), unit)}, limit, a, b)
+}
+
 // noise is how far the minimum of a cell may be from the time its work
 // takes undisturbed: the gap between its best run and its second best,
 // relative, the largest over cells (0 for cells of one run). Noise on a

@@ -93,24 +93,11 @@ func runPairs(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
 // pools people use at one goroutine, and how offheap scales.
 func pairsVerdicts(r *bench.Report) []bench.Verdict {
 	var vs []bench.Verdict
-	cmp := func(name, sub, other, figure string, limit float64, idleCore bool) {
-		target := fmt.Sprintf("<= %.2fx", limit)
-		o, why := find(r, "pairs", sub, "offheap", 1)
-		b, why2 := find(r, "pairs", sub, other, 1)
-		if o == nil || b == nil {
-			vs = append(vs, bench.Skip(name, figure, target, missing(why, why2)))
-			return
-		}
-		v := o.MinNs / b.MinNs
-		verdict := atMost(bench.Verdict{Name: name, Figure: figure, Target: target, Value: v,
-			Measured: fmt.Sprintf("%.2fx (%s vs %s ns/pair)", v, bench.Num(o.MinNs), bench.Num(b.MinNs))}, limit, o, b)
-		if idleCore {
-			verdict = needsIdleCore(verdict, r)
-		}
-		vs = append(vs, verdict)
-	}
-	cmp("pairs-unzeroed", pairs64Unzeroed, "sync-pool", "64 B pairs, 1 goroutine: offheap AllocUnzeroed+Free / sync-pool Get+Put", 0.7, false)
-	cmp("pairs-zeroed", pairs64, "go-make", "64 B pairs, 1 goroutine: offheap Alloc+Free / make", 0.45, true)
+	vs = append(vs,
+		oneWorker(r, "pairs-unzeroed", "64 B pairs, 1 goroutine: offheap AllocUnzeroed+Free / sync-pool Get+Put",
+			"pairs", pairs64Unzeroed, "offheap", "sync-pool", 0.7),
+		needsIdleCore(oneWorker(r, "pairs-zeroed", "64 B pairs, 1 goroutine: offheap Alloc+Free / make",
+			"pairs", pairs64, "offheap", "go-make", 0.45), r))
 	vs = append(vs, checkCostVerdicts(r, "pairs", []string{pairs64})...)
 
 	// Scaling: fixed total work, so perfect scaling on 2 cores halves the

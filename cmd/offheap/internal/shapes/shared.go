@@ -148,19 +148,10 @@ func sharedVerdicts(r *bench.Report) []bench.Verdict {
 			1, r, "shared", "", "own", top, one, at))
 	}
 
-	name = "shared-plain"
 	// A plain handle must cost what it cost before Hot handles existed; one
 	// build cannot run the old code, so this compares the two plain ways,
 	// which run the same code at one worker: a handle of the worker's own
 	// and the one shared handle.
 	figure = "Retain+Release, 1 worker: own plain handle / plain-shared handle"
-	const ptarget = "<= 1.05x"
-	o, why := find(r, "shared", "", "own", 1)
-	p, why2 := find(r, "shared", "", "plain-shared", 1)
-	if o == nil || p == nil {
-		return append(vs, bench.Skip(name, figure, ptarget, missing(why, why2)))
-	}
-	v := o.MinNs / p.MinNs
-	return append(vs, atMost(bench.Verdict{Name: name, Figure: figure, Target: ptarget, Value: v,
-		Measured: fmt.Sprintf("%.2fx (%s vs %s ns/pair)", v, bench.Num(o.MinNs), bench.Num(p.MinNs))}, 1.05, o, p))
+	return append(vs, oneWorker(r, "shared-plain", figure, "shared", "", "own", "plain-shared", 1.05))
 }
