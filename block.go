@@ -85,3 +85,12 @@ func (h *Heap) blockAt(a uintptr) (kind blockKind, usable uintptr, why string) {
 		return plainBlock, size, ""
 	}
 }
+
+// tryAllocUnzeroed is AllocUnzeroed returning the error instead of
+// panicking, for Buffer, whose writes report a full heap as an error.
+func (h *Heap) tryAllocUnzeroed(n int) ([]byte, error) {
+	if a := h.allocFast(n); a != 0 {
+		return bytesAt(a, n), nil
+	}
+	return h.allocSlow(n, false)
+}
