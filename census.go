@@ -18,6 +18,14 @@ type Stats struct {
 	Fresh         uint64 // Allocs carved from a span's never-used blocks
 	Large         uint64 // Allocs above the largest size class
 
+	// LiveBlocks is the number of blocks allocated and not yet freed:
+	// Allocs - Frees, every kind of block included (an Arena's chunks, a
+	// Shared's block; in checked mode a block in quarantine is freed). It is
+	// exact once the heap is quiet. While other goroutines allocate and
+	// free, a Free counted before its Alloc could make Frees pass Allocs;
+	// LiveBlocks is then 0, never a wrapped-around count.
+	LiveBlocks uint64
+
 	InUseBytes    uint64 // bytes in live blocks, counted at block size (class size, or whole pages for large)
 	MappedBytes   uint64 // bytes committed and not released: what the heap costs in memory, bounded by Options.Limit
 	ReleasedBytes uint64 // bytes given back to the operating system and kept reserved for reuse
@@ -99,7 +107,16 @@ func (h *Heap) Stats() Stats {
 		// program is concerned (checked.go).
 		h.chk.census(&s)
 	}
+	s.LiveBlocks = liveBlocks(s.Allocs, s.Frees)
 	return s
+}
+
+// liveBlocks is allocs - frees, or 0 when a snapshot counted more frees.
+func liveBlocks(allocs, frees uint64) uint64 {
+	if frees > allocs {
+		return 0
+	}
+	return allocs - frees
 }
 
 // String summarizes s on one line, for logs: the operations, then the

@@ -131,6 +131,9 @@ const (
 	// Corrupted is a block whose trailing canary (an unsafe write past its
 	// length) or whose metadata was overwritten.
 	Corrupted
+	// UseAfterFree is a handle to a freed block resolved: Heap.Ref of a
+	// freed block, or Heap.Bytes of a Ref to one.
+	UseAfterFree
 )
 
 // String names the kind in words: "double free", "invalid free", and so on.
@@ -146,12 +149,15 @@ func (k ErrorKind) String() string {
 		return "write after free"
 	case Corrupted:
 		return "corrupted block"
+	case UseAfterFree:
+		return "use after free"
 	}
 	return fmt.Sprintf("ErrorKind(%d)", int(k))
 }
 
 // MemoryError is what a checked heap's Free panics with (and Close returns,
-// for writes after free found in quarantine). Recover it with errors.As.
+// for writes after free found in quarantine; Ref and Bytes panic with it for
+// a freed block). Recover it with errors.As.
 type MemoryError struct {
 	Kind       ErrorKind // what went wrong
 	Addr       uintptr   // the address freed, or the block written after free

@@ -61,8 +61,16 @@
 //     by one Reset or Release.
 //   - shared.go: Shared, reference-counted buffers, with immortal (Static)
 //     handles and per-P counting (Hot) for handles every core retains.
-//   - typed.go: New, MakeSlice, Free and FreeSlice for pointer-free types.
+//   - typed.go: New, MakeSlice, ReallocSlice, Free and FreeSlice for
+//     pointer-free types.
 //   - realloc.go: Realloc, in place when the new size needs the same block.
+//   - ref.go: Ref, a 16-byte handle to a block that holds no Go pointer, for
+//     indexing millions of values in a map the collector never scans
+//     (docs/storing-values.md); Heap.Bytes resolves it.
+//   - buffer.go: Buffer, a growable byte buffer in one block, for building
+//     values with io and fmt.
+//   - block.go: what Ref and Buffer know of the layers below (where a block
+//     starts, its size, an address as a Ref stores it), in one place.
 //
 // # Concurrency
 //

@@ -68,6 +68,7 @@ type Heap struct {
 	// the checker (checked.go). A checked heap's Allocs get there without
 	// a flag: its magazines (mags) stay empty, so they take the slow path.
 	fastSize uintptr
+	ref      refKey // the heap's tag in its Refs, read with base and fastSize by every Bytes (ref.go)
 	mags     [maxProcs]atomic.Pointer[magazine]
 
 	// Fixed at NewHeap.
@@ -138,7 +139,7 @@ func NewHeap(opts Options) (*Heap, error) {
 		return nil, fmt.Errorf("offheap: negative SampleRate %d", opts.SampleRate)
 	}
 	opts.Checked = opts.Checked || buildChecked
-	h := &Heap{opts: opts}
+	h := &Heap{opts: opts, ref: newRefKey()}
 	depth := opts.MagazineDepth
 	if depth == 0 {
 		depth = DefaultMagazineDepth
