@@ -2,6 +2,7 @@ package offheap
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -76,8 +77,10 @@ type pageHeap struct {
 	// records of released pages are released with them.
 	shadow unsafe.Pointer
 
-	largeAllocs, largeFrees uint64 // large blocks, census
-	largePages              uint64 // pages held by live large blocks
+	// The census of large blocks, written under mu and read without it
+	// (census.go): the blocks and the pages they hold.
+	largeAllocs, largeFrees atomic.Uint64
+	largePages              atomic.Uint64
 }
 
 func (ph *pageHeap) entry(page uintptr) *uint64 {
