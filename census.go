@@ -18,8 +18,16 @@ type Stats struct {
 	Fresh         uint64 // Allocs carved from a span's never-used blocks
 	Large         uint64 // Allocs above the largest size class
 
-	InUseBytes    uint64 // bytes in live blocks, counted at block size (class size, or whole pages for large)
-	MappedBytes   uint64 // bytes committed and not released: what the heap costs in memory, bounded by Options.Limit
+	InUseBytes uint64 // bytes in live blocks, counted at block size (class size, or whole pages for large)
+
+	// MappedBytes is the address space committed and not released: what the
+	// heap may cost in memory, and what Options.Limit bounds. It is not
+	// resident memory: a page counts from the moment the heap commits it,
+	// and the operating system backs it only when it is first written, so a
+	// heap of large blocks that are barely touched maps far more than it
+	// holds in RAM. ResidentBytes says how much is resident.
+	MappedBytes uint64
+
 	ReleasedBytes uint64 // bytes given back to the operating system and kept reserved for reuse
 	MagazineBytes uint64 // bytes of free blocks parked in per-P magazines
 	DepotBytes    uint64 // bytes of free blocks in the central depots, waiting for a magazine
