@@ -170,6 +170,25 @@ func (h *Heap) InUse() (bytes, blocks uint64) {
 	return uint64(max(b, 0)), uint64(max(n, 0))
 }
 
+// mappedBytes is Stats().MappedBytes without a lock (golimit.go).
+func (h *Heap) mappedBytes() uint64 {
+	if h.closed.Load() {
+		return 0 // Close unmapped it all
+	}
+	return h.pages.mapped.Load()
+}
+
+// publishMapped stores mappedPages() in bytes for readers without the lock,
+// and, when that changed while a LimitGoMemory is in force, moves the Go
+// runtime's limit (golimit.go). Called with mu held wherever frontier or
+// released change.
+func (ph *pageHeap) publishMapped() {
+	v := uint64(ph.mappedPages()) << pageShift
+	if ph.mapped.Swap(v) != v && goLimits.on.Load() {
+		followGoLimit()
+	}
+}
+
 // addMagazine records a new magazine in allMags, for Stats and Close, and
 // publishes the list for InUse, which reads it without magMu: allMags only
 // grows, and an append writes only past the length of every list published
