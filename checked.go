@@ -983,13 +983,9 @@ func (c *checker) close() error {
 // program is concerned. Called by Stats.
 func (c *checker) census(s *Stats) {
 	var qs [numClasses]uint64
-	if c.all {
-		c.smallCensus(&qs)
-	}
-	c.qmu.Lock()
-	defer c.qmu.Unlock()
+	large, largePages := c.quarantined(&qs)
 	for cl := 1; cl < numClasses; cl++ {
-		q := c.qclass[cl] + qs[cl]
+		q := qs[cl]
 		if q == 0 {
 			continue
 		}
@@ -999,8 +995,23 @@ func (c *checker) census(s *Stats) {
 		s.Frees += q
 		s.InUseBytes -= q * uint64(cs.Size)
 	}
-	s.Frees += c.qlarge
-	s.InUseBytes -= c.qlargePages << pageShift
+	s.Frees += large
+	s.InUseBytes -= largePages << pageShift
+}
+
+// quarantined adds the small blocks in the quarantines to q by class, and
+// returns the large and guarded blocks there and the pages they hold. It
+// takes the quarantines' locks and allocates nothing (Stats, InUse).
+func (c *checker) quarantined(q *[numClasses]uint64) (large, largePages uint64) {
+	if c.all {
+		c.smallCensus(q)
+	}
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	for cl := 1; cl < numClasses; cl++ {
+		q[cl] += c.qclass[cl]
+	}
+	return c.qlarge, c.qlargePages
 }
 
 // The registry of checked heaps, for ForeignFree.

@@ -47,7 +47,11 @@
 // be inside one (quiesce.go: a stop of the world, which cannot complete while
 // a goroutine is pinned), and empties them into the central lists.
 //
-// census.go sums every counter into Stats. The unsafe conversions between
+// census.go sums every counter into Stats, and into InUse without a lock;
+// resident.go asks the operating system which committed pages are resident;
+// golimit.go keeps the Go runtime's memory limit clear of what the heaps map
+// (LimitGoMemory). The subpackage offheapexpvar and the module offheapprom
+// export Stats to expvar and Prometheus. The unsafe conversions between
 // addresses and pointers are in unsafe.go, the one runtime linkname (procPin)
 // in internal/pin, and the system calls in internal/osmem.
 //

@@ -86,6 +86,8 @@ type Heap struct {
 	allMags   []*magazine // every magazine ever installed, for Stats and Close
 	spareMags []*magazine // drained by Trim, for the next P that needs one
 
+	magList atomic.Pointer[[]*magazine] // allMags, read without magMu by InUse (census.go)
+
 	// The magazines' census, saved by Close before it unmaps them.
 	closedMagHits uint64
 	closedClass   [numClasses]struct{ hits, frees uint64 }
@@ -440,7 +442,7 @@ func (h *Heap) freeSmall(a uintptr, c uint8) {
 func (c *central) freeDirect(h *Heap, a uintptr) {
 	c.mu.Lock()
 	c.putLocked(h, a)
-	c.frees++
+	c.frees.Add(1)
 	c.mu.Unlock()
 }
 
