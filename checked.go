@@ -131,6 +131,9 @@ const (
 	// Corrupted is a block whose trailing canary (an unsafe write past its
 	// length) or whose metadata was overwritten.
 	Corrupted
+	// UseAfterFree is a handle to a freed block resolved: Heap.Ref of a
+	// freed block, or Heap.Bytes of a Ref to one.
+	UseAfterFree
 )
 
 // String names the kind in words: "double free", "invalid free", and so on.
@@ -146,12 +149,15 @@ func (k ErrorKind) String() string {
 		return "write after free"
 	case Corrupted:
 		return "corrupted block"
+	case UseAfterFree:
+		return "use after free"
 	}
 	return fmt.Sprintf("ErrorKind(%d)", int(k))
 }
 
 // MemoryError is what a checked heap's Free panics with (and Close returns,
-// for writes after free found in quarantine). Recover it with errors.As.
+// for writes after free found in quarantine; Ref and Bytes panic with it for
+// a freed block). Recover it with errors.As.
 type MemoryError struct {
 	Kind       ErrorKind // what went wrong
 	Addr       uintptr   // the address freed, or the block written after free
@@ -984,13 +990,9 @@ func (c *checker) close() error {
 // program is concerned. Called by Stats.
 func (c *checker) census(s *Stats) {
 	var qs [numClasses]uint64
-	if c.all {
-		c.smallCensus(&qs)
-	}
-	c.qmu.Lock()
-	defer c.qmu.Unlock()
+	large, largePages := c.quarantined(&qs)
 	for cl := 1; cl < numClasses; cl++ {
-		q := c.qclass[cl] + qs[cl]
+		q := qs[cl]
 		if q == 0 {
 			continue
 		}
@@ -1000,8 +1002,23 @@ func (c *checker) census(s *Stats) {
 		s.Frees += q
 		s.InUseBytes -= q * uint64(cs.Size)
 	}
-	s.Frees += c.qlarge
-	s.InUseBytes -= c.qlargePages << pageShift
+	s.Frees += large
+	s.InUseBytes -= largePages << pageShift
+}
+
+// quarantined adds the small blocks in the quarantines to q by class, and
+// returns the large and guarded blocks there and the pages they hold. It
+// takes the quarantines' locks and allocates nothing (Stats, InUse).
+func (c *checker) quarantined(q *[numClasses]uint64) (large, largePages uint64) {
+	if c.all {
+		c.smallCensus(q)
+	}
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	for cl := 1; cl < numClasses; cl++ {
+		q[cl] += c.qclass[cl]
+	}
+	return c.qlarge, c.qlargePages
 }
 
 // The registry of checked heaps, for ForeignFree.

@@ -353,7 +353,7 @@ func (c *checker) installProc(pid int) error {
 		m.cls[cl].cap = c.caps[cl]
 		m.cls[cl].sampleAt = 0 // unused: the fast path never sees this magazine
 	}
-	h.allMags = append(h.allMags, m) // Stats and Close count and unmap it
+	h.addMagazine(m) // Stats and Close count and unmap it
 	c.allProcs = append(c.allProcs, (*chkProc)(pp))
 	c.procs[pid].Store((*chkProc)(pp))
 	c.mags[pid].Store(m)

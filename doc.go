@@ -18,8 +18,13 @@
 //     message fanned out to subscribers): Heap.NewShared, Retain and
 //     Release. Hot makes a handle that every core retains scale; Static
 //     wraps bytes that never die.
-//   - New, MakeSlice, Free and FreeSlice, for values and slices of
-//     pointer-free types, from a Heap or an Arena.
+//   - Ref, for millions of values indexed by key: a 16-byte handle to a
+//     block, with no Go pointer in it, that a map can hold without the
+//     collector ever scanning the map (Heap.Ref, Heap.Bytes).
+//   - Buffer, for a value built with io or fmt: a growable byte buffer in
+//     one block (Heap.NewBuffer).
+//   - New, MakeSlice, ReallocSlice, Free and FreeSlice, for values and
+//     slices of pointer-free types, from a Heap or an Arena.
 //
 // The lines package beside this one is goroutine-safe line output, for the
 // programs that print while they allocate.
@@ -82,7 +87,11 @@
 // be inside one (quiesce.go: a stop of the world, which cannot complete while
 // a goroutine is pinned), and empties them into the central lists.
 //
-// census.go sums every counter into Stats. The unsafe conversions between
+// census.go sums every counter into Stats, and into InUse without a lock;
+// resident.go asks the operating system which committed pages are resident;
+// golimit.go keeps the Go runtime's memory limit clear of what the heaps map
+// (LimitGoMemory). The subpackage offheapexpvar and the module offheapprom
+// export Stats to expvar and Prometheus. The unsafe conversions between
 // addresses and pointers are in unsafe.go, the one runtime linkname (procPin)
 // in internal/pin, and the system calls in internal/osmem.
 //
@@ -96,8 +105,16 @@
 //     by one Reset or Release.
 //   - shared.go: Shared, reference-counted buffers, with immortal (Static)
 //     handles and per-P counting (Hot) for handles every core retains.
-//   - typed.go: New, MakeSlice, Free and FreeSlice for pointer-free types.
+//   - typed.go: New, MakeSlice, ReallocSlice, Free and FreeSlice for
+//     pointer-free types.
 //   - realloc.go: Realloc, in place when the new size needs the same block.
+//   - ref.go: Ref, a 16-byte handle to a block that holds no Go pointer, for
+//     indexing millions of values in a map the collector never scans
+//     (docs/storing-values.md); Heap.Bytes resolves it.
+//   - buffer.go: Buffer, a growable byte buffer in one block, for building
+//     values with io and fmt.
+//   - block.go: what Ref and Buffer know of the layers below (where a block
+//     starts, its size, an address as a Ref stores it), in one place.
 //
 // # Concurrency
 //

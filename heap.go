@@ -68,6 +68,7 @@ type Heap struct {
 	// the checker (checked.go). A checked heap's Allocs get there without
 	// a flag: its magazines (mags) stay empty, so they take the slow path.
 	fastSize uintptr
+	ref      refKey // the heap's tag in its Refs, read with base and fastSize by every Bytes (ref.go)
 	mags     [maxProcs]atomic.Pointer[magazine]
 
 	// Fixed at NewHeap.
@@ -84,6 +85,8 @@ type Heap struct {
 	magMu     sync.Mutex  // guards allMags, spareMags, installing magazines, and the closed census
 	allMags   []*magazine // every magazine ever installed, for Stats and Close
 	spareMags []*magazine // drained by Trim, for the next P that needs one
+
+	magList atomic.Pointer[[]*magazine] // allMags, read without magMu by InUse (census.go)
 
 	// The magazines' census, saved by Close before it unmaps them.
 	closedMagHits uint64
@@ -138,7 +141,7 @@ func NewHeap(opts Options) (*Heap, error) {
 		return nil, fmt.Errorf("offheap: negative SampleRate %d", opts.SampleRate)
 	}
 	opts.Checked = opts.Checked || buildChecked
-	h := &Heap{opts: opts}
+	h := &Heap{opts: opts, ref: newRefKey()}
 	depth := opts.MagazineDepth
 	if depth == 0 {
 		depth = DefaultMagazineDepth
@@ -439,7 +442,7 @@ func (h *Heap) freeSmall(a uintptr, c uint8) {
 func (c *central) freeDirect(h *Heap, a uintptr) {
 	c.mu.Lock()
 	c.putLocked(h, a)
-	c.frees++
+	c.frees.Add(1)
 	c.mu.Unlock()
 }
 

@@ -27,8 +27,8 @@ func (h *Heap) allocLarge(n int, zero bool) (uintptr, error) {
 		return classLarge | 1<<8
 	})
 	if err == nil {
-		ph.largeAllocs++
-		ph.largePages += uint64(np)
+		ph.largeAllocs.Add(1)
+		ph.largePages.Add(uint64(np))
 	}
 	ph.mu.Unlock()
 	if err != nil {
@@ -54,7 +54,7 @@ func (h *Heap) freeLarge(a uintptr) {
 	}
 	np := uint32(e >> 32)
 	ph.release(uint32(off>>pageShift), np)
-	ph.largeFrees++
-	ph.largePages -= uint64(np)
+	ph.largeFrees.Add(1)
+	ph.largePages.Add(-uint64(np))
 	ph.mu.Unlock()
 }

@@ -129,7 +129,7 @@ func (h *Heap) installMagazine(pid int) error {
 		m.cls[c].cap = h.caps[c]
 		m.cls[c].sampleAt = h.sampleStart() // checked mode: guard.go
 	}
-	h.allMags = append(h.allMags, m)
+	h.addMagazine(m)
 	h.mags[pid].Store(m)
 	return nil
 }

@@ -2,6 +2,7 @@ package offheap
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -76,8 +77,12 @@ type pageHeap struct {
 	// records of released pages are released with them.
 	shadow unsafe.Pointer
 
-	largeAllocs, largeFrees uint64 // large blocks, census
-	largePages              uint64 // pages held by live large blocks
+	// The census, written under mu and read without it (census.go): large
+	// blocks, the pages they hold, and mapped, which is mappedPages() in
+	// bytes, stored wherever frontier or released change.
+	largeAllocs, largeFrees atomic.Uint64
+	largePages              atomic.Uint64
+	mapped                  atomic.Uint64
 }
 
 func (ph *pageHeap) entry(page uintptr) *uint64 {
@@ -126,6 +131,7 @@ func (ph *pageHeap) alloc(n uint32, mark func(i uint32) uint64) (first uint32, d
 		}
 		ph.frontier += n
 	}
+	ph.publishMapped()
 	for i := range n {
 		*ph.entry(uintptr(first + i)) = mark(i)
 	}
@@ -284,6 +290,7 @@ func (ph *pageHeap) releaseOlder(cutoff int64) (left bool) {
 		r.dirty = false
 		ph.free[first] = r
 	}
+	ph.publishMapped()
 	return left
 }
 

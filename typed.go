@@ -67,6 +67,43 @@ func FreeSlice[T any](h *Heap, s []T) {
 	h.Free(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), uintptr(cap(s))*size))
 }
 
+// ReallocSlice resizes s, allocated by MakeSlice (or ReallocSlice) from h, to
+// n elements, as Realloc does for bytes: it returns a slice with len and cap
+// n whose first min(len(s), n) elements are s's and whose rest are zero, and
+// s must not be used afterwards. s must start where MakeSlice's result
+// started (s[:k] is fine, s[1:] is not). When the new size needs a block of
+// the same size the same memory comes back; otherwise the elements move.
+//
+// An s with capacity 0 is no block: ReallocSlice(h, nil, n) is
+// MakeSlice(h, n). ReallocSlice(h, s, 0) frees s and returns an empty slice.
+// T must not contain Go pointers (see New). ReallocSlice panics, naming T,
+// for a negative or too large n, and as Realloc does otherwise; s is then
+// left as it was.
+func ReallocSlice[T any](h *Heap, s []T, n int) []T {
+	size := mustBePointerFree[T]("ReallocSlice")
+	if n < 0 {
+		panic(fmt.Sprintf("offheap: ReallocSlice[%s]: negative length %d", typeName[T](), n))
+	}
+	if size == 0 {
+		return unsafe.Slice((*T)(unsafe.Pointer(&zeroSized)), n)
+	}
+	if uintptr(n) > uintptr(maxAlloc)/size {
+		panic(fmt.Sprintf("offheap: ReallocSlice[%s]: length %d is too large", typeName[T](), n))
+	}
+	// The block is named by all of s's capacity (s[:0] of a block is still
+	// that block), so Realloc keeps up to cap(s) elements; those past
+	// len(s) are not s's and are zeroed in the result.
+	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), uintptr(cap(s))*size)
+	nb := h.Realloc(b, n*int(size))
+	if n == 0 {
+		return []T{}
+	}
+	if from, to := uintptr(len(s))*size, uintptr(min(cap(s), n))*size; from < to {
+		clear(nb[from:to])
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(nb))), n)
+}
+
 // zeroSized is where New and MakeSlice point for zero-size types.
 var zeroSized [0]byte
 
