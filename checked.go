@@ -164,6 +164,9 @@ type MemoryError struct {
 	Size       int       // the block's size in bytes, 0 if unknown
 	AllocStack string    // where the block was allocated ("" if unknown)
 	FreeStack  string    // where it was first freed, for DoubleFree and WriteAfterFree
+	// AgainStack is where the Free that was refused was called, for
+	// DoubleFree: the second Free, the one to look at first.
+	AgainStack string
 	detail     string
 }
 
@@ -185,6 +188,10 @@ func (e *MemoryError) Error() string {
 	if e.FreeStack != "" {
 		b.WriteString("\nfirst freed at:\n")
 		b.WriteString(e.FreeStack)
+	}
+	if e.AgainStack != "" {
+		b.WriteString("\nfreed again at:\n")
+		b.WriteString(e.AgainStack)
 	}
 	return b.String()
 }
@@ -600,7 +607,7 @@ func (c *checker) free(a uintptr) {
 		e := &MemoryError{Kind: DoubleFree, Addr: a, Size: r.size, detail: "the block is not allocated (already freed)"}
 		alloc, free := r.alloc, r.free
 		sh.mu.Unlock()
-		e.AllocStack, e.FreeStack = alloc.String(), free.String()
+		e.AllocStack, e.FreeStack, e.AgainStack = alloc.String(), free.String(), st.String()
 		panic(e)
 	}
 	var corrupt *MemoryError
@@ -854,7 +861,7 @@ func (c *checker) unknownFree(a uintptr) *MemoryError {
 		return e
 	}
 	return &MemoryError{Kind: InvalidFree, Addr: a,
-		detail: "this heap did not allocate it, nor did any other checked heap (Go memory, or a fast heap's)"}
+		detail: "this heap did not allocate it, nor did any other checked heap (Go memory, or a fast heap's): " + appendMoved}
 }
 
 // blockStart is the start of the underlying block that address a falls in,

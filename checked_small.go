@@ -415,7 +415,7 @@ func (c *checker) notLive(a uintptr, r *smallRec) *MemoryError {
 	switch r.state {
 	case stateFreed, stateFreeing:
 		e := &MemoryError{Kind: DoubleFree, Addr: a, Size: int(r.size), detail: "the block is not allocated (already freed)"}
-		e.AllocStack, e.FreeStack = r.alloc.String(), r.free.String()
+		e.AllocStack, e.FreeStack, e.AgainStack = r.alloc.String(), r.free.String(), callStack().String()
 		return e
 	case stateNone:
 		return c.unknownFree(a)

@@ -6,21 +6,61 @@
 // the Go heap: the collector neither scans nor frees it, and a program frees
 // it explicitly with Free.
 //
+// # Choosing a type
+//
+//   - Heap, for blocks that live and die one by one (a cache's values, a
+//     database's pages): NewHeap, then Alloc, Free and Realloc, from any
+//     goroutine. Most programs need one Heap.
+//   - Arena, for many small allocations that die together (one request, one
+//     batch): Heap.NewArena, Alloc from any number of goroutines at once,
+//     then one Reset (to fill it again) or Release.
+//   - Shared, for a buffer several owners hold until the last one lets go (a
+//     message fanned out to subscribers): Heap.NewShared, Retain and
+//     Release. Hot makes a handle that every core retains scale; Static
+//     wraps bytes that never die.
+//   - Ref, for millions of values indexed by key: a 16-byte handle to a
+//     block, with no Go pointer in it, that a map can hold without the
+//     collector ever scanning the map (Heap.Ref, Heap.Bytes).
+//   - Buffer, for a value built with io or fmt: a growable byte buffer in
+//     one block (Heap.NewBuffer).
+//   - New, MakeSlice, ReallocSlice, Free and FreeSlice, for values and
+//     slices of pointer-free types, from a Heap or an Arena.
+//
+// The lines package beside this one is goroutine-safe line output, for the
+// programs that print while they allocate.
+//
 // # The rules
 //
 //  1. Never store Go pointers in off-heap memory: no pointers, strings,
 //     slices, maps, channels, functions or interfaces. The collector does not
 //     see them there and may free what they point to. New and MakeSlice
-//     refuse such types.
+//     refuse such types, naming the field.
 //  2. Never use a slice after Free, and free each slice once. Checked mode
-//     (Options.Checked, or the offheapchecked build tag) catches both.
+//     catches both.
 //
 // Grow a block with Realloc, not append: append on a full slice copies it
-// to a new array on the Go heap.
+// to a new array on the Go heap, which Free refuses.
+//
+// # Checked mode in tests
+//
+// Run the tests with the offheapchecked build tag,
+//
+//	go test -tags offheapchecked ./...
+//
+// and every Heap becomes a checked heap. Its Free panics with a
+// *MemoryError, which carries the stacks that allocated and freed the block,
+// on a double, invalid or foreign free, and when it finds that a freed block
+// was written to or that a write ran past a block's length; Close reports
+// what the quarantine still holds, and returns a *LeakError that lists every
+// block still live with the stack that allocated it. Options.Checked does
+// the same for one heap. In production, Options.SampleRate puts one
+// allocation in SampleRate on guard pages, so that a stray access to it
+// faults at once.
 //
 // # The layers
 //
-// Memory flows through four layers; each is a file of this package.
+// For readers of the code: memory flows through four layers; each is a file
+// of this package.
 //
 //   - magazine.go: each P (see runtime.GOMAXPROCS) has a magazine, a capped
 //     stack of free blocks per size class. Alloc pops and Free pushes with the

@@ -459,7 +459,7 @@ func (h *Heap) freeSlow(b []byte) {
 	}
 	off := a - h.base
 	if off >= h.size {
-		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which this heap did not allocate", a, len(b)))
+		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which this heap did not allocate: %s", a, len(b), appendMoved))
 	}
 	e := *h.pages.entry(off >> pageShift)
 	switch c := uint8(e); {
