@@ -33,3 +33,6 @@ func Release(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }
 
 // Unmap fails: no backend on this system.
 func Unmap(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }
+
+// Resident fails: no backend on this system.
+func Resident(p unsafe.Pointer, n uintptr, vec []byte) error { return ErrUnsupported }
