@@ -241,7 +241,8 @@ func (c *checker) initSmall() error {
 	return nil
 }
 
-// rec is the record of the small block that starts at a.
+// rec is the record of the small block that starts at a. recOf and
+// allocSmall, the hot paths, do the same inline.
 func (c *checker) rec(a uintptr) *smallRec {
 	if off := a - c.base; off < c.size {
 		return (*smallRec)(unsafe.Add(c.table, off&^(recGranule-1)))
@@ -259,13 +260,16 @@ func (c *checker) recFar(a uintptr) *smallRec {
 // recOf returns the record of the small block that address a falls in, and
 // whether a is that block's start; nil if a is not in a small block's span.
 func (c *checker) recOf(a uintptr) (r *smallRec, start bool, cl uint8) {
-	page := uint32((a - c.base) >> pageShift)
-	if a-c.base >= c.size {
-		p, ok := c.h.pages.pageOf(a)
+	var page uint32
+	if off := a - c.base; off < c.size {
+		page = uint32(off >> pageShift)
+		r = (*smallRec)(unsafe.Add(c.table, off&^(recGranule-1)))
+	} else {
+		p, ok := c.h.pages.pageOfFar(a)
 		if !ok {
 			return nil, false, 0
 		}
-		page = p
+		page, r = p, c.recFar(a)
 	}
 	e := *(*uint64)(unsafe.Add(c.pmap, uintptr(page)*8))
 	cl = uint8(e)
@@ -281,7 +285,7 @@ func (c *checker) recOf(a uintptr) (r *smallRec, start bool, cl uint8) {
 	start = q*uint64(ci.size) == o && q < uint64(ci.blocks)
 	// The record does not wait for the division: a start in the same
 	// granule as a has it (see recGranule).
-	return c.rec(a), start, cl
+	return r, start, cl
 }
 
 // recSum seals a record's address and size, keyed by the heap's id.
@@ -314,7 +318,12 @@ func (c *checker) allocSmall(n int, zero bool) ([]byte, error) {
 			return nil, err
 		}
 	}
-	r := c.rec(a)
+	var r *smallRec // rec(a), inline for region 0
+	if off := a - c.base; off < c.size {
+		r = (*smallRec)(unsafe.Add(c.table, off&^(recGranule-1)))
+	} else {
+		r = c.recFar(a)
+	}
 	// The block is ours alone until we return it: plain stores. The stack
 	// is callStack's, walked from this frame.
 	var st stack

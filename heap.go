@@ -421,50 +421,43 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 	// the free memory it keeps (reclaim.go).
 	var rc reclaimTry
 	for {
-		b, err := h.allocTry(n, zero)
+		var b []byte
+		var err error
+		switch {
+		case h.chk != nil && h.chk.takes(n): // all in checked mode, the sampled ones otherwise
+			if c := h.chk; c.plainSmall(n) {
+				if b, err = c.allocSmall(n, zero); err != nil {
+					b, err = c.retrySmall(n, zero, err)
+				}
+			} else {
+				b, err = c.alloc(n, zero)
+			}
+		case n > maxSmall:
+			var a uintptr
+			if a, err = h.allocLarge(n, zero); err == nil {
+				b = bytesAt(a, n)
+			}
+		default:
+			c := sizeClass(n)
+			var a uintptr
+			if h.magazines {
+				a, err = h.refill(c)
+			} else {
+				var one [1]uintptr
+				_, _, err = h.central[c].get(h, one[:])
+				a = one[0]
+			}
+			if err == nil {
+				b = bytesAt(a, n)
+				if zero {
+					clear(b)
+				}
+			}
+		}
 		if err == nil || !errors.Is(err, ErrLimit) || !rc.again(h, n) {
 			return b, err
 		}
 	}
-}
-
-// allocTry is one attempt of allocSlow at an allocation of n > 0 bytes.
-func (h *Heap) allocTry(n int, zero bool) ([]byte, error) {
-	switch {
-	case h.chk != nil && h.chk.takes(n): // all in checked mode, the sampled ones otherwise
-		if c := h.chk; c.plainSmall(n) {
-			b, err := c.allocSmall(n, zero)
-			if err != nil {
-				return c.retrySmall(n, zero, err)
-			}
-			return b, nil
-		}
-		return h.chk.alloc(n, zero)
-	case n > maxSmall:
-		a, err := h.allocLarge(n, zero)
-		if err != nil {
-			return nil, err
-		}
-		return bytesAt(a, n), nil
-	}
-	c := sizeClass(n)
-	var a uintptr
-	var err error
-	if h.magazines {
-		a, err = h.refill(c)
-	} else {
-		var one [1]uintptr
-		_, _, err = h.central[c].get(h, one[:])
-		a = one[0]
-	}
-	if err != nil {
-		return nil, err
-	}
-	b := bytesAt(a, n)
-	if zero {
-		clear(b)
-	}
-	return b, nil
 }
 
 // Free returns b to the heap. b must start where a slice returned by this

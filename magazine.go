@@ -28,8 +28,10 @@ import (
 // MiB per P. A block that big is written for microseconds by its user, so
 // the central round trip a shallow magazine adds (tens of ns) is small
 // beside it; what the magazine saves is the page heap's lock and the
-// zeroing of a fresh run. The bound for the default depth is
-// MagazineBound(0).
+// zeroing of a fresh run. BenchmarkLiveKBig (48-256 KiB, k blocks per class
+// live, unzeroed): 16 ns a pair at k=1, 30 at k=2, 41 at k=3 and 97 at k=8,
+// against 230-370 at every k when these sizes were page runs. The bound for
+// the default depth is MagazineBound(0).
 //
 // The magazine also holds the P's share of the census: every Alloc it serves
 // and every Free it takes is counted here, so Stats sees the fast path.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/offheap/offheap/internal/osmem"
 )
 
 // TestReleaseDelayMerged: a page goes back to the system ReleaseDelay after
@@ -275,4 +277,28 @@ func TestAddressSpaceExhausted(t *testing.T) {
 	}
 	t.Log(err)
 	h.Free(h.Alloc(1 << 20))
+}
+
+// TestMapRegionAligned: regions start on a page boundary of the heap's
+// pages, wherever the system puts a mapping: small mappings between them
+// shift the address space by a system page.
+func TestMapRegionAligned(t *testing.T) {
+	const n = 3 * pageSize
+	for i := range 16 {
+		if i%2 == 1 {
+			p, err := osmem.Map(osmem.PageSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer osmem.Unmap(p, osmem.PageSize)
+		}
+		p, err := mapRegion(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unmapRegion(p, n)
+		if uintptr(p)&(pageSize-1) != 0 {
+			t.Fatalf("mapRegion returned %#x, not %d-byte aligned", p, pageSize)
+		}
+	}
 }

@@ -250,6 +250,11 @@ func (ph *pageHeap) pageOf(a uintptr) (uint32, bool) {
 	if off := a - ph.base; off < ph.size {
 		return uint32(off >> pageShift), true
 	}
+	return ph.pageOfFar(a)
+}
+
+// pageOfFar is pageOf for an address outside region 0.
+func (ph *pageHeap) pageOfFar(a uintptr) (uint32, bool) {
 	r := ph.regions.Load().byAddress(a)
 	if r == nil {
 		return 0, false
