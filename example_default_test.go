@@ -8,10 +8,10 @@ import (
 )
 
 // A program that uses the process-wide heap sets its options once, before
-// anything uses it: here a limit of 1 GiB.
+// anything uses it: here a limit of 256 MiB.
 func ExampleSetDefaultOptions() {
 	// In main or an init function:
-	if err := offheap.SetDefaultOptions(offheap.Options{Limit: 1 << 30}); err != nil {
+	if err := offheap.SetDefaultOptions(offheap.Options{Limit: 256 << 20}); err != nil {
 		panic(err)
 	}
 
@@ -19,7 +19,7 @@ func ExampleSetDefaultOptions() {
 	b := h.Alloc(100)
 	fmt.Println(len(b))
 	h.Free(b)
-	_, err := h.TryAlloc(2 << 30)
+	_, err := h.TryAlloc(512 << 20)
 	fmt.Println(errors.Is(err, offheap.ErrLimit))
 	// Output:
 	// 100
