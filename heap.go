@@ -454,8 +454,11 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 				}
 			}
 		}
-		if err == nil || !errors.Is(err, ErrLimit) || !rc.again(h, n) {
-			return b, err
+		if err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, ErrLimit) || !rc.again(h, n) {
+			return nil, err
 		}
 	}
 }
