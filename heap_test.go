@@ -716,3 +716,26 @@ func TestStatsString(t *testing.T) {
 		}
 	}
 }
+
+// TestBigClassesCached: blocks up to 256 KiB are size-class blocks, cached
+// per P as smaller ones are: Alloc+Free pairs of them come back from the
+// magazine, not from the page heap.
+func TestBigClassesCached(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked mode has no magazines on the fast path")
+	}
+	h := newTestHeap(t, Options{})
+	for _, n := range []int{16 << 10, 64 << 10, 256 << 10} {
+		h.Free(h.Alloc(n))
+		before := h.Stats()
+		for range 100 {
+			h.Free(h.Alloc(n))
+		}
+		s := h.Stats()
+		// A goroutine that moves to another P between a Free and the next
+		// Alloc misses once: most pairs hit.
+		if hits := s.MagazineHits - before.MagazineHits; s.Large != before.Large || hits < 90 {
+			t.Fatalf("%d-byte pairs: %d of 100 from a magazine, %d large", n, hits, s.Large-before.Large)
+		}
+	}
+}
