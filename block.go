@@ -5,26 +5,41 @@ import "fmt"
 // What Ref, Buffer and ReallocSlice need of the heap's internals, in one
 // place: where a block starts and how long it is, the size of the block an
 // allocation gets, and how an address becomes the compact offset a Ref
-// stores and back. Each function states its contract; today they read the
-// single reservation (h.base, h.size, the pagemap, classInfos). When the
+// stores and back. Each function states its contract; they read the
+// regions (region.go), the pagemap and classInfos. When the
 // address space or the classes change, these change, and nothing that
 // calls them does.
 
 // refOffset is address a as a Ref stores it: its compact offset in h's
 // address space, below refMax, and the same for as long as the memory at a
-// stays part of the heap (a Ref outlives the call that made it). ok is false
-// when a is not in h's address space.
+// stays part of the heap (a Ref outlives the call that made it). The offset
+// is a's place in the page heap's virtual page space (region.go): the
+// virtual page times pageSize plus a's offset in its page, so that region
+// 0's offsets are a - h.base. ok is false when a is not in h's address
+// space.
 func (h *Heap) refOffset(a uintptr) (off uint64, ok bool) {
-	o := a - h.base
-	return uint64(o), o < h.size && uint64(o) < refMax
+	p, ok := h.pages.pageOf(a)
+	off = uint64(p)<<pageShift | uint64(a&(pageSize-1))
+	return off, ok && off < refMax
 }
 
 // refAddr is refOffset's inverse for a range: the address of compact offset
-// off, and whether all n bytes from it lie in h's address space. It is false
-// for the offsets no block of h can have, so that a forged, corrupted or
-// foreign Ref never resolves to memory outside the heap.
+// off, and whether all n bytes from it lie in one region of h's address
+// space. It is false for the offsets no block of h can have (a gap page,
+// past the last region, or a range running out of its region), so that a
+// forged, corrupted or foreign Ref never resolves to memory outside the
+// heap.
 func (h *Heap) refAddr(off, n uint64) (uintptr, bool) {
-	return h.base + uintptr(off), off < uint64(h.size) && n <= uint64(h.size)-off
+	p := off >> pageShift
+	if p >= uint64(h.pages.maxPages) {
+		return 0, false
+	}
+	r := h.pages.regions.Load().holding(uint32(p))
+	if r == nil {
+		return 0, false
+	}
+	o := off - uint64(r.first)<<pageShift
+	return r.base + uintptr(o), n <= uint64(r.bytes)-o
 }
 
 // refFast is Bytes' fast path: the address of compact offset off and true
@@ -58,14 +73,15 @@ const (
 // caller does not own it is a snapshot, as Free's is. Call it on an open
 // heap.
 func (h *Heap) blockAt(a uintptr) (kind blockKind, usable uintptr, why string) {
-	off := a - h.base
-	if off >= h.size {
+	page, ok := h.pages.pageOf(a)
+	if !ok {
 		return notBlock, 0, "this heap did not allocate (Go memory, or another heap's)"
 	}
-	e := *h.pages.entry(off >> pageShift)
+	off := a & (pageSize - 1) // regions are pageSize aligned: a's offset in its page
+	e := *h.pages.entry(page)
 	switch c := uint8(e); {
 	case c == classLarge:
-		if uint32(e)>>8 != 0 || off&(pageSize-1) != 0 {
+		if uint32(e)>>8 != 0 || off != 0 {
 			return notBlock, 0, "is not the start of a block: it is inside a large block"
 		}
 		return plainBlock, uintptr(e>>32) << pageShift, ""
@@ -74,7 +90,7 @@ func (h *Heap) blockAt(a uintptr) (kind blockKind, usable uintptr, why string) {
 	case c == 0 || c >= numClasses:
 		return notBlock, 0, "is not allocated (already freed, or never handed out)"
 	default:
-		o := off&(pageSize-1) | uintptr(uint32(e)>>8)<<pageShift
+		o := off | uintptr(uint32(e)>>8)<<pageShift
 		size := uintptr(classSize[c])
 		if r := o % size; r != 0 {
 			return notBlock, 0, fmt.Sprintf("is not the start of a block: it is %d bytes into the %d-byte block at %#x", r, size, a-r)

@@ -197,7 +197,7 @@ func (h *Heap) mappedBytes() uint64 {
 
 // publishMapped stores mappedPages() in bytes for readers without the lock,
 // and, when that changed while a LimitGoMemory is in force, moves the Go
-// runtime's limit (golimit.go). Called with mu held wherever frontier or
+// runtime's limit (golimit.go). Called with mu held wherever committed or
 // released change.
 func (ph *pageHeap) publishMapped() {
 	v := uint64(ph.mappedPages()) << pageShift

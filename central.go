@@ -139,8 +139,11 @@ func (c *central) putBatch(h *Heap, blocks []uintptr) {
 // putLocked returns one block to its span, and the span to the page heap
 // when it is empty and the class already keeps enough empty spans.
 func (c *central) putLocked(h *Heap, b uintptr) {
-	e := *h.pages.entry((b - h.pages.base) >> pageShift)
-	id := uint32(e >> 32)
+	page := uint32((b - h.pages.base) >> pageShift) // pageOf, inline for region 0
+	if b-h.pages.base >= h.pages.size {
+		page, _ = h.pages.pageOfFar(b)
+	}
+	id := uint32(*h.pages.entry(page) >> 32)
 	s := h.pages.span(id)
 	s.put(b)
 	if !s.listed {

@@ -361,7 +361,7 @@ type checker struct {
 	poison bool   // checkedPoison at NewHeap
 	ticks  atomic.Uint64
 
-	base, size uintptr // the heap's address range, for the registry
+	base, size uintptr // the heap's first region (region.go): rec's one-compare case
 
 	shards [numShards]shard
 
@@ -447,8 +447,8 @@ func (c *checker) owns(a uintptr) bool {
 	if c.all {
 		return true
 	}
-	off := a - c.h.base
-	return off < c.h.size && uint8(*c.h.pages.entry(off >> pageShift)) == classGuarded
+	page, ok := c.h.pages.pageOf(a)
+	return ok && uint8(*c.h.pages.entry(page)) == classGuarded
 }
 
 // alloc serves every allocation the checker takes.
@@ -497,7 +497,7 @@ func (c *checker) allocBlock(n int, zero, guard bool, st stackID) ([]byte, error
 		return c.allocGuarded(n, zero, st)
 	}
 	real := n + canaryLen
-	a, err := c.h.allocLarge(real, false)
+	a, err := c.h.allocLarge(real, zero) // zeroes what may be dirty, as a fast heap's does
 	if err != nil {
 		return nil, err
 	}
@@ -507,9 +507,6 @@ func (c *checker) allocBlock(n int, zero, guard bool, st stackID) ([]byte, error
 		r.usable = 0 // too long to note: no canary check
 	}
 	b := bytesAt(a, n)
-	if zero {
-		clear(b)
-	}
 	r.addr = a
 	c.fillCanary(&r)
 	c.insert(&r, st)
@@ -841,7 +838,7 @@ func firstDiff(b []byte) int {
 
 // unknownFree builds the error for a Free of an address with no record.
 func (c *checker) unknownFree(a uintptr) *MemoryError {
-	if a-c.base < c.size {
+	if c.h.pages.contains(a) {
 		if start, ok := c.blockStart(a); ok && start != a {
 			if info, ok := c.info(start); ok {
 				return &MemoryError{Kind: InvalidFree, Addr: a, Size: info.Size, AllocStack: info.AllocStack,
@@ -868,16 +865,15 @@ func (c *checker) unknownFree(a uintptr) *MemoryError {
 // read from the pagemap; for a guarded block, from the runs table.
 func (c *checker) blockStart(a uintptr) (uintptr, bool) {
 	ph := &c.h.pages
-	off := a - c.base
-	if off >= c.size {
-		return 0, false
-	}
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
 	if ph.closed {
 		return 0, false
 	}
-	page := off >> pageShift
+	page, ok := ph.pageOf(a)
+	if !ok {
+		return 0, false
+	}
 	e := *ph.entry(page)
 	switch cl := uint8(e); cl {
 	case 0:
@@ -887,7 +883,7 @@ func (c *checker) blockStart(a uintptr) (uintptr, bool) {
 			page--
 			e = *ph.entry(page)
 		}
-		first := ph.addr(uint32(page))
+		first := ph.addr(page)
 		if cl == classLarge {
 			return first, true
 		}
@@ -897,7 +893,7 @@ func (c *checker) blockStart(a uintptr) (uintptr, bool) {
 		return start, ok
 	default:
 		size := uintptr(classSize[cl])
-		o := off&(pageSize-1) | uintptr(uint32(e)>>8)<<pageShift
+		o := a&(pageSize-1) | uintptr(uint32(e)>>8)<<pageShift // regions are pageSize aligned
 		return a - o%size, true
 	}
 }
@@ -1046,7 +1042,7 @@ func lookupHeap(a uintptr) *checker {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	for _, c := range registry.heaps {
-		if a-c.base < c.size {
+		if c.h.pages.contains(a) {
 			return c
 		}
 	}

@@ -69,19 +69,20 @@
 //   - central.go: per size class, under one lock, a depot of whole batches
 //     and the spans that have free blocks. An empty magazine refills from it
 //     in a batch; a full one hands half of itself over as one batch, which
-//     the depot keeps (up to 256 KiB per class) for the next refill, so a
-//     producer and a consumer trade batches without touching spans. With
-//     magazines off (Options.MagazineDepth < 0) every operation comes here:
-//     that is the control every speed claim is measured against.
+//     the depot keeps (up to 256 KiB or four batches per class) for the
+//     next refill, so a producer and a consumer trade batches without
+//     touching spans. With magazines off (Options.MagazineDepth < 0) every
+//     operation comes here: that is the control every speed claim is
+//     measured against.
 //   - span.go, sizeclass_table.go: a span is a run of pages cut into blocks of
-//     one of the size classes (8 bytes to 32 KiB, at most 1/8 waste above 128
-//     bytes). Blocks are carved on demand and kept on the span's free list.
+//     one of the size classes (8 bytes to 256 KiB, at most 1/8 waste above
+//     128 bytes). Blocks are carved on demand and kept on the span's free list.
 //     An empty span goes back to the page heap.
-//   - pages.go, large.go: the page heap cuts the heap's address space,
-//     reserved once with mmap, into 8 KiB pages, commits runs of them on
-//     demand, and gives free runs back to the operating system (madvise)
-//     after Options.ReleaseDelay or at Trim. Blocks above 32 KiB are page
-//     runs of their own.
+//   - pages.go, region.go, large.go: the page heap cuts the heap's address
+//     space, regions reserved with mmap as the heap grows, into 8 KiB pages,
+//     commits runs of them on demand, and gives free runs back to the
+//     operating system (madvise) after Options.ReleaseDelay or at Trim.
+//     Blocks above 256 KiB are page runs of their own.
 //
 // Trim takes every P's magazine out of service, waits until no goroutine can
 // be inside one (quiesce.go: a stop of the world, which cannot complete while

@@ -222,7 +222,8 @@ func (c *checker) releaseGuarded(a uintptr, np uint32) {
 	ph.largeFrees.Add(1)
 	ph.largePages.Add(-uint64(np + 1))
 	if !ph.closed {
-		ph.release(uint32((base-ph.base)>>pageShift), np+1)
+		first, _ := ph.pageOf(base)
+		ph.release(first, np+1)
 	}
 	ph.mu.Unlock()
 }
@@ -246,7 +247,8 @@ func (c *checker) dropSpareRuns() bool {
 		}
 		ph.mu.Lock()
 		if !ph.closed {
-			ph.release(uint32((base-ph.base)>>pageShift), 2)
+			first, _ := ph.pageOf(base)
+			ph.release(first, 2)
 		}
 		ph.mu.Unlock()
 	}

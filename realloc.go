@@ -56,7 +56,7 @@ func (h *Heap) keeps(a uintptr, n int) bool {
 	if off >= h.fastSize || (h.chk != nil && h.chk.owns(a)) {
 		return false
 	}
-	e := *h.pages.entry(off >> pageShift)
+	e := *h.pages.entry(uint32(off >> pageShift))
 	switch c := uint8(e); {
 	case c == classLarge:
 		np, ok := pagesFor(n)

@@ -171,7 +171,7 @@ func TestRefFreedFast(t *testing.T) {
 		t.Skip("fast mode's limits: every heap is checked under the offheapchecked tag")
 	}
 	h := newTestHeap(t, Options{})
-	large := h.Alloc(100_000)
+	large := h.Alloc(maxSmall + 1)
 	h.Free(large)
 	if msg := mustPanic(t, func() { h.Ref(large) }); !strings.Contains(msg, "not allocated") {
 		t.Errorf("Ref of a freed large block: %q", msg)

@@ -19,10 +19,26 @@ import "github.com/offheap/offheap/internal/osmem"
 func (h *Heap) ResidentBytes() (uint64, error) {
 	ph := &h.pages
 	ph.mu.Lock()
-	closed, committed := ph.closed, uintptr(ph.frontier)<<pageShift
-	ph.mu.Unlock()
-	if closed {
+	if ph.closed {
+		ph.mu.Unlock()
 		return 0, ErrClosed
 	}
-	return osmem.Resident(ptr(ph.base), committed)
+	// Every region but the current one is committed whole (addRegion
+	// commits the rest of the old one); the current one up to its frontier.
+	regions := ph.regions.Load().byPage
+	frontier := uintptr(ph.frontier) << pageShift
+	ph.mu.Unlock()
+	var total uint64
+	for i, r := range regions {
+		n := r.bytes
+		if i == len(regions)-1 {
+			n = frontier
+		}
+		b, err := osmem.ResidentBytes(ptr(r.base), n)
+		if err != nil {
+			return total, err
+		}
+		total += b
+	}
+	return total, nil
 }

@@ -13,12 +13,12 @@ import (
 // vector, 16 MiB of address space with 4 KiB pages.
 const residentChunk = 4096
 
-// Resident returns how many bytes of [p, p+n) are resident in physical
+// ResidentBytes returns how many bytes of [p, p+n) are resident in physical
 // memory, from mincore: one system call per residentChunk pages, in which
 // the kernel walks the range's page tables. Pages never touched, or
 // released, are not resident; [p, p+n) must be mapped (it may be
 // inaccessible).
-func Resident(p unsafe.Pointer, n uintptr) (uint64, error) {
+func ResidentBytes(p unsafe.Pointer, n uintptr) (uint64, error) {
 	var vec [residentChunk]byte
 	var pages uint64
 	for off := uintptr(0); off < n; off += residentChunk * PageSize {
