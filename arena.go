@@ -199,6 +199,7 @@ type Arena struct {
 	spareOwn []*arenaChunk   // chunks of their own kept by Reset, largest first
 	held     uintptr         // bytes of chunks and spares
 	procMem  []byte          // the heap block that holds procs
+	peak     uint64          // the largest AllocBytes of the rounds before this one
 }
 
 // arenaProcs is the off-heap per-P array: a header line, then one state per P
@@ -272,6 +273,11 @@ type ArenaStats struct {
 	// HeldBytes is the bytes of every chunk the arena holds from the heap,
 	// in use or kept by Reset for reuse: what it costs the heap.
 	HeldBytes uint64
+	// PeakAllocBytes is the most bytes the arena has had handed out at once
+	// since NewArena, across Resets, and still after Release: the largest
+	// AllocBytes of any round. AllocBytes only grows until Reset, so each
+	// round's peak is what Reset finds; the fast path counts nothing for it.
+	PeakAllocBytes uint64
 	// Chunks is how many chunks the arena holds.
 	Chunks int
 }
@@ -575,7 +581,7 @@ func (a *Arena) allocOwn(sz uintptr, n int) (uintptr, error) {
 	} else {
 		var err error
 		// Zeroed by the heap, which clears only the pages that were dirty.
-		if c, err = a.newChunk(chunkBytes(sz), a.zero != arenaZeroNone); err != nil {
+		if c, err = a.newChunk(alignUp(sz, pageSize), a.zero != arenaZeroNone); err != nil {
 			return 0, err
 		}
 	}
@@ -604,9 +610,14 @@ func (a *Arena) newChunk(size uintptr, zero bool) (*arenaChunk, error) {
 	return &arenaChunk{base: addrOf(b), size: size}, nil
 }
 
-// chunkBytes is the size of a chunk of its own for a request of sz bytes:
-// the whole page run the heap hands out for it.
+// chunkBytes is the size of the block the heap would hand out for a request
+// of sz bytes (Buffer sizes its blocks so). An arena's chunk of its own is a
+// page run whatever its size (see The arena's memory in the heap):
+// alignUp(sz, pageSize).
 func chunkBytes(sz uintptr) uintptr {
+	if sz <= maxSmall {
+		return uintptr(classSize[sizeClass(int(sz))])
+	}
 	return alignUp(sz, pageSize)
 }
 
@@ -729,6 +740,7 @@ func (a *Arena) Reset() {
 		panic(arenaClosedError("Reset"))
 	}
 	defer a.h.exit()
+	a.endRound()
 	a.dropSubChunks()
 	if a.h.chk != nil {
 		// Checked mode: no pool that would blind the detector.
@@ -779,6 +791,7 @@ func (a *Arena) Release() {
 		panic(arenaClosedError("Release"))
 	}
 	defer a.h.exit()
+	a.endRound()
 	a.dropSubChunks()
 	a.procs.Store(nil) // the fast path now always misses
 	a.freeChunks()
@@ -786,6 +799,13 @@ func (a *Arena) Release() {
 		a.free(a.procMem)
 		a.procMem = nil
 	}
+}
+
+// endRound folds the round's AllocBytes into the peak, before Reset or
+// Release forgets the round. Called with mu held and no Alloc running.
+func (a *Arena) endRound() {
+	alloc, _ := a.allocBytes()
+	a.peak = max(a.peak, alloc)
 }
 
 // dropSubChunks empties every P's sub-chunk and the current chunk. Called
@@ -831,7 +851,21 @@ func (a *Arena) Stats() ArenaStats {
 		defer a.h.exit()
 	}
 	var s ArenaStats
-	var claimed, waste uint64
+	s.AllocBytes, s.WasteBytes = a.allocBytes()
+	s.PeakAllocBytes = max(a.peak, s.AllocBytes)
+	s.HeldBytes = uint64(a.held)
+	s.Chunks = len(a.chunks) + len(a.spareOwn)
+	for _, g := range a.spareGen {
+		s.Chunks += len(g)
+	}
+	return s
+}
+
+// allocBytes derives the bytes handed out and wasted since the last Reset
+// from the chunks' offsets and the per-P sub-chunks (see the invariants).
+// Called with mu held.
+func (a *Arena) allocBytes() (alloc, waste uint64) {
+	var claimed uint64
 	for _, c := range a.chunks {
 		claimed += uint64(min(c.off.Load(), c.size))
 		waste += uint64(c.waste.Load())
@@ -850,15 +884,9 @@ func (a *Arena) Stats() ArenaStats {
 		}
 	}
 	if used := waste + parked; claimed > used {
-		s.AllocBytes = claimed - used
+		alloc = claimed - used
 	}
-	s.WasteBytes = waste
-	s.HeldBytes = uint64(a.held)
-	s.Chunks = len(a.chunks) + len(a.spareOwn)
-	for _, g := range a.spareGen {
-		s.Chunks += len(g)
-	}
-	return s
+	return alloc, waste
 }
 
 // alignUp rounds x up to a multiple of the power of two align.

@@ -250,12 +250,13 @@ func TestArenaReleaseReturnsEverything(t *testing.T) {
 	if h.Stats().InUseBytes == before {
 		t.Fatal("the arena took nothing from the heap")
 	}
+	peak := a.Stats().AllocBytes
 	a.Release()
 	if got := h.Stats().InUseBytes; got != before {
 		t.Errorf("heap InUseBytes after Release = %d, want %d (as before NewArena)", got, before)
 	}
-	if s := a.Stats(); s != (ArenaStats{}) {
-		t.Errorf("Stats after Release = %+v, want zero", s)
+	if s := a.Stats(); s != (ArenaStats{PeakAllocBytes: peak}) {
+		t.Errorf("Stats after Release = %+v, want zero but for PeakAllocBytes %d", s, peak)
 	}
 	a.Release() // a second Release does nothing
 }
@@ -687,4 +688,49 @@ func TestArenaLanes(t *testing.T) {
 	if a.Stats().HeldBytes != held {
 		t.Errorf("held %d bytes, want %d: a new chunk while spares were left", a.Stats().HeldBytes, held)
 	}
+}
+
+// TestArenaPeakAllocBytes checks the high-water mark over rounds of
+// different sizes filled by several goroutines: it is the largest round's
+// bytes, during the round and after Resets and Release.
+func TestArenaPeakAllocBytes(t *testing.T) {
+	h := newTestHeap(t, Options{})
+	a := h.NewArena()
+	round := func(per int) uint64 {
+		var r recorder
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				for i := range per {
+					r.add(t, a.Alloc(1+(i*37+w)%3000))
+				}
+			})
+		}
+		wg.Wait()
+		r.check(t)
+		return r.bytes()
+	}
+	check := func(when string, want uint64) {
+		t.Helper()
+		if got := a.Stats().PeakAllocBytes; got != want {
+			t.Errorf("%s: PeakAllocBytes = %d, want %d", when, got, want)
+		}
+	}
+	check("new arena", 0)
+	mid := round(200)
+	check("during the first round", mid)
+	a.Reset()
+	check("after its Reset", mid)
+	small := round(50)
+	if small >= mid {
+		t.Fatalf("the small round took %d bytes, not fewer than %d", small, mid)
+	}
+	check("during a smaller round", mid)
+	a.Reset()
+	big := round(400)
+	check("during a bigger round", big)
+	a.Reset()
+	check("after its Reset", big)
+	a.Release()
+	check("after Release", big)
 }

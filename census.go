@@ -18,8 +18,24 @@ type Stats struct {
 	Fresh         uint64 // Allocs carved from a span's never-used blocks
 	Large         uint64 // Allocs above the largest size class, and arenas' chunks (page runs of their own)
 
-	InUseBytes    uint64 // bytes in live blocks, counted at block size (class size, or whole pages for large)
-	MappedBytes   uint64 // bytes committed and not released: what the heap costs in memory, bounded by Options.Limit
+	// LiveBlocks is the number of blocks allocated and not yet freed:
+	// Allocs - Frees, every kind of block included (an Arena's chunks, a
+	// Shared's block; in checked mode a block in quarantine is freed). It is
+	// exact once the heap is quiet. While other goroutines allocate and
+	// free, a Free counted before its Alloc could make Frees pass Allocs;
+	// LiveBlocks is then 0, never a wrapped-around count.
+	LiveBlocks uint64
+
+	InUseBytes uint64 // bytes in live blocks, counted at block size (class size, or whole pages for large)
+
+	// MappedBytes is the address space committed and not released: what the
+	// heap may cost in memory, and what Options.Limit bounds. It is not
+	// resident memory: a page counts from the moment the heap commits it,
+	// and the operating system backs it only when it is first written, so a
+	// heap of large blocks that are barely touched maps far more than it
+	// holds in RAM. ResidentBytes says how much is resident.
+	MappedBytes uint64
+
 	ReleasedBytes uint64 // bytes given back to the operating system and kept reserved for reuse
 	MagazineBytes uint64 // bytes of free blocks parked in per-P magazines
 	DepotBytes    uint64 // bytes of free blocks in the central depots, waiting for a magazine
@@ -45,10 +61,11 @@ func (h *Heap) Stats() Stats {
 		cs.Size = int(classSize[c])
 		cen := &h.central[c]
 		cen.mu.Lock()
-		s.CentralHits += cen.hits
-		s.Fresh += cen.fresh
-		cs.Allocs = cen.hits + cen.fresh
-		cs.Frees = cen.frees
+		hits, fresh := cen.hits.Load(), cen.fresh.Load()
+		s.CentralHits += hits
+		s.Fresh += fresh
+		cs.Allocs = hits + fresh
+		cs.Frees = cen.frees.Load()
 		for _, b := range cen.depot {
 			s.DepotBytes += uint64(b.n) * uint64(cs.Size)
 		}
@@ -88,10 +105,10 @@ func (h *Heap) Stats() Stats {
 	}
 	ph := &h.pages
 	ph.mu.Lock()
-	s.Large = ph.largeAllocs
-	s.Allocs += ph.largeAllocs
-	s.Frees += ph.largeFrees
-	s.InUseBytes += ph.largePages << pageShift
+	s.Large = ph.largeAllocs.Load()
+	s.Allocs += s.Large
+	s.Frees += ph.largeFrees.Load()
+	s.InUseBytes += ph.largePages.Load() << pageShift
 	if !ph.closed {
 		s.MappedBytes = uint64(ph.mappedPages()) << pageShift
 		s.ReleasedBytes = uint64(ph.released) << pageShift
@@ -102,7 +119,109 @@ func (h *Heap) Stats() Stats {
 		// program is concerned (checked.go).
 		h.chk.census(&s)
 	}
+	s.LiveBlocks = liveBlocks(s.Allocs, s.Frees)
 	return s
+}
+
+// liveBlocks is allocs - frees, or 0 when a snapshot counted more frees.
+func liveBlocks(allocs, frees uint64) uint64 {
+	if frees > allocs {
+		return 0
+	}
+	return allocs - frees
+}
+
+// InUse returns the bytes in live blocks and the number of live blocks, as
+// Stats counts them (InUseBytes, and Allocs - Frees), without taking a lock
+// or allocating: a program that needs its live bytes often, to bound a cache
+// for example, reads them here instead of keeping a shared counter of its
+// own, which would cost every Alloc and Free an atomic on a contended cache
+// line. InUse sums the same counters Stats does (each P's magazine census,
+// the central lists' and the page heap's) with atomic loads, so its cost
+// grows with GOMAXPROCS times the number of size classes; each call also
+// moves the cache lines of every P's census to the reading core, which
+// costs the owners a miss at their next Alloc or Free. While other
+// goroutines allocate and free, the figures are a snapshot as Stats's are.
+//
+// In a heap with a checker (Options.Checked, GuardPages or SampleRate, or
+// the offheapchecked build tag) InUse also takes the checker's locks, as
+// Stats does, to leave out the blocks the program has freed that wait in
+// its quarantines; it still allocates nothing. On a closed heap it takes
+// the lock that guards the census Close saved.
+func (h *Heap) InUse() (bytes, blocks uint64) {
+	// net[c] is class c's Allocs - Frees, summed modulo 2^64: a counter
+	// read before a concurrent Alloc and another read after the matching
+	// Free may make a sum briefly negative, so the totals are clamped.
+	var net [numClasses]uint64
+	for c := 1; c < numClasses; c++ {
+		cen := &h.central[c]
+		net[c] = cen.hits.Load() + cen.fresh.Load() - cen.frees.Load()
+	}
+	// The magazines are read between enter and exit: Close unmaps them
+	// (closing.go).
+	if !h.enter() {
+		h.magMu.Lock()
+		for c := 1; c < numClasses; c++ {
+			net[c] += h.closedClass[c].hits - h.closedClass[c].frees
+		}
+		h.magMu.Unlock()
+	} else {
+		defer h.exit()
+		if mags := h.magList.Load(); mags != nil {
+			for _, m := range *mags {
+				for c := 1; c < numClasses; c++ {
+					mc := &m.cls[c]
+					// The owner P writes these with plain stores, as Stats says.
+					net[c] += atomic.LoadUint64(&mc.hits) - atomic.LoadUint64(&mc.frees)
+				}
+			}
+		}
+	}
+	var largeQ, pagesQ uint64 // in a checker's quarantine: freed for the program
+	if h.chk != nil {
+		var q [numClasses]uint64
+		largeQ, pagesQ = h.chk.quarantined(&q)
+		for c := 1; c < numClasses; c++ {
+			net[c] -= q[c]
+		}
+	}
+	ph := &h.pages
+	n := int64(ph.largeAllocs.Load() - ph.largeFrees.Load() - largeQ)
+	b := int64(ph.largePages.Load()-pagesQ) << pageShift
+	for c := 1; c < numClasses; c++ {
+		n += int64(net[c])
+		b += int64(net[c]) * int64(classSize[c])
+	}
+	return uint64(max(b, 0)), uint64(max(n, 0))
+}
+
+// mappedBytes is Stats().MappedBytes without a lock (golimit.go).
+func (h *Heap) mappedBytes() uint64 {
+	if h.closed.Load() {
+		return 0 // Close unmapped it all
+	}
+	return h.pages.mapped.Load()
+}
+
+// publishMapped stores mappedPages() in bytes for readers without the lock,
+// and, when that changed while a LimitGoMemory is in force, moves the Go
+// runtime's limit (golimit.go). Called with mu held wherever committed or
+// released change.
+func (ph *pageHeap) publishMapped() {
+	v := uint64(ph.mappedPages()) << pageShift
+	if ph.mapped.Swap(v) != v && goLimits.on.Load() {
+		followGoLimit()
+	}
+}
+
+// addMagazine records a new magazine in allMags, for Stats and Close, and
+// publishes the list for InUse, which reads it without magMu: allMags only
+// grows, and an append writes only past the length of every list published
+// before. Called with magMu held.
+func (h *Heap) addMagazine(m *magazine) {
+	h.allMags = append(h.allMags, m)
+	list := h.allMags
+	h.magList.Store(&list)
 }
 
 // String summarizes s on one line, for logs: the operations, then the

@@ -1,6 +1,9 @@
 package offheap
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // central is the heap-wide store of free blocks of one size class, under one
 // lock: a depot of full batches that magazines spilled, and a list of the
@@ -27,10 +30,10 @@ type central struct {
 	spare    []*batch // empty batches, for reuse
 	depotMax int      // most batches in the depot; set by NewHeap
 
-	// Census, guarded by mu.
-	hits  uint64 // Allocs served from a span's free list
-	fresh uint64 // Allocs served by carving a new block
-	frees uint64 // Frees that came here directly (magazines off or bypassed)
+	// Census, written under mu and read without it (InUse).
+	hits  atomic.Uint64 // Allocs served from a span's free list
+	fresh atomic.Uint64 // Allocs served by carving a new block
+	frees atomic.Uint64 // Frees that came here directly (magazines off or bypassed)
 
 	_ [64]byte // keep neighbouring classes' locks off this cache line
 }
@@ -71,7 +74,7 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 		c.depot = c.depot[:k-1]
 		n = copy(dst, b.blocks[:b.n])
 		c.spare = append(c.spare, b)
-		c.hits++
+		c.hits.Add(1)
 		return n, false, nil
 	}
 	for n < len(dst) {
@@ -101,9 +104,9 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 	}
 	if n > 0 {
 		if fresh {
-			c.fresh++
+			c.fresh.Add(1)
 		} else {
-			c.hits++
+			c.hits.Add(1)
 		}
 	}
 	return n, fresh, err
@@ -151,8 +154,11 @@ func (c *central) putBatch(h *Heap, blocks []uintptr) {
 // putLocked returns one block to its span, and the span to the page heap
 // when it is empty and the class already keeps enough empty spans.
 func (c *central) putLocked(h *Heap, b uintptr) {
-	e := *h.pages.entry((b - h.pages.base) >> pageShift)
-	id := uint32(e >> 32)
+	page := uint32((b - h.pages.base) >> pageShift) // pageOf, inline for region 0
+	if b-h.pages.base >= h.pages.size {
+		page, _ = h.pages.pageOfFar(b)
+	}
+	id := uint32(*h.pages.entry(page) >> 32)
 	s := h.pages.span(id)
 	s.put(b)
 	if !s.listed {

@@ -131,6 +131,9 @@ const (
 	// Corrupted is a block whose trailing canary (an unsafe write past its
 	// length) or whose metadata was overwritten.
 	Corrupted
+	// UseAfterFree is a handle to a freed block resolved: Heap.Ref of a
+	// freed block, or Heap.Bytes of a Ref to one.
+	UseAfterFree
 )
 
 // String names the kind in words: "double free", "invalid free", and so on.
@@ -146,18 +149,24 @@ func (k ErrorKind) String() string {
 		return "write after free"
 	case Corrupted:
 		return "corrupted block"
+	case UseAfterFree:
+		return "use after free"
 	}
 	return fmt.Sprintf("ErrorKind(%d)", int(k))
 }
 
 // MemoryError is what a checked heap's Free panics with (and Close returns,
-// for writes after free found in quarantine). Recover it with errors.As.
+// for writes after free found in quarantine; Ref and Bytes panic with it for
+// a freed block). Recover it with errors.As.
 type MemoryError struct {
 	Kind       ErrorKind // what went wrong
 	Addr       uintptr   // the address freed, or the block written after free
 	Size       int       // the block's size in bytes, 0 if unknown
 	AllocStack string    // where the block was allocated ("" if unknown)
 	FreeStack  string    // where it was first freed, for DoubleFree and WriteAfterFree
+	// AgainStack is where the Free that was refused was called, for
+	// DoubleFree: the second Free, the one to look at first.
+	AgainStack string
 	detail     string
 }
 
@@ -179,6 +188,10 @@ func (e *MemoryError) Error() string {
 	if e.FreeStack != "" {
 		b.WriteString("\nfirst freed at:\n")
 		b.WriteString(e.FreeStack)
+	}
+	if e.AgainStack != "" {
+		b.WriteString("\nfreed again at:\n")
+		b.WriteString(e.AgainStack)
 	}
 	return b.String()
 }
@@ -350,7 +363,7 @@ type checker struct {
 	poison bool   // checkedPoison at NewHeap
 	ticks  atomic.Uint64
 
-	base, size uintptr // the heap's address range, for the registry
+	base, size uintptr // the heap's first region (region.go): rec's one-compare case
 
 	shards [numShards]shard
 
@@ -436,8 +449,8 @@ func (c *checker) owns(a uintptr) bool {
 	if c.all {
 		return true
 	}
-	off := a - c.h.base
-	return off < c.h.size && uint8(*c.h.pages.entry(off >> pageShift)) == classGuarded
+	page, ok := c.h.pages.pageOf(a)
+	return ok && uint8(*c.h.pages.entry(page)) == classGuarded
 }
 
 // alloc serves every allocation the checker takes.
@@ -486,7 +499,7 @@ func (c *checker) allocBlock(n int, zero, guard bool, st stackID) ([]byte, error
 		return c.allocGuarded(n, zero, st)
 	}
 	real := n + canaryLen
-	a, err := c.h.allocLarge(real, false)
+	a, err := c.h.allocLarge(real, zero) // zeroes what may be dirty, as a fast heap's does
 	if err != nil {
 		return nil, err
 	}
@@ -496,9 +509,6 @@ func (c *checker) allocBlock(n int, zero, guard bool, st stackID) ([]byte, error
 		r.usable = 0 // too long to note: no canary check
 	}
 	b := bytesAt(a, n)
-	if zero {
-		clear(b)
-	}
 	r.addr = a
 	c.fillCanary(&r)
 	c.insert(&r, st)
@@ -596,7 +606,7 @@ func (c *checker) free(a uintptr) {
 		e := &MemoryError{Kind: DoubleFree, Addr: a, Size: r.size, detail: "the block is not allocated (already freed)"}
 		alloc, free := r.alloc, r.free
 		sh.mu.Unlock()
-		e.AllocStack, e.FreeStack = alloc.String(), free.String()
+		e.AllocStack, e.FreeStack, e.AgainStack = alloc.String(), free.String(), st.String()
 		panic(e)
 	}
 	var corrupt *MemoryError
@@ -851,7 +861,7 @@ func firstDiff(b []byte) int {
 
 // unknownFree builds the error for a Free of an address with no record.
 func (c *checker) unknownFree(a uintptr) *MemoryError {
-	if a-c.base < c.size {
+	if c.h.pages.contains(a) {
 		if start, ok := c.blockStart(a); ok && start != a {
 			if sharedBlock(start, a) {
 				return &MemoryError{Kind: InvalidFree, Addr: a,
@@ -875,23 +885,22 @@ func (c *checker) unknownFree(a uintptr) *MemoryError {
 		return e
 	}
 	return &MemoryError{Kind: InvalidFree, Addr: a,
-		detail: "this heap did not allocate it, nor did any other checked heap (Go memory, or a fast heap's)"}
+		detail: "this heap did not allocate it, nor did any other checked heap (Go memory, or a fast heap's): " + appendMoved}
 }
 
 // blockStart is the start of the underlying block that address a falls in,
 // read from the pagemap; for a guarded block, from the runs table.
 func (c *checker) blockStart(a uintptr) (uintptr, bool) {
 	ph := &c.h.pages
-	off := a - c.base
-	if off >= c.size {
-		return 0, false
-	}
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
 	if ph.closed {
 		return 0, false
 	}
-	page := off >> pageShift
+	page, ok := ph.pageOf(a)
+	if !ok {
+		return 0, false
+	}
 	e := *ph.entry(page)
 	switch cl := uint8(e); cl {
 	case 0, classArena: // an arena's memory is no block
@@ -901,7 +910,7 @@ func (c *checker) blockStart(a uintptr) (uintptr, bool) {
 			page--
 			e = *ph.entry(page)
 		}
-		first := ph.addr(uint32(page))
+		first := ph.addr(page)
 		if cl == classLarge {
 			return first, true
 		}
@@ -911,7 +920,7 @@ func (c *checker) blockStart(a uintptr) (uintptr, bool) {
 		return start, ok
 	default:
 		size := uintptr(classSize[cl])
-		o := off&(pageSize-1) | uintptr(uint32(e)>>8)<<pageShift
+		o := a&(pageSize-1) | uintptr(uint32(e)>>8)<<pageShift // regions are pageSize aligned
 		return a - o%size, true
 	}
 }
@@ -1004,13 +1013,9 @@ func (c *checker) close() error {
 // program is concerned. Called by Stats.
 func (c *checker) census(s *Stats) {
 	var qs [numClasses]uint64
-	if c.all {
-		c.smallCensus(&qs)
-	}
-	c.qmu.Lock()
-	defer c.qmu.Unlock()
+	large, largePages := c.quarantined(&qs)
 	for cl := 1; cl < numClasses; cl++ {
-		q := c.qclass[cl] + qs[cl]
+		q := qs[cl]
 		if q == 0 {
 			continue
 		}
@@ -1021,8 +1026,23 @@ func (c *checker) census(s *Stats) {
 		s.Frees += q
 		s.InUseBytes -= q * uint64(cs.Size)
 	}
-	s.Frees += c.qlarge
-	s.InUseBytes -= min(c.qlargePages<<pageShift, s.InUseBytes)
+	s.Frees += large
+	s.InUseBytes -= min(largePages<<pageShift, s.InUseBytes)
+}
+
+// quarantined adds the small blocks in the quarantines to q by class, and
+// returns the large and guarded blocks there and the pages they hold. It
+// takes the quarantines' locks and allocates nothing (Stats, InUse).
+func (c *checker) quarantined(q *[numClasses]uint64) (large, largePages uint64) {
+	if c.all {
+		c.smallCensus(q)
+	}
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	for cl := 1; cl < numClasses; cl++ {
+		q[cl] += c.qclass[cl]
+	}
+	return c.qlarge, c.qlargePages
 }
 
 // The registry of checked heaps, for ForeignFree.
@@ -1050,7 +1070,7 @@ func lookupHeap(a uintptr) *checker {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	for _, c := range registry.heaps {
-		if a-c.base < c.size {
+		if c.h.pages.contains(a) {
 			return c
 		}
 	}

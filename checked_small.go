@@ -63,14 +63,16 @@ type smallRec struct {
 // the span up took a chain of three loads and a multiply: a checked 64-byte
 // pair went from 63-67 ns to 57-62 (BenchmarkCheckedPair64, interleaved).
 //
-// The table is reserved at NewHeap like the heap (MAP_NORESERVE), and its
-// pages are committed as records are written: at most as many bytes as the
-// heap's small blocks use at their peak, fewer for larger classes (a
-// 4 KiB page of records covers 4 KiB of blocks; one 16 KiB block has one
-// record). The page heap releases a run's records with its pages
-// (pageHeap.shadow). A record whose block went back to the heap has state
-// stateNone, and so has every record of a fresh or released page: a span is
-// only given back once all its blocks have left the quarantine.
+// Each region of the heap (region.go) has its own part of the table, the
+// same size, mapped with it (MAP_NORESERVE) and unmapped at Close: region 0's
+// is c.table, found with one compare; a later region's is found as its
+// blocks are (recFar). Its pages are committed as records are written: at
+// most as many bytes as the heap's small blocks use at their peak, fewer
+// for larger classes (a 4 KiB page of records covers 4 KiB of blocks; one
+// 16 KiB block has one record). The page heap releases a run's records with
+// its pages (region.shadow). A record whose block went back to the heap has
+// state stateNone, and so has every record of a fresh or released page: a
+// span is only given back once all its blocks have left the quarantine.
 const (
 	recGranule = 32
 	recSize    = unsafe.Sizeof(smallRec{})
@@ -178,7 +180,7 @@ type smallState struct {
 	qmask      uint32         // ring slots - 1: a power of two above qmaxP, so no division
 	pmap       unsafe.Pointer // h.pmap, one load closer
 
-	table unsafe.Pointer // the record table, h.size bytes
+	table unsafe.Pointer // region 0's part of the record table, h.size bytes
 
 	// The rings' census once Close has unmapped them.
 	closedQ [numClasses]uint64
@@ -232,37 +234,58 @@ func (c *checker) initSmall() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNoMeta, err)
 	}
+	// NewHeap has not handed the heap out yet: region 0 can still change.
 	c.table = t
-	h.pages.shadow = t // released with the pages they describe
+	h.pages.regions.Load().byPage[0].shadow = t
+	h.pages.shadowed = true // later regions get theirs as they are made; all go with their pages
 	return nil
 }
 
-// rec is the record of the small block that starts at a.
+// rec is the record of the small block that starts at a. recOf and
+// allocSmall, the hot paths, do the same inline.
 func (c *checker) rec(a uintptr) *smallRec {
-	return (*smallRec)(unsafe.Add(c.table, (a-c.base)&^(recGranule-1)))
+	if off := a - c.base; off < c.size {
+		return (*smallRec)(unsafe.Add(c.table, off&^(recGranule-1)))
+	}
+	return c.recFar(a)
+}
+
+// recFar is rec for a block outside region 0: the record is at the same
+// offset in its region's part of the table.
+func (c *checker) recFar(a uintptr) *smallRec {
+	r := c.h.pages.regions.Load().byAddress(a)
+	return (*smallRec)(unsafe.Add(r.shadow, (a-r.base)&^(recGranule-1)))
 }
 
 // recOf returns the record of the small block that address a falls in, and
 // whether a is that block's start; nil if a is not in a small block's span.
 func (c *checker) recOf(a uintptr) (r *smallRec, start bool, cl uint8) {
-	off := a - c.base
-	if off >= c.size {
-		return nil, false, 0
+	var page uint32
+	if off := a - c.base; off < c.size {
+		page = uint32(off >> pageShift)
+		r = (*smallRec)(unsafe.Add(c.table, off&^(recGranule-1)))
+	} else {
+		p, ok := c.h.pages.pageOfFar(a)
+		if !ok {
+			return nil, false, 0
+		}
+		page, r = p, c.recFar(a)
 	}
-	e := *(*uint64)(unsafe.Add(c.pmap, off>>pageShift*8))
+	e := *(*uint64)(unsafe.Add(c.pmap, uintptr(page)*8))
 	cl = uint8(e)
 	if cl-1 >= numClasses-1 {
 		return nil, false, 0
 	}
 	// The block's start, as Free's fast path finds it: the offset in the
-	// span, divided by the block size with a multiply.
-	o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
+	// span, divided by the block size with a multiply. Regions are pageSize
+	// aligned, so the offset in the page is a's low bits.
+	o := uint64(a&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
 	ci := &classInfos[cl]
 	q := o * ci.divMul >> 40
 	start = q*uint64(ci.size) == o && q < uint64(ci.blocks)
 	// The record does not wait for the division: a start in the same
 	// granule as a has it (see recGranule).
-	return c.rec(a), start, cl
+	return r, start, cl
 }
 
 // recSum seals a record's address and size, keyed by the heap's id.
@@ -315,7 +338,12 @@ func (c *checker) allocSmall(n int, zero bool) ([]byte, error) {
 // alone holds, a live checked block of n bytes allocated at st: its record,
 // its canary, its zeroing. Plain stores. Called pinned (see allocSmall).
 func (c *checker) fillRecord(a uintptr, n int, cl uint8, st stackID, zero bool) {
-	r := c.rec(a)
+	var r *smallRec // rec(a), inline for region 0
+	if off := a - c.base; off < c.size {
+		r = (*smallRec)(unsafe.Add(c.table, off&^(recGranule-1)))
+	} else {
+		r = c.recFar(a)
+	}
 	r.alloc = st
 	r.size = uint32(n)
 	r.addr = a
@@ -371,7 +399,7 @@ func (c *checker) installProc(pid int) error {
 		m.cls[cl].cap = c.caps[cl]
 		m.cls[cl].sampleAt = 0 // unused: the fast path never sees this magazine
 	}
-	h.allMags = append(h.allMags, m) // Stats and Close count and unmap it
+	h.addMagazine(m) // Stats and Close count and unmap it
 	c.allProcs = append(c.allProcs, (*chkProc)(pp))
 	c.procs[pid].Store((*chkProc)(pp))
 	c.mags[pid].Store(m)
@@ -479,7 +507,7 @@ func (c *checker) notLive(a uintptr, r *smallRec) *MemoryError {
 	switch r.state {
 	case stateFreed, stateFreeing:
 		e := &MemoryError{Kind: DoubleFree, Addr: a, Size: int(r.size), detail: "the block is not allocated (already freed)"}
-		e.AllocStack, e.FreeStack = r.alloc.String(), r.free.String()
+		e.AllocStack, e.FreeStack, e.AgainStack = r.alloc.String(), r.free.String(), callStack().String()
 		return e
 	case stateNone:
 		return c.unknownFree(a)
@@ -575,7 +603,8 @@ func (c *checker) ringless(a uintptr, cl uint8, pid int) bool {
 // this P's magazine (spilling half of it to the central list when full). It
 // returns the write after free it found, if any.
 func (c *checker) releaseSmall(a uintptr, giveBack bool) error {
-	cl := uint8(*c.h.pages.entry((a - c.base) >> pageShift))
+	page, _ := c.h.pages.pageOf(a)
+	cl := uint8(*c.h.pages.entry(page))
 	usable := int(classSize[cl])
 	r, _, _ := c.recOf(a)
 	var err error
@@ -682,7 +711,8 @@ func (c *checker) emptyRing(p *chkProc, out []uintptr) []uintptr {
 		a := p.slot(c, p.qhead).addr()
 		p.qhead = (p.qhead + 1) & c.qmask
 		p.qlen--
-		cl := uint8(*c.h.pages.entry((a - c.base) >> pageShift))
+		page, _ := c.h.pages.pageOf(a)
+		cl := uint8(*c.h.pages.entry(page))
 		p.qbytes -= uintptr(classSize[cl])
 		p.qclass[cl]--
 		out = append(out, a)
@@ -754,17 +784,16 @@ func (c *checker) closeSmall() (errs []error, lives []Leak) {
 	ph := &c.h.pages
 	ph.mu.Lock()
 	lastSpan := ph.nextSpan // ids 1..nextSpan have been handed out
-	ph.shadow = nil
 	ph.mu.Unlock()
 	for id := uint32(1); id <= lastSpan; id++ {
 		sp := ph.span(id)
-		off := sp.start - c.base
 		// A span struct outlives its span; it is current when the pagemap
 		// still names it, and then only its carved blocks can be live.
-		if sp.start == 0 || off >= c.size {
+		page, ok := ph.pageOf(sp.start)
+		if sp.start == 0 || !ok {
 			continue
 		}
-		if e := *ph.entry(off >> pageShift); uint32(e>>32) != id || uint8(e) != sp.class {
+		if e := *ph.entry(page); uint32(e>>32) != id || uint8(e) != sp.class {
 			continue
 		}
 		size := uintptr(classSize[sp.class])
@@ -776,8 +805,5 @@ func (c *checker) closeSmall() (errs []error, lives []Leak) {
 			}
 		}
 	}
-	// c.table keeps its value: the pinned paths that read it saw the heap
-	// open, and a store here would be a race the detector reports.
-	osmem.Unmap(c.table, c.size)
-	return errs, lives
+	return errs, lives // Close unmaps the record table with the regions
 }

@@ -88,7 +88,7 @@ func wantStack(t *testing.T, what, stack, fn string) {
 	}
 }
 
-var corpusSizes = []int{1, 64, 100, maxSmall - 4, maxSmall, 100_000}
+var corpusSizes = []int{1, 64, 100, 100_000, maxSmall - 4, maxSmall, maxSmall + 100_000}
 
 func TestCheckedDoubleFree(t *testing.T) {
 	for _, n := range corpusSizes {
@@ -288,7 +288,7 @@ func TestCheckedCorruptedMetadata(t *testing.T) {
 	noPanic(t, func() { h.Free(h.Alloc(64)) })
 
 	// The same for a large block, whose record is in the shards.
-	b = h.Alloc(100_000)
+	b = h.Alloc(400_000)
 	sh := h.chk.shard(addrOf(b))
 	sh.mu.Lock()
 	sh.recs[addrOf(b)].size = 1 << 20
@@ -297,7 +297,7 @@ func TestCheckedCorruptedMetadata(t *testing.T) {
 	if me.Kind != Corrupted || !strings.Contains(me.Error(), "metadata") {
 		t.Fatalf("large: %v", me)
 	}
-	noPanic(t, func() { h.Free(h.Alloc(100_000)) })
+	noPanic(t, func() { h.Free(h.Alloc(400_000)) })
 }
 
 func TestCheckedLeak(t *testing.T) {

@@ -243,7 +243,11 @@ func closeRacingWorker(h *Heap, arena *Arena, hot Shared, rng *rand.Rand, ops *a
 			refs = refs[:len(refs)-1]
 		case k < 18:
 			h.Stats()
+			h.InUse()
 			arena.Stats()
+			if len(live) > 0 {
+				h.Bytes(h.Ref(live[rng.IntN(len(live))]))
+			}
 		case k < 19 && rng.IntN(20) == 0:
 			h.Trim()
 		}

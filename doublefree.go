@@ -113,7 +113,8 @@ func (h *Heap) freeState(a uintptr, c uint8) int {
 			}
 		}
 	}
-	e := *h.pages.entry((a - h.base) >> pageShift)
+	page, _ := h.pages.pageOf(a) // a is a block start (freeSlow)
+	e := *h.pages.entry(page)
 	s := h.pages.span(uint32(e >> 32))
 	if (a-s.start)/uintptr(classSize[c]) >= uintptr(s.carved) {
 		return blockUncarved

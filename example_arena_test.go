@@ -45,3 +45,26 @@ func ExampleArena() {
 	// batch 0 sums [4950 5050 5150 5250] bytes 6464
 	// batch 1 sums [4950 5050 5150 5250] bytes 6464
 }
+
+// PeakAllocBytes remembers the largest round an arena served, across
+// Resets: the size to give NewArenaSize, or to budget for.
+func ExampleArenaStats() {
+	h, err := offheap.NewHeap(offheap.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close()
+	a := h.NewArena()
+	defer a.Release()
+
+	for _, requests := range []int{300, 100, 200} {
+		for range requests {
+			a.Alloc(64)
+		}
+		a.Reset()
+	}
+	s := a.Stats()
+	fmt.Println("bytes now:", s.AllocBytes, "peak:", s.PeakAllocBytes)
+	// Output: bytes now: 0 peak: 19200
+}

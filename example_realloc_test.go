@@ -22,3 +22,21 @@ func ExampleHeap_Realloc() {
 	// Output:
 	// hello world
 }
+
+// ReallocSlice grows a MakeSlice result, keeping its elements and zeroing
+// the new ones.
+func ExampleReallocSlice() {
+	h, _ := offheap.NewHeap(offheap.Options{})
+	defer h.Close()
+
+	type point struct{ X, Y float64 }
+	pts := offheap.MakeSlice[point](h, 2)
+	pts[0], pts[1] = point{1, 2}, point{3, 4}
+	pts = offheap.ReallocSlice(h, pts, 3) // pts's old value must not be used any more
+	fmt.Println(pts)
+	offheap.FreeSlice(h, pts)
+	fmt.Println("live blocks:", h.Stats().LiveBlocks)
+	// Output:
+	// [{1 2} {3 4} {0 0}]
+	// live blocks: 0
+}

@@ -53,7 +53,7 @@ func ExampleNew_pointers() {
 		Name string // a string holds a Go pointer
 	}
 	offheap.New[Node](h)
-	// Output: offheap: New[offheap_test.Node]: type offheap_test.Node contains Go pointers, which must not be stored in off-heap memory
+	// Output: offheap: New[offheap_test.Node]: Node.Name is a string (hold its bytes in a [N]byte and a length, or keep the strings on the Go heap and store an index); the garbage collector does not see Go pointers in off-heap memory, so it could free what they point to
 }
 
 func ExampleHeap_TryAlloc() {

@@ -141,8 +141,8 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 				ph.mu.Unlock()
 				return 0, false, ErrClosed
 			}
-			ph.largeAllocs++
-			ph.largePages += 2
+			ph.largeAllocs.Add(1)
+			ph.largePages.Add(2)
 			ph.mu.Unlock()
 			if err := osmem.Commit(ptr(base), pageSize); err != nil {
 				c.releaseGuarded(base, 1) // counts it freed: Allocs and Frees stay paired
@@ -164,8 +164,8 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 	})
 	if err == nil {
 		// Counted as a large block: Stats.Large, and InUseBytes by pages.
-		ph.largeAllocs++
-		ph.largePages += uint64(np + 1)
+		ph.largeAllocs.Add(1)
+		ph.largePages.Add(uint64(np + 1))
 	}
 	ph.mu.Unlock()
 	if err != nil {
@@ -208,8 +208,8 @@ func (c *checker) releaseGuarded(a uintptr, np uint32) {
 	ph := &c.h.pages
 	if spare {
 		ph.mu.Lock()
-		ph.largeFrees++
-		ph.largePages -= 2
+		ph.largeFrees.Add(1)
+		ph.largePages.Add(^uint64(2 - 1)) // minus 2
 		ph.mu.Unlock()
 		return
 	}
@@ -219,10 +219,11 @@ func (c *checker) releaseGuarded(a uintptr, np uint32) {
 		return
 	}
 	ph.mu.Lock()
-	ph.largeFrees++
-	ph.largePages -= uint64(np + 1)
+	ph.largeFrees.Add(1)
+	ph.largePages.Add(-uint64(np + 1))
 	if !ph.closed {
-		ph.release(uint32((base-ph.base)>>pageShift), np+1)
+		first, _ := ph.pageOf(base)
+		ph.release(first, np+1)
 	}
 	ph.mu.Unlock()
 }
@@ -246,7 +247,8 @@ func (c *checker) dropSpareRuns() bool {
 		}
 		ph.mu.Lock()
 		if !ph.closed {
-			ph.release(uint32((base-ph.base)>>pageShift), 2)
+			first, _ := ph.pageOf(base)
+			ph.release(first, 2)
 		}
 		ph.mu.Unlock()
 	}

@@ -240,7 +240,7 @@ func TestSampleRate(t *testing.T) {
 	var live [][]byte
 	for i := range 20000 {
 		b := h.Alloc(64)
-		if uint8(*h.pages.entry((addrOf(b) - h.base) >> pageShift)) == classGuarded {
+		if uint8(*h.pages.entry(uint32((addrOf(b) - h.base) >> pageShift))) == classGuarded {
 			sampled++
 		}
 		live = append(live, b)

@@ -27,8 +27,10 @@ type Options struct {
 
 	// Limit is the most bytes the heap may have mapped from the operating
 	// system at once (Stats.MappedBytes). An allocation past it fails with
-	// ErrLimit. 0 means no limit beyond the heap's address space (64 GiB, or
-	// twice Limit if that is more).
+	// ErrLimit, once the heap has given back the free memory it keeps
+	// cached (as Trim does) and tried again. 0 means no limit, as does any
+	// value above what the machine has. Either way the heap's address space
+	// grows as it needs, up to 16 TiB.
 	Limit int64
 
 	// Checked turns on checked mode: double, invalid and foreign frees,
@@ -50,8 +52,10 @@ type Options struct {
 	SampleRate int
 
 	// ReleaseDelay is how long free pages stay mapped before they are given
-	// back to the operating system. 0 means one second; negative means at
-	// once.
+	// back to the operating system: each page goes back between ReleaseDelay
+	// and ReleaseDelay plus a 64th of it (at least a millisecond) after it
+	// was freed, plus the timer's latency. 0 means one second; negative
+	// means at once.
 	ReleaseDelay time.Duration
 }
 
@@ -63,8 +67,8 @@ type Options struct {
 type Heap struct {
 	// Read by every Alloc and Free without a lock. Set by NewHeap; only
 	// fastSize changes, at Close (closing.go).
-	base uintptr        // start of the reservation
-	size uintptr        // bytes reserved
+	base uintptr        // start of the first region (region.go)
+	size uintptr        // bytes of the first region
 	pmap unsafe.Pointer // the page heap's pagemap
 	// fastSize is the part of the reservation Free's fast path takes: all
 	// of it, or none in checked mode, whose Frees go to freeSlow and on to
@@ -74,6 +78,7 @@ type Heap struct {
 	// slow path.
 	fastSize uintptr
 	key      uint64 // written into the second word of a freed small block (doublefree.go)
+	ref      refKey // the heap's tag in its Refs, read with base and fastSize by every Bytes (ref.go)
 	mags     [maxProcs]atomic.Pointer[magazine]
 
 	// Fixed at NewHeap.
@@ -81,8 +86,6 @@ type Heap struct {
 	caps      [numClasses]uint32 // blocks a magazine holds per class
 	batch     [numClasses]uint32 // blocks moved per refill or spill
 	opts      Options
-	reserved  unsafe.Pointer // the reservation, for Close
-	metaSize  uintptr        // bytes of pagemap and span array, for Close
 
 	central [numClasses]central
 	pages   pageHeap
@@ -90,6 +93,9 @@ type Heap struct {
 	magMu     sync.Mutex  // guards allMags, spareMags, installing magazines, and the closed census
 	allMags   []*magazine // every magazine ever installed, for Stats and Close
 	spareMags []*magazine // drained by Trim, for the next P that needs one
+
+	magList atomic.Pointer[[]*magazine] // allMags, read without magMu by InUse (census.go)
+	reclaim reclaimState                // the last reclaim under the Limit (reclaim.go)
 
 	// The magazines' census, saved by Close before it unmaps them.
 	closedMagHits uint64
@@ -124,15 +130,17 @@ var (
 	// ErrSize is returned (or panicked) for a negative size or one no heap
 	// can hold.
 	ErrSize = errors.New("offheap: invalid allocation size")
-
-	errAddressSpace = fmt.Errorf("%w: the heap's address space is exhausted", ErrLimit)
 )
 
 const (
-	// defaultReserve is the address space a heap without a large Limit
-	// reserves: 64 GiB (less on a 32-bit system, which has no backend and
-	// never reserves; the bound only keeps the constant representable).
+	// defaultReserve is the first region of a heap without a large Limit:
+	// 64 GiB (less on a 32-bit system, which has no backend and never
+	// reserves; the bound only keeps the constant representable). A heap
+	// with a Limit above half of it reserves twice the Limit, up to
+	// maxFirstRegion, so that its blocks take Free's fast path. Less, down
+	// to minReserve, where the system refuses that much.
 	defaultReserve      = min(64<<30, math.MaxInt/2+1)
+	maxFirstRegion      = min(1<<40, math.MaxInt/2+1)
 	minReserve          = 64 << 20
 	defaultReleaseDelay = time.Second
 )
@@ -140,20 +148,20 @@ const (
 // NewHeap creates a heap. It reserves address space but commits no memory
 // until the first allocation.
 func NewHeap(opts Options) (*Heap, error) {
+	return newHeap(opts, 0)
+}
+
+// newHeap is NewHeap with a first region of first bytes, or of the size
+// reserve chooses if first is 0.
+func newHeap(opts Options, first uintptr) (*Heap, error) {
 	if !osmem.Supported {
 		return nil, osmem.ErrUnsupported
 	}
-	if opts.MagazineDepth > MaxMagazineDepth {
-		return nil, fmt.Errorf("offheap: MagazineDepth %d is above MaxMagazineDepth (%d)", opts.MagazineDepth, MaxMagazineDepth)
-	}
-	if opts.Limit < 0 {
-		return nil, fmt.Errorf("offheap: negative Limit %d", opts.Limit)
-	}
-	if opts.SampleRate < 0 {
-		return nil, fmt.Errorf("offheap: negative SampleRate %d", opts.SampleRate)
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	opts.Checked = opts.Checked || buildChecked
-	h := &Heap{opts: opts, key: newKey()}
+	h := &Heap{opts: opts, key: newKey(), ref: newRefKey()}
 	depth := opts.MagazineDepth
 	if depth == 0 {
 		depth = DefaultMagazineDepth
@@ -172,7 +180,7 @@ func NewHeap(opts Options) (*Heap, error) {
 	if err := h.mapBusy(); err != nil {
 		return nil, err
 	}
-	if err := h.reserve(opts.Limit); err != nil {
+	if err := h.reserve(opts.Limit, first); err != nil {
 		osmem.Unmap(h.busy, maxProcs*busyStride)
 		return nil, err
 	}
@@ -188,17 +196,34 @@ func NewHeap(opts Options) (*Heap, error) {
 	return h, nil
 }
 
-// reserve maps the heap's address space and its metadata.
-func (h *Heap) reserve(limit int64) error {
-	size := uintptr(defaultReserve)
-	if limit > defaultReserve/2 {
-		size = uintptr(min(limit, math.MaxInt64/4)) * 2
+// check reports the first option NewHeap refuses.
+func (opts *Options) check() error {
+	switch {
+	case opts.MagazineDepth > MaxMagazineDepth:
+		return fmt.Errorf("offheap: MagazineDepth %d is above MaxMagazineDepth (%d)", opts.MagazineDepth, MaxMagazineDepth)
+	case opts.Limit < 0:
+		return fmt.Errorf("offheap: negative Limit %d", opts.Limit)
+	case opts.SampleRate < 0:
+		return fmt.Errorf("offheap: negative SampleRate %d", opts.SampleRate)
+	}
+	return nil
+}
+
+// reserve maps the heap's first region, of size bytes (0: chosen for the
+// limit), and reserves its metadata for the largest virtual page space
+// (region.go).
+func (h *Heap) reserve(limit int64, size uintptr) error {
+	if size == 0 {
+		size = uintptr(defaultReserve)
+		if limit > defaultReserve/2 {
+			size = uintptr(min(uint64(limit), maxFirstRegion/2)) * 2
+		}
 	}
 	size = (size + pageSize - 1) &^ (pageSize - 1)
 	var base unsafe.Pointer
 	var err error
 	for {
-		if base, err = osmem.Reserve(size); err == nil {
+		if base, err = mapRegion(size); err == nil {
 			break
 		}
 		if size/2 < minReserve {
@@ -206,51 +231,103 @@ func (h *Heap) reserve(limit int64) error {
 		}
 		size /= 2 // a system with a tight address-space limit
 	}
-	npages := size >> pageShift
-	nspans := npages/8 + 1
-	pmapSize := npages * 8
-	meta := pmapSize + nspans*unsafe.Sizeof(span{})
-	m, err := osmem.Map(meta)
-	if err != nil {
-		osmem.Unmap(base, size)
+	pages := uint32(size >> pageShift)
+	maxPages := uint64(maxVirtPages)
+	var meta unsafe.Pointer
+	for {
+		if meta, err = osmem.Reserve(metaBytes(maxPages)); err == nil {
+			break
+		}
+		if maxPages/2 <= uint64(pages) {
+			unmapRegion(base, size)
+			return err
+		}
+		maxPages /= 2
+	}
+	ph := &h.pages
+	ph.base, ph.size, ph.pages0 = uintptr(base), size, pages
+	ph.pmap, ph.metaBytes, ph.maxPages = meta, metaBytes(maxPages), uint32(maxPages)
+	ph.spans = unsafe.Add(meta, maxPages*8)
+	r := &region{base: uintptr(base), bytes: size, pages: pages}
+	if err := ph.commitMeta(r); err != nil {
+		unmapRegion(base, size)
+		osmem.Unmap(meta, ph.metaBytes)
 		return err
 	}
-	h.base, h.size, h.fastSize, h.pmap = uintptr(base), size, size, m
-	h.reserved, h.metaSize = base, meta
-	ph := &h.pages
-	ph.base, ph.npages, ph.pmap = uintptr(base), uint32(npages), m
-	ph.spans = unsafe.Add(m, pmapSize)
-	ph.maxSpan = uint32(nspans - 1)
-	ph.epoch = time.Now()
+	ph.regions.Store(&regionSet{byPage: []*region{r}, byAddr: []*region{r}})
+	ph.reservedBytes = size
+	h.base, h.size, h.fastSize, h.pmap = uintptr(base), size, size, meta
+	epoch := time.Now()
+	ph.clock = func() int64 { return int64(time.Since(epoch)) }
 	ph.free = make(map[uint32]freeRun)
 	ph.freeEnd = make(map[uint32]uint32)
 	ph.delay = h.opts.ReleaseDelay
 	if ph.delay == 0 {
 		ph.delay = defaultReleaseDelay
 	}
+	ph.tick = int64(max(ph.delay/releaseTicks, minReleaseTick))
 	if limit > 0 {
-		ph.limit = uint32(max(uintptr(limit)>>pageShift, 1))
+		ph.limit = max(uint64(limit)>>pageShift, 1)
 	}
 	return nil
 }
 
-var defaultHeap struct {
-	once sync.Once
-	h    *Heap
+// metaBytes is the size of the metadata reservation for a virtual space of
+// pages pages: a pagemap word per page, then a span struct for each
+// minSpanPages pages (and id 0, never used).
+func metaBytes(pages uint64) uintptr {
+	n := uintptr(pages)*8 + uintptr(pages/minSpanPages+2)*unsafe.Sizeof(span{})
+	return (n + osmem.PageSize - 1) &^ (osmem.PageSize - 1)
 }
 
-// Default returns the process-wide heap, created with the zero Options on
-// first use (checked, under the offheapchecked build tag). It panics if the
-// system has no off-heap memory backend.
+// The process-wide heap: its options until it is made, then the heap.
+var defaultHeap struct {
+	mu   sync.Mutex
+	opts Options
+	h    atomic.Pointer[Heap]
+}
+
+// Default returns the process-wide heap, created on first use with the
+// Options given to SetDefaultOptions, or the zero Options (checked, under the
+// offheapchecked build tag). It panics if the system has no off-heap memory
+// backend.
 func Default() *Heap {
-	defaultHeap.once.Do(func() {
-		h, err := NewHeap(Options{})
-		if err != nil {
-			panic(fmt.Sprintf("offheap: creating the default heap: %v", err))
+	if h := defaultHeap.h.Load(); h != nil {
+		return h
+	}
+	defaultHeap.mu.Lock()
+	defer defaultHeap.mu.Unlock()
+	if h := defaultHeap.h.Load(); h != nil {
+		return h
+	}
+	h, err := NewHeap(defaultHeap.opts)
+	if err != nil {
+		panic(fmt.Sprintf("offheap: creating the default heap: %v", err))
+	}
+	defaultHeap.h.Store(h)
+	return h
+}
+
+// SetDefaultOptions sets the Options the process-wide heap is created with,
+// for a program that wants a Limit, checked mode or another option on
+// Default. Call it before anything uses Default, from main or an init
+// function: once Default has created the heap, SetDefaultOptions returns an
+// error (nil if opts are the ones the heap was created with). It returns
+// NewHeap's error for options NewHeap refuses, and changes nothing then.
+func SetDefaultOptions(opts Options) error {
+	if err := opts.check(); err != nil {
+		return err
+	}
+	defaultHeap.mu.Lock()
+	defer defaultHeap.mu.Unlock()
+	if defaultHeap.h.Load() != nil {
+		if opts == defaultHeap.opts {
+			return nil
 		}
-		defaultHeap.h = h
-	})
-	return defaultHeap.h
+		return fmt.Errorf("offheap: SetDefaultOptions after Default created the default heap with %+v; call it before the first use of Default", defaultHeap.opts)
+	}
+	defaultHeap.opts = opts
+	return nil
 }
 
 // Alloc returns n zeroed bytes with len and cap n, aligned to 16 bytes (8 for
@@ -376,28 +453,42 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 		return nil, fmt.Errorf("%w: negative size %d", ErrSize, n)
 	case n == 0:
 		return []byte{}, nil
-	case h.chk != nil && h.chk.takes(n): // all in checked mode, the sampled ones otherwise
-		return h.allocChecked(n, zero)
-	case n > maxSmall:
-		return h.allocBig(n, zero)
 	}
-	c := sizeClass(n)
-	var a uintptr
-	var err error
-	if h.magazines {
-		a, err = h.refill(c)
-	} else {
-		var one [1]uintptr
-		_, _, err = h.central[c].get(h, one[:])
-		a = one[0]
+	// A refusal by the limit is tried once more after the heap gets back
+	// the free memory it keeps (reclaim.go).
+	var rc reclaimTry
+	for {
+		var b []byte
+		var err error
+		switch {
+		case h.chk != nil && h.chk.takes(n): // all in checked mode, the sampled ones otherwise
+			b, err = h.allocChecked(n, zero)
+		case n > maxSmall:
+			b, err = h.allocBig(n, zero)
+		default:
+			c := sizeClass(n)
+			var a uintptr
+			if h.magazines {
+				a, err = h.refill(c)
+			} else {
+				var one [1]uintptr
+				_, _, err = h.central[c].get(h, one[:])
+				a = one[0]
+			}
+			if err == nil {
+				if !h.prepare(a, n, zero) {
+					return nil, ErrClosed
+				}
+				b = bytesAt(a, n)
+			}
+		}
+		if err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, ErrLimit) || !rc.again(h, n) {
+			return nil, err
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	if !h.prepare(a, n, zero) {
-		return nil, ErrClosed
-	}
-	return bytesAt(a, n), nil
 }
 
 // prepare readies the n bytes at a that the central list handed out, unless
@@ -519,48 +610,51 @@ slow:
 	h.freeSlow(b)
 }
 
-// freeSlow handles every Free the fast path did not take: large blocks, the
-// key found, a closed heap, and the addresses that are not a block start of
-// this heap, which panic.
+// freeSlow handles every Free the fast path did not take: large blocks,
+// small blocks of the regions after the first (region.go), the key found, a
+// closed heap, and the addresses that are not a block start of this heap,
+// which panic.
 func (h *Heap) freeSlow(b []byte) {
 	a := addrOf(b)
 	if !h.enter() {
 		panic(fmt.Errorf("%w: Free of %#x", ErrClosed, a))
 	}
 	defer h.exit()
-	off := a - h.base
-	if off < h.size && uint8(*h.pages.entry(off >> pageShift)) == classArena {
+	page, ok := h.pages.pageOf(a)
+	if ok && uint8(*h.pages.entry(page)) == classArena {
 		panic(fmt.Sprintf("offheap: Free of %#x, which belongs to an Arena: an arena's memory is freed all at once, by the arena's Reset or Release", a))
 	}
 	if h.chk != nil && h.chk.owns(a) { // all in checked mode, guarded blocks otherwise
 		h.chk.free(a)
 		return
 	}
-	if off >= h.size {
-		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which this heap did not allocate", a, cap(b)))
+	if !ok {
+		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which this heap did not allocate: %s", a, cap(b), appendMoved))
 	}
-	e := *h.pages.entry(off >> pageShift)
-	switch c := uint8(e); {
+	e := *h.pages.entry(page)
+	c := uint8(e)
+	switch {
 	case c == classLarge:
 		h.freeLarge(a)
-	case c == 0:
+		return
+	case c-1 >= numClasses-1:
 		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which is not allocated (already freed, or never handed out)", a, cap(b)))
-	case c < numClasses:
-		size := uintptr(classSize[c])
-		o := off&(pageSize-1) | uintptr(uint32(e)>>8)<<pageShift
-		start := a - o%size
-		if start == a {
-			h.freeSmall(a, c)
-			return
-		}
-		if sharedBlock(start, a) {
-			panic(fmt.Sprintf("offheap: Free of %#x, the bytes of a Shared: a Shared is freed by its last Release, not by Free", a))
-		}
-		panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %d bytes into the %d-byte block at %#x",
-			a, a-start, size, start))
-	default:
-		panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block of this heap", a))
 	}
+	// A small block, found as Free's fast path finds one (regions are
+	// pageSize aligned, so a's offset in its page is a's low bits).
+	o := uint64(a&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
+	ci := &classInfos[c]
+	q := o * ci.divMul >> 40
+	if q*uint64(ci.size) == o && q < uint64(ci.blocks) {
+		h.freeSmall(a, c)
+		return
+	}
+	start := a - uintptr(o%uint64(ci.size))
+	if sharedBlock(start, a) {
+		panic(fmt.Sprintf("offheap: Free of %#x, the bytes of a Shared: a Shared is freed by its last Release, not by Free", a))
+	}
+	panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %d bytes into the %d-byte block at %#x",
+		a, a-start, ci.size, start))
 }
 
 // freeSmall frees the verified start a of a block of class c whose second
@@ -593,7 +687,7 @@ func (c *central) freeDirect(h *Heap, a uintptr) {
 	c.mu.Lock()
 	if !h.closed.Load() {
 		c.putLocked(h, a)
-		c.frees++
+		c.frees.Add(1)
 	}
 	c.mu.Unlock()
 }
@@ -682,8 +776,7 @@ func (h *Heap) Close() error {
 	for _, m := range mags {
 		errs = append(errs, osmem.Unmap(unsafe.Pointer(m), unsafe.Sizeof(*m)))
 	}
-	errs = append(errs, osmem.Unmap(h.reserved, uintptr(h.pages.npages)<<pageShift))
-	errs = append(errs, osmem.Unmap(h.pages.pmap, h.metaSize))
+	errs = append(errs, h.pages.unmap())
 	errs = append(errs, osmem.Unmap(h.busy, maxProcs*busyStride))
 	if err := errors.Join(errs...); err != nil {
 		return errors.Join(leaks, err)
@@ -701,7 +794,7 @@ func (h *Heap) newSpan(c uint8) (uint32, *span, error) {
 	}
 	id, ok := ph.newSpanID()
 	if !ok {
-		return 0, nil, errAddressSpace
+		return 0, nil, ph.outOfSpace(uint64(classPages[c])<<pageShift, nil)
 	}
 	first, _, err := ph.alloc(uint32(classPages[c]), func(i uint32) uint64 {
 		return uint64(c) | uint64(i)<<8 | uint64(id)<<32
@@ -720,7 +813,8 @@ func (h *Heap) freeSpan(id uint32, s *span) {
 	ph := &h.pages
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
-	ph.release(uint32((s.start-ph.base)>>pageShift), uint32(classPages[s.class]))
+	first, _ := ph.pageOf(s.start)
+	ph.release(first, uint32(classPages[s.class]))
 	ph.spanIDs = append(ph.spanIDs, id)
 }
 

@@ -54,6 +54,27 @@ func BenchmarkPair64(b *testing.B) {
 	})
 }
 
+// BenchmarkPairSizes is an Alloc+Free pair at the sizes where the size
+// classes end: 16 KiB, 64 KiB and 256 KiB are classes, cached per P as 64 B
+// is, and 1 MiB is a page run of its own from the page heap. The unzeroed
+// arm is the allocator's time; the zeroed one adds clear's, which any
+// allocator that zeroes pays alike.
+func BenchmarkPairSizes(b *testing.B) {
+	h := newTestHeap(b, Options{})
+	for _, n := range []int{64, 16 << 10, 64 << 10, 256 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("size=%d/arm=offheap-unzeroed", n), func(b *testing.B) {
+			for b.Loop() {
+				h.Free(h.AllocUnzeroed(n))
+			}
+		})
+		b.Run(fmt.Sprintf("size=%d/arm=offheap", n), func(b *testing.B) {
+			for b.Loop() {
+				h.Free(h.Alloc(n))
+			}
+		})
+	}
+}
+
 // The floor arm is the least a per-P magazine reached through procPin can
 // cost: pin, pop, unpin and pin, push, unpin, with no size class, census,
 // range check or block-start check. It shows how much of the heap's pair is
@@ -177,6 +198,18 @@ func BenchmarkLiveK(b *testing.B) {
 				b.ReportMetric(float64(s.MagazineHits)/float64(max(s.Allocs, 1))*100, "%hits")
 			})
 		}
+	}
+}
+
+// BenchmarkLiveKBig is BenchmarkLiveK for the classes above 32 KiB, whose
+// magazines hold one to three blocks (MagazineBound): past that, blocks go
+// through the central depot, and past the depot, to spans and the page heap.
+func BenchmarkLiveKBig(b *testing.B) {
+	sizes := []int{48 << 10, 64 << 10, 128 << 10, 256 << 10}
+	for _, k := range []int{1, 2, 3, 8} {
+		b.Run(fmt.Sprintf("k=%d/arm=offheap", k), func(b *testing.B) {
+			liveKRounds(b, newTestHeap(b, Options{}), k, sizes)
+		})
 	}
 }
 

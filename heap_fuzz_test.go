@@ -24,7 +24,9 @@ func FuzzHeap(f *testing.F) {
 		// At most maxFuzzOps operations: each free sorts the live blocks,
 		// so the cost of an input grows faster than its length.
 		ops = ops[:min(len(ops), 4*maxFuzzOps)]
-		h, err := NewHeap(Options{MagazineDepth: int(depth), Limit: 64 << 20})
+		// A first region of 8 MiB: past it, blocks come from later regions
+		// (region.go), whose Frees take the slow path.
+		h, err := newHeap(Options{MagazineDepth: int(depth), Limit: 64 << 20}, 8<<20)
 		if err != nil {
 			return // depth out of range: NewHeap said so, nothing to test
 		}

@@ -656,12 +656,46 @@ func TestNewHeapOptions(t *testing.T) {
 }
 
 func TestDefault(t *testing.T) {
+	resetDefault()
+	t.Cleanup(resetDefault) // for ExampleSetDefaultOptions, which must come first
 	h := Default()
 	if h != Default() {
 		t.Fatal("Default returned two heaps")
 	}
 	b := h.Alloc(100)
 	h.Free(b)
+}
+
+// TestSetDefaultOptions: Default is created with the options set before its
+// first use; setting others afterwards is an error that says so, and bad
+// options are refused before they can make Default panic.
+func TestSetDefaultOptions(t *testing.T) {
+	resetDefault()
+	t.Cleanup(resetDefault)
+	if err := SetDefaultOptions(Options{Limit: -1}); err == nil || !strings.HasPrefix(err.Error(), "offheap: negative Limit") {
+		t.Fatalf("SetDefaultOptions with a negative Limit: %v", err)
+	}
+	opts := Options{Limit: 32 << 20, MagazineDepth: 16}
+	if err := SetDefaultOptions(opts); err != nil {
+		t.Fatal(err)
+	}
+	h := Default()
+	if _, err := h.TryAlloc(64 << 20); !errors.Is(err, ErrLimit) {
+		t.Fatalf("Default ignores the Limit it was set: TryAlloc(64 MiB) = %v", err)
+	}
+	if h.opts.MagazineDepth != 16 {
+		t.Fatalf("Default ignores the MagazineDepth it was set: %+v", h.opts)
+	}
+	if err := SetDefaultOptions(opts); err != nil {
+		t.Fatalf("setting the options Default has again: %v", err)
+	}
+	err := SetDefaultOptions(Options{})
+	if err == nil || !strings.Contains(err.Error(), "before the first use of Default") {
+		t.Fatalf("SetDefaultOptions after Default: %v", err)
+	}
+	if Default() != h {
+		t.Fatal("a refused SetDefaultOptions changed the default heap")
+	}
 }
 
 // TestStatsString: the one-line summary names every count and byte figure,
@@ -679,6 +713,29 @@ func TestStatsString(t *testing.T) {
 	for n, want := range map[uint64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1<<60 + 1<<59: "1.5 EiB"} {
 		if got := sizeString(n); got != want {
 			t.Errorf("sizeString(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// TestBigClassesCached: blocks up to 256 KiB are size-class blocks, cached
+// per P as smaller ones are: Alloc+Free pairs of them come back from the
+// magazine, not from the page heap.
+func TestBigClassesCached(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked mode has no magazines on the fast path")
+	}
+	h := newTestHeap(t, Options{})
+	for _, n := range []int{16 << 10, 64 << 10, 256 << 10} {
+		h.Free(h.Alloc(n))
+		before := h.Stats()
+		for range 100 {
+			h.Free(h.Alloc(n))
+		}
+		s := h.Stats()
+		// A goroutine that moves to another P between a Free and the next
+		// Alloc misses once: most pairs hit.
+		if hits := s.MagazineHits - before.MagazineHits; s.Large != before.Large || hits < 90 {
+			t.Fatalf("%d-byte pairs: %d of 100 from a magazine, %d large", n, hits, s.Large-before.Large)
 		}
 	}
 }

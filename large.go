@@ -1,12 +1,37 @@
 package offheap
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/offheap/offheap/internal/osmem"
+)
 
 // Blocks above maxSmall are runs of whole pages taken straight from the page
 // heap, one page-heap lock per Alloc and per Free. Their first page's word
-// holds the run's length, so Free needs no other table. Pages that come back
-// released or never used are already zero, so a large Alloc zeroes only the
-// pages that were dirty.
+// holds the run's length, so Free needs no other table.
+//
+// A run's pages come back from the page heap clean (released, or never
+// used: they read as zeros) or dirty (freed lately; they may hold old
+// bytes). Free marks every page of a block dirty, touched or not, so a dirty
+// page is one that may hold data, not one that does. An Alloc that gets
+// dirty pages must zero them, and clearing them all would cost what the
+// block spans, not what the program touched: a 2 GiB block with one byte
+// written would take 2 GiB of memory to clear. So a block of at least
+// zeroResidentMin bytes is zeroed by asking the system which of its pages
+// are in memory (mincore): those are cleared, and the others are handed back
+// with madvise, which zeroes them whether they were never touched or are
+// swapped out. Time and memory follow the pages the program touched. A
+// smaller block is cleared whole: one system call costs more than clearing
+// it.
+
+// zeroResidentMin is the smallest block zeroed through mincore. Below it a
+// clear costs less than the system call, and a clear makes at most this many
+// bytes of never-touched pages resident. BenchmarkZeroPages, a 2-vCPU VM: a
+// block all in memory takes 1.1-1.4x a plain clear through mincore at 1 MiB
+// (16-21 µs against 15-20), 2x at 512 KiB and 1.7-2.8x at 264 KiB; with one
+// byte written, 7.5 µs against the 15.5 of a clear at 1 MiB, and 11-14
+// against 120-220 at 8 MiB.
+const zeroResidentMin = 1 << 20
 
 // allocLarge returns the address of a new block of n > maxSmall bytes.
 func (h *Heap) allocLarge(n int, zero bool) (uintptr, error) {
@@ -34,8 +59,8 @@ func (h *Heap) allocRun(n int, zero bool, class uint8) (uintptr, error) {
 		return uint64(class) | 1<<8
 	})
 	if err == nil {
-		ph.largeAllocs++
-		ph.largePages += uint64(np)
+		ph.largeAllocs.Add(1)
+		ph.largePages.Add(uint64(np))
 	}
 	ph.mu.Unlock()
 	if err != nil {
@@ -43,9 +68,53 @@ func (h *Heap) allocRun(n int, zero bool, class uint8) (uintptr, error) {
 	}
 	a := ph.addr(first)
 	if zero && dirty > 0 {
-		clear(bytesAt(a, n))
+		zeroPages(a, uintptr(n))
 	}
 	return a, nil
+}
+
+// zeroPages makes the n bytes at a, the start of a page run of this
+// caller's, read as zeros, at a cost in proportion to the pages in memory.
+func zeroPages(a, n uintptr) {
+	if n < zeroResidentMin {
+		clear(bytesAt(a, int(n)))
+		return
+	}
+	zeroResident(a, n)
+}
+
+// zeroResident is zeroPages through mincore, whatever the size.
+func zeroResident(a, n uintptr) {
+	ps := osmem.PageSize
+	end := a + n
+	// [start, x) is a stretch of system pages all in memory (res) or all
+	// not; flush clears the first kind and hands the second back.
+	start, res := a, false
+	flush := func(to uintptr) {
+		if to > start && (res || osmem.Release(ptr(start), to-start) != nil) {
+			clear(bytesAt(start, int(to-start))) // in memory, or madvise refused
+		}
+	}
+	var vec [4096]byte // one mincore call covers len(vec) system pages
+	for x := a; x < end; {
+		m := min(end-x, uintptr(len(vec))*ps)
+		if osmem.Resident(ptr(x), m, vec[:]) != nil {
+			for i := range vec {
+				vec[i] = 1 // unknown: clear, which is right whatever the page holds
+			}
+		}
+		for i := uintptr(0); i < m; i += ps {
+			if r := vec[i/ps]&1 != 0; r != res {
+				flush(x + i)
+				start, res = x+i, r
+			}
+		}
+		x += m
+	}
+	if !res {
+		end = (end + ps - 1) &^ (ps - 1) // madvise whole system pages: the run's own
+	}
+	flush(end)
 }
 
 // freeLarge frees the large block that starts at a, or panics if a is not
@@ -57,15 +126,15 @@ func (h *Heap) freeLarge(a uintptr) { h.freeRun(a, classLarge) }
 func (h *Heap) freeRun(a uintptr, class uint8) {
 	ph := &h.pages
 	ph.mu.Lock()
-	off := a - ph.base
-	e := *ph.entry(off >> pageShift)
-	if uint8(e) != class || uint32(e)>>8 != 0 || off&(pageSize-1) != 0 {
+	page, _ := ph.pageOf(a)
+	e := *ph.entry(page)
+	if uint8(e) != class || uint32(e)>>8 != 0 || a&(pageSize-1) != 0 {
 		ph.mu.Unlock()
 		panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is inside a large block", a))
 	}
 	np := uint32(e >> 32)
-	ph.release(uint32(off>>pageShift), np)
-	ph.largeFrees++
-	ph.largePages -= uint64(np)
+	ph.release(page, np)
+	ph.largeFrees.Add(1)
+	ph.largePages.Add(-uint64(np))
 	ph.mu.Unlock()
 }

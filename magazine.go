@@ -22,8 +22,16 @@ import (
 // The bytes one P can hold are bounded: a class keeps at most cap blocks, and
 // cap is MagazineDepth for classes up to magazineClassBytes/MagazineDepth bytes
 // and shrinks for larger classes so that a class never holds more than
-// magazineClassBytes (but always at least minClassDepth blocks). The bound
-// for the default depth is MagazineBound(0).
+// magazineClassBytes (but always at least minClassDepth blocks). The big
+// classes, above bigClassMin, hold at most bigClassBytes each (at least one
+// block): 3.2 MiB for all 24 of them, where four blocks each would be 11
+// MiB per P. A block that big is written for microseconds by its user, so
+// the central round trip a shallow magazine adds (tens of ns) is small
+// beside it; what the magazine saves is the page heap's lock and the
+// zeroing of a fresh run. BenchmarkLiveKBig (48-256 KiB, k blocks per class
+// live, unzeroed): 16 ns a pair at k=1, 30 at k=2, 41 at k=3 and 97 at k=8,
+// against 230-370 at every k when these sizes were page runs. The bound for
+// the default depth is MagazineBound(0).
 //
 // The magazine also holds the P's share of the census: every Alloc it serves
 // and every Free it takes is counted here, so Stats sees the fast path.
@@ -54,8 +62,9 @@ const (
 	// larson take the same time at every depth from 64 up; a producer
 	// handing blocks to a consumer moves them in batches of half a
 	// magazine, and took 21.6, 18.9 and 19.0 ns a block with one producer
-	// (23.0, 20.6, 20.1 in a second run). 128 takes that for 13% more bytes
-	// per P than 64 (MagazineBound: 3.4 MiB, 3.9, 4.2).
+	// (23.0, 20.6, 20.1 in a second run). 128 takes that for 7% more bytes
+	// per P than 64 (MagazineBound: 6.6 MiB, 7.1, 7.4, of which the classes
+	// above 32 KiB hold 3.2 at every depth).
 	DefaultMagazineDepth = 128
 
 	// MaxMagazineDepth is the largest depth Options.MagazineDepth accepts.
@@ -64,6 +73,8 @@ const (
 	maxDepth           = 256
 	magazineClassBytes = 64 << 10
 	minClassDepth      = 4
+	bigClassMin        = 32 << 10
+	bigClassBytes      = 128 << 10
 
 	// maxProcs is how many Ps get a magazine. A P with a larger id (GOMAXPROCS
 	// above maxProcs) uses the central lists directly: correct, only slower.
@@ -72,7 +83,11 @@ const (
 
 // classCap is how many blocks of class c a magazine of the given depth holds.
 func classCap(depth int, c int) uint32 {
-	n := max(magazineClassBytes/int(classSize[c]), minClassDepth)
+	size := int(classSize[c])
+	n := max(magazineClassBytes/size, minClassDepth)
+	if size > bigClassMin {
+		n = max(bigClassBytes/size, 1)
+	}
 	return uint32(min(n, depth))
 }
 
@@ -134,7 +149,7 @@ func (h *Heap) installMagazine(pid int) error {
 		m.cls[c].cap = h.caps[c]
 		m.cls[c].sampleAt = h.sampleStart() // checked mode: guard.go
 	}
-	h.allMags = append(h.allMags, m)
+	h.addMagazine(m)
 	h.mags[pid].Store(m)
 	return nil
 }

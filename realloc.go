@@ -72,17 +72,20 @@ func (h *Heap) Realloc(b []byte, n int) []byte {
 // says what else is wrong with a; a checked heap never hands out a block
 // that waits in its quarantine.) Called between enter and exit.
 func (h *Heap) checkNotFree(a uintptr) {
-	off := a - h.base
-	if off >= atomic.LoadUintptr(&h.fastSize) {
+	if h.chk != nil && h.chk.all {
 		return
 	}
-	e := *h.pages.entry(off >> pageShift)
+	page, ok := h.pages.pageOf(a)
+	if !ok {
+		return
+	}
+	e := *h.pages.entry(page)
 	switch c := uint8(e); {
 	case c == 0:
 		panic(fmt.Sprintf("offheap: Realloc of %#x, which is not allocated (already freed, or never handed out)", a))
 	case c-1 < numClasses-1 && c != 1:
-		o := off&(pageSize-1) | uintptr(uint32(e)>>8)<<pageShift
-		if o%uintptr(classSize[c]) == 0 && *(*uint64)(ptr(a + 8)) == h.key {
+		o := uint64(a&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
+		if o%uint64(classSize[c]) == 0 && *(*uint64)(ptr(a + 8)) == h.key {
 			h.checkFree(a, c) // the key: free, or live data that holds it
 		}
 	}
@@ -108,7 +111,7 @@ func (h *Heap) keeps(a uintptr, n int) bool {
 	if off >= atomic.LoadUintptr(&h.fastSize) || (h.chk != nil && h.chk.owns(a)) {
 		return false
 	}
-	e := *h.pages.entry(off >> pageShift)
+	e := *h.pages.entry(uint32(off >> pageShift))
 	switch c := uint8(e); {
 	case c == classLarge:
 		np, ok := pagesFor(n)
@@ -125,3 +128,8 @@ func (h *Heap) keeps(a uintptr, n int) bool {
 	}
 	return false
 }
+
+// appendMoved is what Free says of an address no heap owns: the usual way
+// to get one is to append to a full off-heap slice.
+const appendMoved = "if it came from Alloc and append grew it, append copied it to the Go heap, " +
+	"which Free cannot take; grow off-heap blocks with Realloc, not append (a block of another heap goes back to that heap)"

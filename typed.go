@@ -16,8 +16,9 @@ type Allocator interface {
 // New allocates a zeroed T from a and returns a pointer to it. T must not
 // contain Go pointers (pointers, strings, slices, maps, channels, functions,
 // interfaces): the garbage collector does not scan off-heap memory, so
-// anything they point to could be freed under them. New panics, naming the
-// type, if T contains any.
+// anything they point to could be freed under them. New panics if T
+// contains any, naming the first field that does (T.Meta.Name is a string)
+// and what to hold there instead.
 func New[T any](a Allocator) *T {
 	size := mustBePointerFree[T]("New")
 	if size == 0 {
@@ -66,49 +67,110 @@ func FreeSlice[T any](h *Heap, s []T) {
 	h.Free(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), uintptr(cap(s))*size))
 }
 
+// ReallocSlice resizes s, allocated by MakeSlice (or ReallocSlice) from h, to
+// n elements, as Realloc does for bytes: it returns a slice with len and cap
+// n whose first min(len(s), n) elements are s's and whose rest are zero, and
+// s must not be used afterwards. s must start where MakeSlice's result
+// started (s[:k] is fine, s[1:] is not). When the new size needs a block of
+// the same size the same memory comes back; otherwise the elements move.
+//
+// An s with capacity 0 is no block: ReallocSlice(h, nil, n) is
+// MakeSlice(h, n). ReallocSlice(h, s, 0) frees s and returns an empty slice.
+// T must not contain Go pointers (see New). ReallocSlice panics, naming T,
+// for a negative or too large n, and as Realloc does otherwise; s is then
+// left as it was.
+func ReallocSlice[T any](h *Heap, s []T, n int) []T {
+	size := mustBePointerFree[T]("ReallocSlice")
+	if n < 0 {
+		panic(fmt.Sprintf("offheap: ReallocSlice[%s]: negative length %d", typeName[T](), n))
+	}
+	if size == 0 {
+		return unsafe.Slice((*T)(unsafe.Pointer(&zeroSized)), n)
+	}
+	if uintptr(n) > uintptr(maxAlloc)/size {
+		panic(fmt.Sprintf("offheap: ReallocSlice[%s]: length %d is too large", typeName[T](), n))
+	}
+	// The block is named by all of s's capacity (s[:0] of a block is still
+	// that block), so Realloc keeps up to cap(s) elements; those past
+	// len(s) are not s's and are zeroed in the result.
+	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), uintptr(cap(s))*size)
+	nb := h.Realloc(b, n*int(size))
+	if n == 0 {
+		return []T{}
+	}
+	if from, to := uintptr(len(s))*size, uintptr(min(cap(s), n))*size; from < to {
+		clear(nb[from:to])
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(nb))), n)
+}
+
 // zeroSized is where New and MakeSlice point for zero-size types.
 var zeroSized [0]byte
 
 // maxAlloc bounds a single allocation's size.
 const maxAlloc = min(1<<46, math.MaxInt)
 
-// pointerFree caches, per type, whether it holds no Go pointers.
-var pointerFree sync.Map // reflect.Type -> bool
+// pointerFree caches, per type, where it holds a Go pointer: "" for none.
+var pointerFree sync.Map // reflect.Type -> string
 
-// mustBePointerFree returns T's size, or panics if T holds Go pointers.
+// mustBePointerFree returns T's size, or panics if T holds Go pointers,
+// naming the first field that does and what to use instead.
 func mustBePointerFree[T any](fn string) uintptr {
 	t := reflect.TypeFor[T]()
-	ok, cached := pointerFree.Load(t)
+	where, cached := pointerFree.Load(t)
 	if !cached {
-		ok = !hasPointers(t)
-		pointerFree.Store(t, ok)
+		name := t.Name()
+		switch {
+		case name != "":
+		case t.Kind() == reflect.Struct:
+			name = "T" // its field paths read T.Meta.Name
+		default:
+			name = t.String() // *int, []byte
+		}
+		where = pointerAt(t, name)
+		pointerFree.Store(t, where)
 	}
-	if !ok.(bool) {
-		panic(fmt.Sprintf("offheap: %s[%s]: type %s contains Go pointers, which must not be stored in off-heap memory", fn, t, t))
+	if where != "" {
+		panic(fmt.Sprintf("offheap: %s[%s]: %s; the garbage collector does not see Go pointers in off-heap memory, "+
+			"so it could free what they point to", fn, t, where))
 	}
 	return t.Size()
 }
 
 func typeName[T any]() string { return reflect.TypeFor[T]().String() }
 
-// hasPointers reports whether values of t contain anything the garbage
-// collector must see.
-func hasPointers(t reflect.Type) bool {
+// pointerAt returns where values of t, reached by path, hold something the
+// garbage collector must see, and what to use instead: "T.Meta.Name is a
+// string (hold its bytes in a [N]byte and a length ...)". It returns "" if
+// t holds no Go pointers.
+func pointerAt(t reflect.Type, path string) string {
 	switch t.Kind() {
 	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
 		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
-		return false
+		return ""
 	case reflect.Array:
-		return t.Len() > 0 && hasPointers(t.Elem())
+		if t.Len() == 0 {
+			return ""
+		}
+		return pointerAt(t.Elem(), path+"[0]")
 	case reflect.Struct:
 		for i := range t.NumField() {
-			if hasPointers(t.Field(i).Type) {
-				return true
+			if where := pointerAt(t.Field(i).Type, path+"."+t.Field(i).Name); where != "" {
+				return where
 			}
 		}
-		return false
-	default: // pointers, strings, slices, maps, chans, funcs, interfaces, unsafe.Pointer
-		return true
+		return ""
+	case reflect.String:
+		return path + " is a string (hold its bytes in a [N]byte and a length, or keep the strings on the Go heap and store an index)"
+	case reflect.Slice:
+		return path + " is a slice (use a fixed-size array, or a MakeSlice of its own whose index or offset you store)"
+	case reflect.Pointer, reflect.UnsafePointer:
+		return path + " is a pointer (store an index, or the uintptr address of another off-heap block)"
+	case reflect.Map:
+		return path + " is a map (keep the map on the Go heap and store a key)"
+	case reflect.Chan, reflect.Func:
+		return path + " is a " + t.Kind().String() + " (keep it on the Go heap and store an index into a table of them)"
 	}
+	return path + " is an interface (store a small type tag and the value's bytes, or keep it on the Go heap and store an index)"
 }

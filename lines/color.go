@@ -1,6 +1,10 @@
 package lines
 
-import "strconv"
+import (
+	"fmt"
+	"io"
+	"strconv"
+)
 
 // A Color is a foreground color for styled output. The zero Color means
 // "no color".
@@ -104,3 +108,33 @@ func (s Style) Println(a ...any) { s.w.println(s.st, a) }
 
 // Printf is Writer.Printf in style s.
 func (s Style) Printf(format string, a ...any) { s.w.printf(s.st, format, a) }
+
+// A Segment is text in a style for one part of a line, such as a level tag,
+// made by Style.Segment. Printed by a Writer's Println or Printf (%v or %s,
+// with any width and flags), it is wrapped in the style's SGR sequences when
+// the Writer that made it emits styles, and is plain text otherwise. The
+// sequence after it resets every style: put segments in plain lines, not in
+// lines printed through a Style.
+type Segment struct {
+	s    Style
+	text string
+}
+
+// Segment formats its operands as fmt.Sprint does into a segment in style s.
+func (s Style) Segment(a ...any) Segment { return Segment{s: s, text: fmt.Sprint(a...)} }
+
+// String returns the segment's text, without any style.
+func (g Segment) String() string { return g.text }
+
+// Format implements fmt.Formatter. The verb, width and flags apply to the
+// text alone, so that %-7v pads a tag to seven visible columns.
+func (g Segment) Format(f fmt.State, verb rune) {
+	text := fmt.Sprintf(fmt.FormatString(f, verb), g.text)
+	if g.s.w == nil || !g.s.w.color || g.s.st.isZero() {
+		io.WriteString(f, text)
+		return
+	}
+	b := g.s.st.appendSGR(make([]byte, 0, len(text)+16))
+	b = append(b, text...)
+	f.Write(append(b, sgrReset...))
+}

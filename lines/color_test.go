@@ -5,10 +5,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
-
-	"github.com/creack/pty"
 )
 
 // styledOutput writes the same mix of styled and plain text to every
@@ -40,7 +39,7 @@ const (
 // master side reads.
 func onPTY(t *testing.T, want string, opts ...Option) string {
 	t.Helper()
-	ptmx, tty, err := pty.Open()
+	ptmx, tty, err := openPTY()
 	if err != nil {
 		t.Skipf("no pseudo-terminal: %v", err)
 	}
@@ -182,7 +181,7 @@ func (w fdOnly) Write(p []byte) (int, error) { return w.f.Write(p) }
 func (w fdOnly) Fd() uintptr                 { return w.f.Fd() }
 
 func TestDetectTerminal(t *testing.T) {
-	ptmx, tty, err := pty.Open()
+	ptmx, tty, err := openPTY()
 	if err != nil {
 		t.Skipf("no pseudo-terminal: %v", err)
 	}
@@ -202,5 +201,54 @@ func TestDetectTerminal(t *testing.T) {
 	}
 	if NewWriter(&bytes.Buffer{}).lineMode || !NewWriter(tty).lineMode || NewWriter(tty, LineMode(false)).lineMode {
 		t.Error("line mode default does not follow terminal detection, or LineMode does not override it")
+	}
+}
+
+func TestForceColor(t *testing.T) {
+	t.Run("on-to-a-buffer", func(t *testing.T) {
+		t.Setenv("NO_COLOR", "1") // a flag such as --color=always wins over it
+		var b bytes.Buffer
+		w := NewWriter(&b, ForceColor(true))
+		styledOutput(w)
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// As on a terminal, without the terminal's \r.
+		want := strings.ReplaceAll(termColorOutput, "\r\n", "\n")
+		if b.String() != want {
+			t.Errorf("got  %q\nwant %q", b.String(), want)
+		}
+	})
+	t.Run("off-on-a-terminal", func(t *testing.T) {
+		t.Setenv("NO_COLOR", "")
+		if got := onPTY(t, termNoColorOutput, ForceColor(false)); got != termNoColorOutput {
+			t.Errorf("got  %q\nwant %q", got, termNoColorOutput)
+		}
+	})
+}
+
+func TestSegment(t *testing.T) {
+	var colored, plain bytes.Buffer
+	for _, tc := range []struct {
+		w    *Writer
+		buf  *bytes.Buffer
+		want string
+	}{
+		{NewWriter(&colored, ForceColor(true)), &colored,
+			"\x1b[1;31mERROR\x1b[0m disk full\n[\x1b[32mok   \x1b[0m] 3 files\n"},
+		{NewWriter(&plain), &plain, "ERROR disk full\n[ok   ] 3 files\n"},
+	} {
+		level := tc.w.Color(Red).Bold().Segment("ERROR")
+		tc.w.Println(level, "disk full")
+		tc.w.Printf("[%-5v] %d files", tc.w.Color(Green).Segment("ok"), 3) // the width pads the text alone
+		if err := tc.w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := tc.buf.String(); got != tc.want {
+			t.Errorf("got  %q\nwant %q", got, tc.want)
+		}
+		if level.String() != "ERROR" {
+			t.Errorf("String() = %q", level.String())
+		}
 	}
 }

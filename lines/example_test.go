@@ -1,6 +1,7 @@
 package lines_test
 
 import (
+	"bytes"
 	"fmt"
 	"log"
 	"log/slog"
@@ -100,4 +101,61 @@ type chatty struct{ w *lines.Writer }
 func (c chatty) String() string {
 	c.w.Println("computing the answer")
 	return "42"
+}
+
+// ForceColor(true) emits styles to a writer that is not a terminal, for a
+// pager or a CI log that shows colors (a --color=always flag); it overrides
+// NO_COLOR. ForceColor(false) writes plain text even to a terminal.
+func ExampleForceColor() {
+	var b bytes.Buffer
+	w := lines.NewWriter(&b, lines.ForceColor(true))
+	w.Color(lines.Red).Println("error")
+	w.Close()
+	fmt.Printf("%q\n", b.String())
+	// Output:
+	// "\x1b[31merror\x1b[0m\n"
+}
+
+// A Segment colors one part of a line, such as a level tag; widths and
+// flags apply to its text. os.Stdout is a pipe when examples run, so the
+// segment comes out plain here, and in red on a terminal.
+func ExampleStyle_Segment() {
+	w := lines.NewWriter(os.Stdout)
+	defer w.Close()
+
+	warn := w.Color(lines.Yellow).Segment("WARN")
+	w.Printf("%-5v disk 91%% full", warn)
+	w.Println(w.Color(lines.Red).Bold().Segment("ERROR"), "disk full")
+	// Output:
+	// WARN  disk 91% full
+	// ERROR disk full
+}
+
+// log.Fatal calls os.Exit right after it writes, so nothing buffered is
+// flushed: on os.Stderr a Writer writes every line at once, and the fatal
+// message is out before the exit. Through a batched Writer (a pipe or a
+// file that is not stderr), close the Writer before exiting instead of
+// calling log.Fatal.
+func ExampleNewWriter_fatal() {
+	// A Writer on stderr: log.Fatal's message is written before os.Exit.
+	log.SetOutput(lines.NewWriter(os.Stderr))
+
+	// A batched Writer: print, close (which flushes), then exit.
+	f, err := os.CreateTemp("", "app.log")
+	if err != nil {
+		log.Fatal(err)
+	}
+	w := lines.NewWriter(f)
+	logger := log.New(w, "", log.LstdFlags)
+	fatal := func(v ...any) {
+		logger.Print(v...)
+		w.Close()
+		os.Exit(1)
+	}
+	conf, err := os.ReadFile("app.conf")
+	if err != nil {
+		fatal(err) // logger.Fatal(err) would leave the message in w's buffer
+	}
+	logger.Printf("read %d bytes of configuration", len(conf))
+	w.Close()
 }

@@ -21,7 +21,8 @@ type Option func(*config)
 type config struct {
 	size     int
 	interval time.Duration
-	lineMode *bool // nil: decide from terminal detection
+	lineMode *bool // nil: decide from terminal and stderr detection
+	color    *bool // nil: decide from terminal detection and NO_COLOR
 	allowEsc bool
 }
 
@@ -53,16 +54,31 @@ func FlushInterval(d time.Duration) Option {
 
 // LineMode sets whether every call is flushed at once. It is on by default
 // when the underlying writer is a terminal, where a person is waiting for
-// each line, and off otherwise, where batching is what makes output cheap.
+// each line, or the process's standard error, which is unbuffered by
+// convention (a program's last words, such as log.Fatal's, must not wait in
+// a buffer: see the package documentation); off otherwise, where batching
+// is what makes output cheap. LineMode(true) marks any other writer the
+// same way, LineMode(false) batches even a terminal.
 func LineMode(on bool) Option {
 	return func(c *config) { c.lineMode = &on }
 }
 
+// ForceColor sets whether styles are emitted, whatever NewWriter finds:
+// ForceColor(true) emits them to a pipe or a file too (for a pager such as
+// less -R, or a CI log that shows colors) and lets escape sequences in text
+// through, as to a terminal; ForceColor(false) writes plain text even to a
+// terminal. It overrides NO_COLOR, as a command-line flag such as
+// --color=always should. Without it, styles are emitted only to a terminal,
+// and only when NO_COLOR is unset or empty.
+func ForceColor(on bool) Option {
+	return func(c *config) { c.color = &on }
+}
+
 // AllowEscapes sets whether escape sequences inside ordinary text are passed
 // through to a non-terminal. By default they are stripped so that files and
-// pipes receive plain text. Styles from Writer.Color and Writer.Bold are
-// never sent to a non-terminal either way. To a terminal, text is always
-// passed through unchanged.
+// pipes receive plain text. Styles from Writer.Color and Writer.Bold are not
+// sent to a non-terminal either way (ForceColor sends them). To a terminal,
+// text is always passed through unchanged.
 func AllowEscapes(on bool) Option {
 	return func(c *config) { c.allowEsc = on }
 }

@@ -7,6 +7,28 @@ import (
 	"golang.org/x/term"
 )
 
+// isStderr reports whether w is the process's standard error: os.Stderr,
+// or an *os.File on descriptor 2. Like isTerminal, it is called once, in
+// NewWriter, and does not call Fd.
+func isStderr(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	if f == os.Stderr {
+		return true
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	two := false
+	if err := rc.Control(func(fd uintptr) { two = fd == 2 }); err != nil {
+		return false
+	}
+	return two
+}
+
 // isTerminal reports whether w refers to a terminal. It is called once, in
 // NewWriter, never on the output path.
 //

@@ -21,8 +21,8 @@ type Writer struct {
 	interval time.Duration
 	lineMode bool
 	terminal bool // detected once, in NewWriter
-	color    bool // terminal and NO_COLOR unset or empty
-	strip    bool // not a terminal and escapes not allowed
+	color    bool // styles emitted: ForceColor, or a terminal and NO_COLOR unset or empty
+	strip    bool // escapes in text removed: not a terminal, no ForceColor(true), escapes not allowed
 
 	// noLock is a test hook: it sends each call straight to out without
 	// taking mu, which is what the package would be without its lock. It
@@ -42,9 +42,10 @@ type Writer struct {
 
 // NewWriter returns a Writer that buffers output for w. It checks once
 // whether w is a terminal (an *os.File, or anything with an Fd method, that
-// refers to one); that decides the default line mode, whether styles are
-// emitted, and whether escape sequences in text are stripped. See the
-// Option functions for the defaults.
+// refers to one); that decides whether styles are emitted and whether escape
+// sequences in text are stripped. A terminal or the process's standard
+// error is written a line at a time by default, anything else in batches.
+// See the Option functions for the defaults and how to change them.
 //
 // NewWriter does not take ownership of w: Close flushes but does not close w.
 func NewWriter(w io.Writer, opts ...Option) *Writer {
@@ -59,16 +60,19 @@ func NewWriter(w io.Writer, opts ...Option) *Writer {
 	lw := &Writer{
 		out:      w,
 		interval: c.interval,
-		lineMode: tty,
+		lineMode: tty || isStderr(w),
 		terminal: tty,
 		color:    tty && os.Getenv("NO_COLOR") == "",
-		strip:    !tty && !c.allowEsc,
 		buf:      make([]byte, 0, c.size),
 		size:     c.size,
 	}
 	if c.lineMode != nil {
 		lw.lineMode = *c.lineMode
 	}
+	if c.color != nil {
+		lw.color = *c.color
+	}
+	lw.strip = !tty && !c.allowEsc && !(c.color != nil && *c.color)
 	return lw
 }
 
@@ -141,7 +145,9 @@ func (w *Writer) openStyle(b []byte, st style) ([]byte, bool) {
 // finish completes a formatted, newline-terminated text b that lives in the
 // pooled buffer bp, commits it and returns bp to the pool. A styled line is
 // reset before its newline so the style does not bleed into the next line;
-// text to a non-terminal is stripped in place (stripping only shortens).
+// text to a non-terminal is stripped in place (stripping only shortens). A
+// Writer that emits styles never strips (NewWriter keeps color and strip
+// apart), so a styled line, and a Segment's sequences, are never stripped.
 func (w *Writer) finish(bp *[]byte, b []byte, styled bool) {
 	switch {
 	case styled:

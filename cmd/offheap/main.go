@@ -1,12 +1,16 @@
 // Command offheap is the offheap project's tool. Its one subcommand so far,
 // bench, compares offheap with the allocators Go programs use today, on this
-// machine, in about a minute:
+// machine:
 //
 //	go run ./cmd/offheap bench
 //	go run ./cmd/offheap bench -h
 //
-// The measuring lives in the bench packages; this command only parses flags
-// and wires up the output.
+// It is a module of its own (github.com/offheap/offheap/cmd/offheap), so
+// that its plotting and terminal dependencies stay out of the library's
+// go.mod; the repository's go.work makes the commands above work from the
+// repository root. The measuring lives in internal/bench, the arms in
+// internal/arms and the shapes in internal/shapes; this file only parses
+// flags and wires up the output.
 package main
 
 import (
@@ -22,10 +26,14 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/offheap/offheap/bench"
-	_ "github.com/offheap/offheap/bench/arms"   // registers the arms
-	_ "github.com/offheap/offheap/bench/shapes" // registers the shapes
+	_ "github.com/offheap/offheap/cmd/offheap/internal/arms" // registers the arms
+	"github.com/offheap/offheap/cmd/offheap/internal/bench"
+	_ "github.com/offheap/offheap/cmd/offheap/internal/shapes" // registers the shapes
 )
+
+// defaultRunTime is what a default run takes on a 2-core machine, as the
+// README states it.
+const defaultRunTime = "a minute (55-70 s measured, more on a loaded machine)"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -64,7 +72,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	shapes := fs.String("shapes", "", "comma-separated shapes to run (default: every quick shape)")
 	arms := fs.String("arms", "", "comma-separated arms to compare (default: every default arm)")
 	workers := fs.String("workers", "", "comma-separated worker counts (default: 1,2,4 and 2x GOMAXPROCS)")
-	runs := fs.Int("runs", 5, "runs of every measurement, arms interleaved; the min and median are reported; the default run takes about a minute")
+	runs := fs.Int("runs", bench.DefaultRuns, "runs of every measurement, rows interleaved; the min and median are reported (benchstat needs 6 or more for intervals)")
 	long := fs.Bool("long", false, "seed-scale sizes (minutes, not seconds)")
 	out := fs.String("out", "offheap-report", "directory for results.txt, results.json, the SVG plots and index.html (\"\" for none)")
 	jsonOut := fs.Bool("json", false, "write the JSON report to stdout instead of the tables")
@@ -97,21 +105,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Workers = append(cfg.Workers, n)
 	}
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		var bar *progressbar.ProgressBar
-		cfg.Progress = func(done, total int, what string) {
-			if bar == nil {
-				bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(stderr),
-					progressbar.OptionSetWidth(30), progressbar.OptionShowCount(),
-					progressbar.OptionClearOnFinish(), progressbar.OptionSetPredictTime(true))
-			}
-			bar.Describe(fmt.Sprintf("%-48s", what))
-			bar.Set(done)
-			if done == total {
-				bar.Finish()
-			}
-		}
-	}
+	cfg.Progress = progress(stdout, stderr)
 
 	r, err := bench.Run(cfg)
 	if err != nil {
@@ -137,16 +131,66 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// progress returns what reports the run's progress on stderr: a bar that
+// clears itself when both stdout and stderr are terminals, a line per
+// shape otherwise (stdout piped or redirected, where the tables come only at
+// the end and a silent minute would look like a hang).
+func progress(stdout, stderr io.Writer) func(bench.Progress) {
+	if isTerminal(stdout) && isTerminal(stderr) {
+		var bar *progressbar.ProgressBar
+		return func(p bench.Progress) {
+			if bar == nil {
+				bar = progressbar.NewOptions(p.Total, progressbar.OptionSetWriter(stderr),
+					progressbar.OptionSetWidth(30), progressbar.OptionShowCount(),
+					progressbar.OptionClearOnFinish(), progressbar.OptionSetPredictTime(true))
+			}
+			bar.Describe(fmt.Sprintf("%-48s", p.Trial))
+			bar.Set(p.Done)
+			if p.Done == p.Total {
+				bar.Finish()
+			}
+		}
+	}
+	return func(p bench.Progress) {
+		if p.ShapeDone {
+			fmt.Fprintf(stderr, "offheap bench: shape %d of %d, %s, done in %.1fs (%d of %d trials)\n",
+				p.ShapeIndex, p.Shapes, p.Shape, p.ShapeElapsed.Seconds(), p.Done, p.Total)
+		}
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 // benchUsage explains every flag, shape and arm; the shapes and arms come
 // from the registry, so a new one documents itself.
 func benchUsage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "usage: offheap bench [flags]\n\nRuns workload shapes against allocator arms and prints a table per shape.\n\nflags:\n")
+	fmt.Fprintf(w, `usage: offheap bench [flags]
+
+Runs workload shapes against allocator arms, prints a table per shape, then
+checks each headline figure against its speed target ("target met", "target
+missed", or "not judged" and why) and counts them. A default run takes about
+%s on 2 cores.
+
+flags:
+`, defaultRunTime)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
+	var metrics []bench.Metric
+	for _, s := range bench.Shapes() {
+		metrics = append(metrics, s.Metrics...)
+	}
+	fmt.Fprintf(w, "\ncolumns of the tables:\n")
+	bench.WriteLegend(w, metrics)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nshapes (* = run by default):\n")
+	fmt.Fprintf(tw, "\nshapes (* = run by default; a shape with ways has rows of its own, the others a row per arm):\n")
 	for _, s := range bench.Shapes() {
 		fmt.Fprintf(tw, "  %s%s\t%s\t%s\n", s.Name, star(s.Quick), s.Work, s.Doc)
+		for _, way := range s.Ways {
+			fmt.Fprintf(tw, "  \t  way %s\t%s\n", way.Name, way.Doc)
+		}
 	}
 	fmt.Fprintf(tw, "\narms (* = run by default):\n")
 	for _, a := range bench.Arms() {

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/offheap/offheap/bench"
+	"github.com/offheap/offheap/cmd/offheap/internal/bench"
 )
 
 func TestBenchCommand(t *testing.T) {
@@ -19,9 +20,18 @@ func TestBenchCommand(t *testing.T) {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
 	}
 	out := stdout.String()
-	for _, want := range []string{"== compute", "== pairs", "== live-k", "== gc", "== verdicts", "go-pointers"} {
+	for _, want := range []string{"Columns:", "t/t1 ", "gc-cpu-pct ", "== compute", "== pairs", "== live-k", "== gc", "== verdicts", "go-pointers"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q", want)
+		}
+	}
+	if !regexp.MustCompile(`\n\d+ targets? met, \d+ missed(, \d+ not judged)?\n$`).MatchString(out) {
+		t.Errorf("stdout does not end with the tally:\n%s", out[max(0, len(out)-300):])
+	}
+	// stdout is not a terminal: a progress line per shape on stderr.
+	for _, want := range []string{"shape 1 of 4, compute, done", "shape 4 of 4, gc, done"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 		}
 	}
 	for _, f := range []string{"results.txt", "results.json", "index.html", "pairs.svg", "live-k.svg", "gc.svg", "compute.svg"} {
@@ -54,6 +64,16 @@ func TestBenchHelp(t *testing.T) {
 	for _, s := range bench.Shapes() {
 		if !strings.Contains(stdout.String(), s.Name) || !strings.Contains(stdout.String(), s.Doc) {
 			t.Errorf("-h does not explain shape %s", s.Name)
+		}
+		for _, m := range s.Metrics {
+			if !strings.Contains(stdout.String(), m.Doc) {
+				t.Errorf("-h does not explain column %s", m.Name)
+			}
+		}
+	}
+	for _, col := range []string{"min, median", "t/t1", "ctl-speedup", "maghit-pct"} {
+		if !strings.Contains(stdout.String(), "\n  "+col+" ") {
+			t.Errorf("-h does not explain column %s", col)
 		}
 	}
 	for _, a := range bench.Arms() {

@@ -78,3 +78,18 @@ func Unmap(p unsafe.Pointer, n uintptr) error {
 	}
 	return nil
 }
+
+// Resident fills vec with one byte per system page of [p, p+n), whose low
+// bit is set when the page is in memory (mincore). A page that is not may
+// never have been touched, or may be swapped out: the caller must not take
+// it for a zero page. len(vec) must be at least n/PageSize, rounded up.
+func Resident(p unsafe.Pointer, n uintptr, vec []byte) error {
+	if need := (n + PageSize - 1) / PageSize; uintptr(len(vec)) < need {
+		return fmt.Errorf("offheap: mincore %#x+%d: vector of %d bytes, want %d", uintptr(p), n, len(vec), need)
+	}
+	_, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(p), n, uintptr(unsafe.Pointer(unsafe.SliceData(vec))))
+	if e != 0 {
+		return fmt.Errorf("offheap: mincore %#x+%d: %w", uintptr(p), n, e)
+	}
+	return nil
+}

@@ -33,3 +33,9 @@ func Release(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }
 
 // Unmap fails: no backend on this system.
 func Unmap(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }
+
+// Resident fails: no backend on this system.
+func Resident(p unsafe.Pointer, n uintptr, vec []byte) error { return ErrUnsupported }
+
+// ResidentBytes fails: no backend on this system.
+func ResidentBytes(p unsafe.Pointer, n uintptr) (uint64, error) { return 0, ErrUnsupported }

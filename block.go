@@ -1,0 +1,115 @@
+package offheap
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// What Ref, Buffer and ReallocSlice need of the heap's internals, in one
+// place: where a block starts and how long it is, the size of the block an
+// allocation gets, and how an address becomes the compact offset a Ref
+// stores and back. Each function states its contract; they read the
+// regions (region.go), the pagemap and classInfos. When the
+// address space or the classes change, these change, and nothing that
+// calls them does.
+
+// refOffset is address a as a Ref stores it: its compact offset in h's
+// address space, below refMax, and the same for as long as the memory at a
+// stays part of the heap (a Ref outlives the call that made it). The offset
+// is a's place in the page heap's virtual page space (region.go): the
+// virtual page times pageSize plus a's offset in its page, so that region
+// 0's offsets are a - h.base. ok is false when a is not in h's address
+// space.
+func (h *Heap) refOffset(a uintptr) (off uint64, ok bool) {
+	p, ok := h.pages.pageOf(a)
+	off = uint64(p)<<pageShift | uint64(a&(pageSize-1))
+	return off, ok && off < refMax
+}
+
+// refAddr is refOffset's inverse for a range: the address of compact offset
+// off, and whether all n bytes from it lie in one region of h's address
+// space. It is false for the offsets no block of h can have (a gap page,
+// past the last region, or a range running out of its region), so that a
+// forged, corrupted or foreign Ref never resolves to memory outside the
+// heap.
+func (h *Heap) refAddr(off, n uint64) (uintptr, bool) {
+	p := off >> pageShift
+	if p >= uint64(h.pages.maxPages) {
+		return 0, false
+	}
+	r := h.pages.regions.Load().holding(uint32(p))
+	if r == nil {
+		return 0, false
+	}
+	o := off - uint64(r.first)<<pageShift
+	return r.base + uintptr(o), n <= uint64(r.bytes)-o
+}
+
+// refFast is Bytes' fast path: the address of compact offset off and true
+// when the n > 0 bytes from it lie in the part of the address space whose
+// Refs resolve without a look at the block. That part is all of it in a fast
+// heap, and none in a heap that checks every block (its Frees take the slow
+// path too: h.fastSize is 0) or after Close (h.fastSize is 0), so those
+// Refs go to bytesSlow. One compare, no call: it must inline into Bytes.
+func (h *Heap) refFast(off, n uint64) (uintptr, bool) {
+	return h.base + uintptr(off), off+n-1 < uint64(atomic.LoadUintptr(&h.fastSize)) // Close stores it atomically (closing.go)
+}
+
+// blockKind is what the pagemap says about an address (blockAt).
+type blockKind uint8
+
+const (
+	notBlock     blockKind = iota // not the start of a block in use: see the reason
+	plainBlock                    // the start of a small or large block
+	guardedBlock                  // on a guarded run's pages: only the checker knows its blocks (guard.go)
+)
+
+// blockAt reports what the pagemap says about address a: whether it is the
+// start of a block in use and the block's usable size in bytes (its class
+// size, or the whole pages of a large block); otherwise why not, as a phrase
+// that completes "... of %#x, which ...". The pagemap cannot tell a freed
+// small block from a live one while its span is in use, nor a block from an
+// Arena's chunk or a Shared's block; the checker can (ref_checked.go).
+//
+// The word of a page that holds a live block does not change while the
+// block lives, so for a live block the answer is exact; for memory the
+// caller does not own it is a snapshot, as Free's is. Call it on an open
+// heap.
+func (h *Heap) blockAt(a uintptr) (kind blockKind, usable uintptr, why string) {
+	page, ok := h.pages.pageOf(a)
+	if !ok {
+		return notBlock, 0, "this heap did not allocate (Go memory, or another heap's)"
+	}
+	off := a & (pageSize - 1) // regions are pageSize aligned: a's offset in its page
+	e := *h.pages.entry(page)
+	switch c := uint8(e); {
+	case c == classLarge:
+		if uint32(e)>>8 != 0 || off != 0 {
+			return notBlock, 0, "is not the start of a block: it is inside a large block"
+		}
+		return plainBlock, uintptr(e>>32) << pageShift, ""
+	case c == classGuarded:
+		return guardedBlock, 0, ""
+	case c == 0 || c >= numClasses:
+		return notBlock, 0, "is not allocated (already freed, or never handed out)"
+	default:
+		o := off | uintptr(uint32(e)>>8)<<pageShift
+		size := uintptr(classSize[c])
+		if r := o % size; r != 0 {
+			return notBlock, 0, fmt.Sprintf("is not the start of a block: it is %d bytes into the %d-byte block at %#x", r, size, a-r)
+		}
+		if o/size >= uintptr(classBlocks[c]) {
+			return notBlock, 0, "is not allocated: it is past the last block of its span"
+		}
+		return plainBlock, size, ""
+	}
+}
+
+// tryAllocUnzeroed is AllocUnzeroed returning the error instead of
+// panicking, for Buffer, whose writes report a full heap as an error.
+func (h *Heap) tryAllocUnzeroed(n int) ([]byte, error) {
+	if a := h.allocFast(n); a != 0 {
+		return bytesAt(a, n), nil
+	}
+	return h.allocSlow(n, false)
+}

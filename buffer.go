@@ -1,0 +1,323 @@
+package offheap
+
+import (
+	"fmt"
+	"io"
+	"unicode/utf8"
+)
+
+// Buffer is a growable byte buffer in one block of a Heap, for building
+// values without Go garbage: write to it with fmt.Fprintf, io.Copy, the
+// Write methods, then keep the result with Detach (a block of its own, to
+// keep, Ref, or Free) or read it back. Its methods mirror bytes.Buffer's
+// (the buffer holds unread bytes; Read and WriteTo consume them), except
+// that a full heap is an error, not a panic, for the writing methods.
+//
+// The capacity is the whole block (its size class, or whole pages), so a
+// Buffer grows to its block's end with no call; past it, it moves to a block
+// at least twice as large, copying only the unread bytes and zeroing
+// nothing. Before it moves, it slides its unread bytes to the front when
+// that leaves half the block free, as bytes.Buffer does.
+//
+// The slices Bytes, Detach's aside, returns are the buffer's own memory:
+// valid until the next call that writes, grows, frees or detaches, like
+// bytes.Buffer's. After Free or Detach the Buffer is empty and holds no
+// block, and stays usable: the next write takes a new block. So a Buffer can
+// build one value after another, and Free is safe to call more than once.
+//
+// A Buffer is not safe for concurrent use. Its block is freed only by Free
+// (or handed on by Detach): a Buffer dropped without Free leaks its block,
+// as a slice dropped without Free does. Its block is memory of its heap:
+// after the heap's Close, a method that touches it faults, as any slice of
+// the heap does, and Free and Detach panic with ErrClosed.
+type Buffer struct {
+	h    *Heap
+	blk  []byte // the block, len(blk) its usable size; nil when the Buffer holds none
+	r, w int    // the unread bytes are blk[r:w]
+	size int    // the smallest block the Buffer takes when it needs one
+}
+
+// minRead is how much room ReadFrom makes before each Read, as bytes.Buffer.
+const minRead = 512
+
+// The interfaces a Buffer is used through.
+var (
+	_ io.Writer       = (*Buffer)(nil)
+	_ io.StringWriter = (*Buffer)(nil)
+	_ io.ByteWriter   = (*Buffer)(nil)
+	_ io.ReaderFrom   = (*Buffer)(nil)
+	_ io.WriterTo     = (*Buffer)(nil)
+	_ io.Reader       = (*Buffer)(nil)
+	_ io.ByteReader   = (*Buffer)(nil)
+)
+
+// NewBuffer returns an empty Buffer on h with room for at least size bytes
+// (its block's whole usable size: Cap). A size of 0 takes no block until the
+// first write. NewBuffer panics, as Alloc does, for a negative size or when
+// the heap cannot hold the block.
+func (h *Heap) NewBuffer(size int) *Buffer {
+	if size < 0 {
+		panic(fmt.Errorf("%w: NewBuffer(%d): negative size", ErrSize, size))
+	}
+	b := &Buffer{h: h, size: size}
+	if size > 0 {
+		b.Grow(size)
+	}
+	return b
+}
+
+// Len is the number of unread bytes: len(b.Bytes()).
+func (b *Buffer) Len() int { return b.w - b.r }
+
+// Cap is the usable size of the buffer's block: the bytes it holds before it
+// must move (0 when it holds no block).
+func (b *Buffer) Cap() int { return len(b.blk) }
+
+// Bytes returns the unread bytes, in the buffer's block: valid until the next
+// call that modifies the buffer. Its capacity is its length, so an append to
+// it copies into a new array on the Go heap instead of writing into the
+// block.
+func (b *Buffer) Bytes() []byte { return b.blk[b.r:b.w:b.w] }
+
+// String returns the unread bytes as a string, a copy on the Go heap.
+func (b *Buffer) String() string { return string(b.blk[b.r:b.w]) }
+
+// Reset empties the buffer and keeps its block.
+func (b *Buffer) Reset() { b.r, b.w = 0, 0 }
+
+// Truncate discards all but the first n unread bytes and keeps the block. It
+// panics if n is negative or more than Len.
+func (b *Buffer) Truncate(n int) {
+	if n < 0 || n > b.Len() {
+		panic(fmt.Sprintf("offheap: Buffer.Truncate(%d) out of range [0, %d]", n, b.Len()))
+	}
+	b.w = b.r + n
+	if n == 0 {
+		b.Reset()
+	}
+}
+
+// Grow makes room for at least n more bytes, so that writing them takes no
+// new block. It panics if n is negative, and as Alloc does when the heap
+// cannot hold the new block.
+func (b *Buffer) Grow(n int) {
+	if n < 0 {
+		panic(fmt.Sprintf("offheap: Buffer.Grow(%d): negative count", n))
+	}
+	if err := b.room(n); err != nil {
+		panic(err)
+	}
+}
+
+// room makes room for n more bytes past b.w, and leaves the buffer as it was
+// if it returns an error.
+func (b *Buffer) room(n int) error {
+	if n <= len(b.blk)-b.w {
+		return nil
+	}
+	return b.grow(n)
+}
+
+// grow is room's slow path: slide the unread bytes to the front when that
+// leaves at least half the block free (sliding more often would copy the
+// same bytes again and again), else move them to a block at least twice as
+// large.
+func (b *Buffer) grow(n int) error {
+	m := b.Len()
+	if n > maxAlloc-m {
+		return fmt.Errorf("%w: a Buffer of %d bytes cannot grow by %d", ErrSize, m, n)
+	}
+	if m+n <= len(b.blk)/2 {
+		copy(b.blk, b.blk[b.r:b.w])
+		b.r, b.w = 0, m
+		return nil
+	}
+	want := max(m+n, 2*len(b.blk), b.size)
+	if want > maxAlloc {
+		want = m + n
+	}
+	// The whole block, so that the buffer grows to its end with no call.
+	nb, err := b.h.tryAllocUnzeroed(int(chunkBytes(uintptr(want))))
+	if err != nil {
+		return err
+	}
+	copy(nb, b.blk[b.r:b.w])
+	b.release()
+	b.blk, b.r, b.w = nb, 0, m
+	return nil
+}
+
+// release frees the block, if any, and leaves the buffer empty without one.
+func (b *Buffer) release() {
+	if b.blk != nil {
+		b.h.Free(b.blk)
+	}
+	b.blk, b.r, b.w = nil, 0, 0
+}
+
+// Write appends p to the buffer. Its error is non-nil only when the heap
+// cannot hold the larger block the buffer needs (errors.Is ErrLimit, or
+// ErrClosed); the buffer is then as it was.
+func (b *Buffer) Write(p []byte) (int, error) {
+	if len(p) > len(b.blk)-b.w {
+		if err := b.grow(len(p)); err != nil {
+			return 0, err
+		}
+	}
+	b.w += copy(b.blk[b.w:], p)
+	return len(p), nil
+}
+
+// WriteString appends s to the buffer; see Write.
+func (b *Buffer) WriteString(s string) (int, error) {
+	if len(s) > len(b.blk)-b.w {
+		if err := b.grow(len(s)); err != nil {
+			return 0, err
+		}
+	}
+	b.w += copy(b.blk[b.w:], s)
+	return len(s), nil
+}
+
+// WriteByte appends c to the buffer; see Write.
+func (b *Buffer) WriteByte(c byte) error {
+	if b.w == len(b.blk) {
+		if err := b.grow(1); err != nil {
+			return err
+		}
+	}
+	b.blk[b.w] = c
+	b.w++
+	return nil
+}
+
+// WriteRune appends the UTF-8 encoding of r to the buffer (that of
+// utf8.RuneError for an invalid r) and returns its length; see Write.
+func (b *Buffer) WriteRune(r rune) (int, error) {
+	if uint32(r) < utf8.RuneSelf {
+		return 1, b.WriteByte(byte(r))
+	}
+	if err := b.room(utf8.UTFMax); err != nil {
+		return 0, err
+	}
+	n := len(utf8.AppendRune(b.blk[b.w:b.w], r))
+	b.w += n
+	return n, nil
+}
+
+// ReadFrom appends what r reads until io.EOF, making room for at least
+// minRead (512) bytes before each Read, and returns how many bytes it
+// appended. Any error but io.EOF is returned, after the bytes read before
+// it; so is the error of a heap that cannot hold the larger block. It panics
+// if r returns a count out of range.
+func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
+	var total int64
+	for {
+		if err := b.room(minRead); err != nil {
+			return total, err
+		}
+		m, err := r.Read(b.blk[b.w:])
+		if m < 0 || m > len(b.blk)-b.w {
+			panic(fmt.Sprintf("offheap: Buffer.ReadFrom: the reader returned %d bytes read into %d", m, len(b.blk)-b.w))
+		}
+		b.w += m
+		total += int64(m)
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+// WriteTo writes the unread bytes to w, consuming what w accepts, and
+// returns how many it wrote: the error of w, or io.ErrShortWrite when w
+// accepts fewer without one. w must not keep the slice it is given (as
+// io.Writer says): it is the buffer's block. It panics if w returns a count
+// out of range.
+func (b *Buffer) WriteTo(w io.Writer) (int64, error) {
+	n := b.Len()
+	if n == 0 {
+		b.Reset()
+		return 0, nil
+	}
+	m, err := w.Write(b.blk[b.r:b.w:b.w])
+	if m < 0 || m > n {
+		panic(fmt.Sprintf("offheap: Buffer.WriteTo: the writer returned %d bytes written of %d", m, n))
+	}
+	b.r += m
+	if err == nil && m != n {
+		err = io.ErrShortWrite
+	}
+	if b.r == b.w {
+		b.Reset()
+	}
+	return int64(m), err
+}
+
+// Read moves up to len(p) unread bytes into p and returns how many. With no
+// unread bytes it empties the buffer (keeping its block) and returns io.EOF,
+// unless len(p) is 0.
+func (b *Buffer) Read(p []byte) (int, error) {
+	if b.r == b.w {
+		b.Reset()
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	n := copy(p, b.blk[b.r:b.w])
+	b.r += n
+	return n, nil
+}
+
+// ReadByte returns the next unread byte, or io.EOF (and empties the buffer,
+// keeping its block) when there is none.
+func (b *Buffer) ReadByte() (byte, error) {
+	if b.r == b.w {
+		b.Reset()
+		return 0, io.EOF
+	}
+	c := b.blk[b.r]
+	b.r++
+	return c, nil
+}
+
+// Free gives the buffer's block back to the heap. The buffer is left empty
+// and holds no block; it stays usable (the next write takes a new block), and
+// a second Free does nothing. Slices from Bytes must not be used afterwards.
+func (b *Buffer) Free() { b.release() }
+
+// Detach hands the unread bytes to the caller as a block of their own, with
+// length and capacity Len: a slice to keep, to Ref, and to give back with
+// the heap's Free. The buffer is left empty.
+//
+// The block is sized for the bytes. When a smaller block holds them, they
+// are copied into a new one and the buffer keeps its block, so the next
+// value is built without a new block; otherwise the buffer hands over its
+// block itself and holds none (the next write takes a new one). An empty
+// buffer returns an empty slice, which Free ignores. Detach panics, as
+// Alloc does, when the heap is closed.
+func (b *Buffer) Detach() []byte {
+	if b.h.closed.Load() {
+		panic(fmt.Errorf("%w: Buffer.Detach", ErrClosed))
+	}
+	n := b.Len()
+	if n == 0 {
+		b.Reset()
+		return []byte{}
+	}
+	if chunkBytes(uintptr(n)) < uintptr(len(b.blk)) {
+		if v, err := b.h.tryAllocUnzeroed(n); err == nil {
+			copy(v, b.blk[b.r:b.w])
+			b.Reset()
+			return v
+		}
+		// No room for the copy: hand over the block itself.
+	}
+	copy(b.blk, b.blk[b.r:b.w])
+	v := b.blk[:n:n]
+	b.blk, b.r, b.w = nil, 0, 0
+	return v
+}

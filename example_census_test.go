@@ -1,0 +1,34 @@
+package offheap_test
+
+import (
+	"fmt"
+
+	"github.com/offheap/offheap"
+)
+
+// A cache bounds itself by the heap's live bytes, read at every insert:
+// InUse takes no lock and allocates nothing, so the cache keeps no counter
+// of its own on the allocation path.
+func ExampleHeap_InUse() {
+	h, err := offheap.NewHeap(offheap.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close()
+
+	const budget = 1 << 20
+	var entries [][]byte
+	for {
+		if bytes, _ := h.InUse(); bytes+4096 > budget {
+			break // full: a real cache would evict
+		}
+		entries = append(entries, h.Alloc(4000))
+	}
+	bytes, blocks := h.InUse()
+	fmt.Println("within budget:", bytes <= budget, "near it:", bytes > budget-8192)
+	fmt.Println("one block per entry:", blocks == uint64(len(entries)))
+	// Output:
+	// within budget: true near it: true
+	// one block per entry: true
+}

@@ -1,0 +1,39 @@
+//go:build !offheapchecked
+
+// Checked mode writes every block it hands out, so nothing stays untouched.
+
+package offheap_test
+
+import (
+	"fmt"
+
+	"github.com/offheap/offheap"
+)
+
+// MappedBytes counts a block from its Alloc; ResidentBytes counts the pages
+// the program has written.
+func ExampleHeap_ResidentBytes() {
+	h, err := offheap.NewHeap(offheap.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close()
+
+	b := h.Alloc(64 << 20)
+	for i := 0; i < 16<<20; i += 4096 {
+		b[i] = 1 // the first 16 MiB
+	}
+	resident, err := h.ResidentBytes()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("mapped MiB:", h.Stats().MappedBytes>>20)
+	// Transparent huge pages may make a little more resident than was
+	// written.
+	fmt.Println("resident: at least the 16 MiB written:", resident >= 16<<20, "and far below mapped:", resident < 32<<20)
+	// Output:
+	// mapped MiB: 64
+	// resident: at least the 16 MiB written: true and far below mapped: true
+}

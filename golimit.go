@@ -1,0 +1,162 @@
+package offheap
+
+import (
+	"fmt"
+	"math"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+)
+
+// The Go runtime's soft memory limit (runtime/debug.SetMemoryLimit,
+// GOMEMLIMIT) counts only the memory the runtime manages: a program that
+// holds gigabytes off-heap and sets the limit from the machine's memory lets
+// the Go heap grow into memory the heaps already use. LimitGoMemory keeps
+// the runtime's limit at the total less what the heaps have mapped.
+//
+// The page heap tells it of every change: publishMapped (census.go), which
+// runs wherever a heap commits or releases pages, calls followGoLimit while
+// a limit is in force. That costs nothing while the heap's mapped bytes stay
+// put, and next to the mprotect or madvise that changed them, a lock and
+// SetMemoryLimit (tens of ns: BenchmarkGoLimit) are noise. A poller reading
+// the heaps ten times a second, the other way to follow them, cost an idle
+// program about 0.1% of a core in timer wakeups and lagged by up to 100 ms.
+//
+// Lock order: a page heap's mu, then goLimits.mu. Nothing under goLimits.mu
+// takes a page heap's lock (mappedBytes is an atomic load).
+
+const (
+	// The floor under the runtime's limit is an eighth of the total, and at
+	// least goLimitFloorMin (but never above the total).
+	goLimitFloorDiv = 8
+	goLimitFloorMin = 64 << 20
+)
+
+// goLimit is one LimitGoMemory in force.
+type goLimit struct {
+	total int64
+	heaps []*Heap
+}
+
+// goLimits is every LimitGoMemory in force. on is set while there is one,
+// for publishMapped to test without the lock.
+var goLimits struct {
+	on     atomic.Bool
+	mu     sync.Mutex
+	active []*goLimit // guarded by mu, as what follows
+	before int64      // the runtime's limit before the first of them
+	set    int64      // the limit last set
+}
+
+// LimitGoMemory keeps the Go runtime's soft memory limit
+// (runtime/debug.SetMemoryLimit) at total less the bytes the given heaps
+// have mapped (Stats.MappedBytes; Default if no heap is given), so that the
+// Go heap and the off-heap memory together stay within total: pass the
+// memory the whole program may use, such as a container's limit less some
+// headroom. The limit is set before LimitGoMemory returns, and again
+// whenever a heap commits or releases pages, by the goroutine that does.
+// The heaps' metadata (pagemaps, magazines, a checked heap's records) is
+// not counted. A heap closed while counted stops counting at the next
+// change of another heap's mapped bytes or the next stop.
+//
+// The limit never goes below a floor of total/8, and at least 64 MiB (or
+// total, if that is less): however much the heaps map, the Go heap keeps
+// room to work instead of collecting without end. Off-heap memory beyond
+// total minus the floor is not the runtime's to make up for.
+//
+// stop restores the limit that was in force before; calling it again does
+// nothing. While a LimitGoMemory is in force, do not call SetMemoryLimit
+// yourself: the heaps' next change overwrites it.
+//
+// Calls may overlap: each is a bound of its own, and the runtime's limit is
+// the lowest of them. So two calls that name different heaps do not add
+// the heaps together: to count several heaps against one total, pass them
+// all to one call. The limit in force before the first of overlapping calls
+// comes back when the last of them stops, in whatever order they stop.
+//
+// LimitGoMemory panics if total is not positive or a heap is nil.
+func LimitGoMemory(total int64, heaps ...*Heap) (stop func()) {
+	if total <= 0 {
+		panic(fmt.Sprintf("offheap: LimitGoMemory: total %d is not positive: pass the bytes the whole program may use", total))
+	}
+	for i, h := range heaps {
+		if h == nil {
+			panic(fmt.Sprintf("offheap: LimitGoMemory: heap %d is nil", i))
+		}
+	}
+	if len(heaps) == 0 {
+		heaps = []*Heap{Default()}
+	}
+	l := &goLimit{total: total, heaps: heaps}
+	g := &goLimits
+	g.mu.Lock()
+	if len(g.active) == 0 {
+		g.before = debug.SetMemoryLimit(-1)
+		g.set = g.before
+		g.on.Store(true)
+	}
+	g.active = append(g.active, l)
+	applyGoLimit()
+	g.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(l.remove) }
+}
+
+// remove takes l out of force: the runtime's limit follows the others, or
+// goes back to what it was before the first of them.
+func (l *goLimit) remove() {
+	g := &goLimits
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, a := range g.active {
+		if a == l {
+			g.active = append(g.active[:i], g.active[i+1:]...)
+			break
+		}
+	}
+	if len(g.active) > 0 {
+		applyGoLimit()
+		return
+	}
+	g.on.Store(false)
+	debug.SetMemoryLimit(g.before)
+}
+
+// followGoLimit applies the limits after a heap's mapped bytes changed.
+// Called by publishMapped, with that heap's page lock held.
+func followGoLimit() {
+	goLimits.mu.Lock()
+	applyGoLimit()
+	goLimits.mu.Unlock()
+}
+
+// applyGoLimit sets the runtime's limit to the lowest bound in force, if
+// that changed. Called with goLimits.mu held.
+func applyGoLimit() {
+	g := &goLimits
+	if len(g.active) == 0 {
+		return // a change that raced with the last stop
+	}
+	limit := int64(math.MaxInt64)
+	for _, l := range g.active {
+		limit = min(limit, l.bound())
+	}
+	if limit != g.set {
+		debug.SetMemoryLimit(limit)
+		g.set = limit
+	}
+}
+
+// bound is l's limit for the Go runtime now: its total less what its heaps
+// have mapped, but not below the floor.
+func (l *goLimit) bound() int64 {
+	var mapped uint64
+	for _, h := range l.heaps {
+		mapped += h.mappedBytes()
+	}
+	floor := min(l.total, max(l.total/goLimitFloorDiv, goLimitFloorMin))
+	if mapped >= uint64(l.total-floor) {
+		return floor
+	}
+	return l.total - int64(mapped)
+}

@@ -1,0 +1,153 @@
+package offheap
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offheap/offheap/internal/osmem"
+)
+
+// rss is the process's resident memory in bytes (/proc/self/statm).
+func rss(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Skipf("no /proc/self/statm: %v", err)
+	}
+	f := strings.Fields(string(b))
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pages * int64(os.Getpagesize())
+}
+
+// TestLargeReallocRSS: allocating again a large block the program barely
+// touched costs memory in proportion to what it touched, not to the block:
+// a 2 GiB block with one byte written, freed and allocated again.
+func TestLargeReallocRSS(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked mode poisons a freed block, so every page is touched")
+	}
+	h := newTestHeap(t, Options{ReleaseDelay: time.Hour}) // its pages stay dirty
+	const n = min(2<<30, math.MaxInt)                     // the bound: 32-bit systems compile this, and have no backend
+	b := h.Alloc(n)
+	b[n/2] = 1
+	a := addrOf(b)
+	h.Free(b)
+	before := rss(t)
+	start := time.Now()
+	b = h.Alloc(n)
+	took := time.Since(start)
+	grew := rss(t) - before
+	if addrOf(b) != a {
+		t.Fatalf("setup: the block came back at %#x, not %#x", addrOf(b), a)
+	}
+	if b[n/2] != 0 || b[0] != 0 || b[n-1] != 0 {
+		t.Fatal("the block is not zeroed")
+	}
+	t.Logf("Alloc of a dirty 2 GiB block with one byte written: %v, RSS %+d KiB", took, grew>>10)
+	if grew > 8<<20 {
+		t.Fatalf("allocating the block again raised RSS by %d MiB, want a few at most", grew>>20)
+	}
+	h.Free(b)
+}
+
+// TestZeroPages: zeroPages zeroes every byte, clearing the pages in memory
+// and handing back the others, which stay out of memory.
+func TestZeroPages(t *testing.T) {
+	ps := osmem.PageSize
+	for _, n := range []uintptr{64 << 10, zeroResidentMin, 3<<20 + 5000, 40 << 20} {
+		span := (n + pageSize - 1) &^ (pageSize - 1)
+		p, err := osmem.Map(span)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := uintptr(p)
+		touched := func(i uintptr) bool { return i%3 == 0 || i == span/ps-1 }
+		for i := uintptr(0); i < span/ps; i++ {
+			if touched(i) {
+				b := bytesAt(a+i*ps, int(ps))
+				for j := range b {
+					b[j] = byte(j | 1)
+				}
+			}
+		}
+		zeroPages(a, n)
+		for i, x := range bytesAt(a, int(n)) {
+			if x != 0 {
+				t.Fatalf("n=%d: byte %d is %d after zeroPages", n, i, x)
+			}
+		}
+		osmem.Unmap(p, span)
+	}
+}
+
+// TestZeroPagesUntouched: the pages zeroPages did not find in memory stay
+// out of it: the cost in memory follows what was touched.
+func TestZeroPagesUntouched(t *testing.T) {
+	ps := osmem.PageSize
+	const n = 8 << 20
+	p, err := osmem.Map(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer osmem.Unmap(p, n)
+	a := uintptr(p)
+	*(*byte)(ptr(a + n/2)) = 1
+	zeroPages(a, n)
+	vec := make([]byte, n/ps)
+	if err := osmem.Resident(p, n, vec); err != nil {
+		t.Fatal(err)
+	}
+	in := 0
+	for _, v := range vec {
+		in += int(v & 1)
+	}
+	if in > 512 { // at most one huge page's worth, if the system made one
+		t.Fatalf("%d of %d pages in memory after zeroPages of a block with one byte written", in, len(vec))
+	}
+	if *(*byte)(ptr(a + n/2)) != 0 {
+		t.Fatal("the written byte is not zeroed")
+	}
+}
+
+// BenchmarkZeroPages is what sets zeroResidentMin: zeroing a block whose
+// pages are all in memory with a plain clear and through mincore (the
+// system call is the difference), and through mincore when one byte was
+// written since (what a plain clear would fault in whole):
+//
+//	go test -run '^$' -bench ZeroPages -count 6 .
+func BenchmarkZeroPages(b *testing.B) {
+	for _, n := range []uintptr{264 << 10, 512 << 10, 1 << 20, 2 << 20, 8 << 20} {
+		p, err := osmem.Map(n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		a := uintptr(p)
+		clear(bytesAt(a, int(n)))
+		b.Run(fmt.Sprintf("size=%dKiB/arm=clear", n>>10), func(b *testing.B) {
+			for b.Loop() {
+				clear(bytesAt(a, int(n)))
+			}
+		})
+		b.Run(fmt.Sprintf("size=%dKiB/arm=mincore", n>>10), func(b *testing.B) {
+			for b.Loop() {
+				zeroResident(a, n)
+			}
+		})
+		b.Run(fmt.Sprintf("size=%dKiB/arm=mincore-one-byte", n>>10), func(b *testing.B) {
+			osmem.Release(p, n)
+			for b.Loop() {
+				zeroResident(a, n)
+				*(*byte)(ptr(a + n/2)) = 1
+			}
+		})
+		osmem.Unmap(p, n)
+	}
+}

@@ -1,0 +1,42 @@
+// Package offheapexpvar publishes a heap's census through expvar, so that
+// /debug/vars shows it beside the runtime's memstats: the JSON of the heap's
+// offheap.Stats, with the Go field names as keys (as memstats has), taken
+// afresh on every read.
+//
+//	offheapexpvar.Publish("offheap", offheap.Default())
+//
+// Importing expvar registers /debug/vars on http.DefaultServeMux; a server
+// with a mux of its own mounts expvar.Handler() there.
+//
+// Each read costs one Stats call: every lock of the heap taken briefly, and
+// a slice for the per-class census. That suits a scrape every few seconds,
+// not a hot path (see Heap.InUse for that).
+package offheapexpvar
+
+import (
+	"expvar"
+	"fmt"
+
+	"github.com/offheap/offheap"
+)
+
+// Var returns an expvar.Var whose String is the JSON of h.Stats() at the
+// time of the call. Publish it under a name of your choosing with
+// expvar.Publish, or use Publish. It panics if h is nil.
+func Var(h *offheap.Heap) expvar.Var {
+	if h == nil {
+		panic("offheap: offheapexpvar.Var of a nil heap")
+	}
+	return expvar.Func(func() any { return h.Stats() })
+}
+
+// Publish publishes Var(h) under name: /debug/vars then has a key name
+// whose value is the heap's Stats. It panics if name is already published
+// (expvar's names are process-wide and cannot be removed) or h is nil.
+func Publish(name string, h *offheap.Heap) {
+	v := Var(h)
+	if expvar.Get(name) != nil {
+		panic(fmt.Sprintf("offheap: offheapexpvar.Publish: the expvar name %q is already published: choose another", name))
+	}
+	expvar.Publish(name, v)
+}

@@ -1,0 +1,304 @@
+package offheap
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offheap/offheap/internal/osmem"
+)
+
+// TestReleaseDelayMerged: a page goes back to the system ReleaseDelay after
+// its own Free (within a tick), not after the Free of the run it merged
+// with, and the timer is armed for the next page due, not a full delay on.
+// The clock is the test's, and the test fires the timer itself, so nothing
+// depends on the scheduler.
+func TestReleaseDelayMerged(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked mode keeps freed blocks in quarantine until pushed out, Trim or Close")
+	}
+	const delay = time.Hour // the real timer never fires during the test
+	h := newTestHeap(t, Options{ReleaseDelay: delay})
+	var now int64
+	h.setClock(func() int64 { return now })
+	tick := int64(delay / releaseTicks)
+	const n = 1 << 20
+	a, b := h.Alloc(n), h.Alloc(n)
+	if addrOf(b) != addrOf(a)+n {
+		t.Fatalf("setup: blocks at %#x and %#x are not adjacent, so their runs would not merge", addrOf(a), addrOf(b))
+	}
+	h.Free(a) // at 0
+	now = int64(delay / 2)
+	h.Free(b) // at delay/2: one free run with a's pages
+	released := func() uint64 { return h.Stats().ReleasedBytes }
+
+	now = int64(delay) - tick // a's pages are not due yet
+	if next := h.fireReleaseTimer(); released() != 0 || next != int64(delay)+tick {
+		t.Fatalf("at delay-tick: released %d bytes, timer at %v; want 0 and delay+tick", released(), time.Duration(next))
+	}
+	now = int64(delay) + tick // a's are, b's are not
+	next := h.fireReleaseTimer()
+	if got := released(); got != n {
+		t.Fatalf("at delay+tick: released %d bytes, want a's %d (merged runs must not wait for the newest page)", got, n)
+	}
+	if want := int64(delay/2+delay) + tick; next != want {
+		t.Fatalf("timer re-armed for %v, want %v (b's pages due), not a full delay on", time.Duration(next), time.Duration(want))
+	}
+	now = next
+	h.fireReleaseTimer()
+	if got := released(); got != 2*n {
+		t.Fatalf("at b's due time: released %d bytes, want %d", got, 2*n)
+	}
+}
+
+// TestLimitAnyValue: every Limit works, up to math.MaxInt64, the natural
+// way to say "no limit", and Close gives back every byte of address space.
+func TestLimitAnyValue(t *testing.T) {
+	for _, limit := range []int64{1 << 44, 1<<44 + pageSize, 1 << 45, 1<<62 + 1, math.MaxInt64} {
+		t.Run(fmt.Sprint(limit), func(t *testing.T) {
+			h, err := NewHeap(Options{Limit: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var live [][]byte
+			for _, n := range []int{64, 5000, maxSmall + 1, 10 << 20} {
+				b, err := h.TryAlloc(n)
+				if err != nil {
+					h.Close()
+					t.Fatalf("TryAlloc(%d) with Limit %d: %v", n, limit, err)
+				}
+				live = append(live, b)
+			}
+			for _, b := range live {
+				h.Free(b)
+			}
+			base, size := h.base, h.size
+			if err := h.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			if m := mapped(t, base, size); m != "" {
+				t.Fatalf("after Close, the heap's first region is still mapped: %s", m)
+			}
+		})
+	}
+}
+
+// TestCloseUnmapsRegions: Close gives back every region and its metadata,
+// however many the heap grew, checked mode's record tables included.
+func TestCloseUnmapsRegions(t *testing.T) {
+	for _, checked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("checked=%v", checked), func(t *testing.T) {
+			h, err := newHeap(Options{Checked: checked}, 16<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var live [][]byte
+			for range 40 { // 40 MiB through a 16 MiB first region
+				live = append(live, h.Alloc(1<<20), h.Alloc(100))
+			}
+			if h.regionCount() < 2 {
+				t.Fatalf("setup: %d regions, want several", h.regionCount())
+			}
+			type span struct{ base, size uintptr }
+			var spans []span
+			for _, r := range h.pages.regions.Load().byPage {
+				if r.base&(pageSize-1) != 0 {
+					t.Fatalf("region at %#x is not %d-byte aligned", r.base, pageSize)
+				}
+				spans = append(spans, span{r.base, r.bytes})
+				if r.shadow != nil {
+					spans = append(spans, span{uintptr(r.shadow), r.bytes})
+				}
+			}
+			if checked && len(spans) != 2*h.regionCount() {
+				t.Fatalf("checked heap: %d mappings for %d regions, want a record table each", len(spans), h.regionCount())
+			}
+			spans = append(spans, span{uintptr(h.pages.pmap), h.pages.metaBytes})
+			for _, b := range live {
+				h.Free(b)
+			}
+			if err := h.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			for _, s := range spans {
+				if m := mapped(t, s.base, s.size); m != "" {
+					t.Errorf("after Close, [%#x, %#x) is still mapped: %s", s.base, s.base+s.size, m)
+				}
+			}
+		})
+	}
+}
+
+// mapped returns the line of /proc/self/maps that overlaps [base,
+// base+size), or "".
+func mapped(t *testing.T, base, size uintptr) string {
+	t.Helper()
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		t.Skipf("no /proc/self/maps: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var lo, hi uintptr
+		if _, err := fmt.Sscanf(sc.Text(), "%x-%x", &lo, &hi); err != nil {
+			t.Fatalf("parsing %q: %v", sc.Text(), err)
+		}
+		if lo < base+size && base < hi {
+			return sc.Text()
+		}
+	}
+	return ""
+}
+
+// TestAddressSpaceGrows: a heap holds more than its first region, as the
+// Go heap does: 80 GiB of untouched blocks on a machine with less memory.
+func TestAddressSpaceGrows(t *testing.T) {
+	h := newTestHeap(t, Options{})
+	const block = min(8<<30, math.MaxInt) // the bound: 32-bit systems compile this, and have no backend
+	var big [][]byte
+	for range 10 {
+		b, err := h.TryAlloc(block)
+		if err != nil {
+			t.Fatalf("after %d GiB: %v", len(big)*block>>30, err)
+		}
+		b[0], b[block-1] = 1, 2
+		big = append(big, b)
+	}
+	if h.regionCount() < 2 {
+		t.Fatalf("80 GiB in %d region", h.regionCount())
+	}
+	for _, b := range big {
+		if b[0] != 1 || b[block-1] != 2 {
+			t.Fatal("a block's bytes changed")
+		}
+		h.Free(b)
+	}
+	if s := h.Stats(); s.InUseBytes != 0 || s.Allocs != s.Frees {
+		t.Fatalf("after freeing everything: %v", s)
+	}
+}
+
+// TestLaterRegions: blocks of every kind in the regions after the first
+// work as in region 0, their Frees found by the slow path's region lookup
+// (and, in checked mode, their records in the regions' own tables), and
+// misuse of them is caught the same way.
+func TestLaterRegions(t *testing.T) {
+	all := append(arms[:len(arms):len(arms)], struct {
+		name string
+		opts Options
+	}{"checked", Options{Checked: true}})
+	for _, arm := range all {
+		t.Run(arm.name, func(t *testing.T) {
+			h := newTestHeapFirstRegion(t, arm.opts, 16<<20)
+			var live, big [][]byte
+			far := 0
+			for i := 0; i < 8000; i++ {
+				if i%1000 == 0 { // address space: three more regions
+					big = append(big, h.Alloc(24<<20+i))
+				}
+				n := 16 + i*37%5000
+				if i%100 == 0 {
+					n = maxSmall - i
+				}
+				b := h.Alloc(n)
+				if !h.pages.contains(addrOf(b)) {
+					t.Fatalf("block %#x is in no region", addrOf(b))
+				}
+				if addrOf(b)-h.base >= h.size {
+					far++
+				}
+				if err := fillPattern(b, uint32(len(live))); err != nil {
+					t.Fatal(err)
+				}
+				live = append(live, b)
+			}
+			if far == 0 || h.regionCount() < 3 {
+				t.Fatalf("%d blocks outside region 0, %d regions: the test does not reach the later regions", far, h.regionCount())
+			}
+			var b []byte
+			for _, x := range live {
+				if addrOf(x)-h.base >= h.size && len(x) > 64 && len(x) <= maxSmall {
+					b = x
+				}
+			}
+			msg := mustPanic(t, func() { h.Free(b[16:]) })
+			if !strings.Contains(msg, "not the start of a block") {
+				t.Fatalf("Free inside a far block: %q", msg)
+			}
+			for i, x := range live {
+				if !patternIntact(x, uint32(i)) {
+					t.Fatalf("block %d (%d bytes at %#x) was overwritten", i, len(x), addrOf(x))
+				}
+				h.Free(x)
+			}
+			for _, x := range big {
+				h.Free(x)
+			}
+			if arm.opts.Checked {
+				me := memoryError(t, func() { h.Free(b) })
+				if me.Kind != DoubleFree {
+					t.Fatalf("double free of a far block: %v", me)
+				}
+			}
+			h.Trim()
+			if s := h.Stats(); s.InUseBytes != 0 || s.Allocs != s.Frees {
+				t.Fatalf("after freeing everything: %v", s)
+			}
+		})
+	}
+}
+
+// patternIntact reports whether b still holds fillPattern's bytes for seed.
+func patternIntact(b []byte, seed uint32) bool {
+	for i, v := range b {
+		if v != patternByte(seed, i) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestAddressSpaceExhausted: past the largest virtual space, an allocation
+// fails with an error of its own that says what happened, and the heap
+// stays usable.
+func TestAddressSpaceExhausted(t *testing.T) {
+	h := newTestHeap(t, Options{})
+	// Nearly the largest block (checked mode adds a canary): no virtual space
+	// with region 0 in it has room.
+	_, err := h.TryAlloc(int(min(uint64(maxVirtPages-2)<<pageShift, math.MaxInt)))
+	if err == nil || errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "address space") {
+		t.Fatalf("an allocation of the whole virtual space: %v, want an address-space error that is not ErrLimit", err)
+	}
+	t.Log(err)
+	h.Free(h.Alloc(1 << 20))
+}
+
+// TestMapRegionAligned: regions start on a page boundary of the heap's
+// pages, wherever the system puts a mapping: small mappings between them
+// shift the address space by a system page.
+func TestMapRegionAligned(t *testing.T) {
+	const n = 3 * pageSize
+	for i := range 16 {
+		if i%2 == 1 {
+			p, err := osmem.Map(osmem.PageSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer osmem.Unmap(p, osmem.PageSize)
+		}
+		p, err := mapRegion(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unmapRegion(p, n)
+		if uintptr(p)&(pageSize-1) != 0 {
+			t.Fatalf("mapRegion returned %#x, not %d-byte aligned", p, pageSize)
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package offheap
+
+// Ref: a handle to a block that holds no Go pointer.
+//
+// A Go map from keys to []byte is scanned by the garbage collector on every
+// cycle, because each slice header holds a pointer, even when the bytes are
+// off-heap; a map whose keys and values hold no pointers is never scanned.
+// A Ref is what a program keeps in such a map instead of the slice: 16 bytes,
+// two integers, and Heap.Bytes turns it back into the slice.
+//
+// # Encoding
+//
+//	off   bits  0-47  the block's compact offset in its heap's address space (refOffset)
+//	      bits 48-63  the high half of the heap's tag
+//	n     bits  0-47  the slice's length
+//	      bits 48-63  the low half of the heap's tag
+//
+// A heap's tag is a process-wide counter, never 0, so the zero Ref matches no
+// heap. Bytes XORs the heap's tag words (refKey) out of both fields: for a
+// Ref of this heap both high halves become 0, and one test of (off|n)>>48
+// checks the tag, and that the fields are in range. The rest of the fast
+// path is one bounds test (refFast) and an add.
+//
+// Two heaps share a tag only when 2^32-1 heaps were made between them. A
+// Ref of one then resolves in the other to whatever that heap holds at the
+// same offset: never memory outside the heap's address space (refAddr bounds
+// every Ref), but not the block the Ref was made from. A Ref of a closed heap
+// resolves in no other heap (the tag is not reused) and panics in its own.
+//
+// Offsets and lengths are below 2^48 (256 TiB), more than the address space
+// of any heap on a 64-bit system with 48-bit virtual addresses (128 TiB of
+// user space), so every block has a Ref. Ref refuses anything larger.
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// Ref is a handle to a block of a Heap (or a prefix of one) that holds no Go
+// pointer: two integers, 16 bytes, comparable. Keep Refs where slices would
+// cost the garbage collector a scan: as the values (or keys) of a Go map, in
+// a struct or slice without pointers, or in off-heap memory itself, and
+// call Heap.Bytes to get the slice back.
+//
+// A Ref names memory, it does not own it: it is valid while its block is,
+// and after the block is freed it is a dangling handle, as the slice would
+// be. The zero Ref names nothing (IsZero); a Ref of an empty slice is not
+// zero and names no memory. Refs of one heap are equal exactly when they
+// name the same block with the same length.
+type Ref struct {
+	off uint64 // compact offset, high tag half in the top 16 bits
+	n   uint64 // length, low tag half in the top 16 bits
+}
+
+const (
+	refShift = 48
+	refMax   = 1 << refShift // offsets and lengths are below refMax
+)
+
+// refKey is a heap's tag, placed where a Ref carries it: the tag's high half
+// in the top bits of off and its low half in the top bits of n.
+type refKey struct{ off, n uint64 }
+
+// refTags numbers heaps for their Refs' tags.
+var refTags atomic.Uint32
+
+// newRefKey gives a new heap the next tag, skipping 0 so that the zero Ref
+// matches no heap.
+func newRefKey() refKey {
+	t := refTags.Add(1)
+	if t == 0 {
+		t = refTags.Add(1)
+	}
+	return refKey{uint64(t>>16) << refShift, uint64(t&0xffff) << refShift}
+}
+
+// tag is the key's 32-bit tag, for messages.
+func (k refKey) tag() uint32 { return uint32(k.off>>refShift)<<16 | uint32(k.n>>refShift) }
+
+// IsZero reports whether r is the zero Ref, which names no block: the value
+// a map lookup returns for a missing key.
+func (r Ref) IsZero() bool { return r == Ref{} }
+
+// Len is the length of the slice r names, without resolving it: the length
+// of the slice Heap.Bytes returns (0 for the zero Ref).
+func (r Ref) Len() int { return int(r.n & (refMax - 1)) }
+
+// Ref returns the handle of b, which must be a slice returned by this heap's
+// Alloc (or TryAlloc, AllocUnzeroed, Realloc, MakeSlice's bytes, a Buffer's
+// Detach) or a prefix of one: it starts where the block starts and is no
+// longer. Bytes(h.Ref(b)) is b again, with the same length. An empty b (nil,
+// Alloc(0), b[:0]) is no block, as for Free: its Ref names no memory and
+// Bytes turns it into an empty slice.
+//
+// Ref panics, as Free does, when b is not such a slice: memory this heap did
+// not allocate, a slice that does not start a block (b[1:], Arena memory,
+// Shared's bytes), one longer than its block, or a block that is not live.
+// What "live" means depends on the mode:
+//
+//   - In a fast heap Ref reads the pagemap, as Free does: b must start a
+//     block of a span in use, or a large block in use, and fit in the block
+//     (its size class, or its whole pages). A small block that is already
+//     freed, while its span still holds other blocks, passes. So does an
+//     Arena allocation that happens to begin one of the arena's chunks; its
+//     Ref is then valid until the arena's Reset, like the slice.
+//   - In a checked heap Ref reads the block's record: b must start a live
+//     block and be no longer than its allocated length. A freed block is a
+//     use after free: Ref panics with a *MemoryError of kind UseAfterFree
+//     that prints where the block was allocated and freed.
+func (h *Heap) Ref(b []byte) Ref {
+	// The pagemap and the records are read between enter and exit: Close
+	// unmaps them (closing.go).
+	if !h.enter() {
+		panic(fmt.Errorf("%w: Ref of %#x", ErrClosed, addrOf(b)))
+	}
+	defer h.exit()
+	if len(b) == 0 {
+		return Ref{h.ref.off, h.ref.n}
+	}
+	a := addrOf(b)
+	h.checkRef(a, uint64(len(b)), "Ref")
+	off, ok := h.refOffset(a)
+	if !ok || uint64(len(b)) >= refMax {
+		panic(fmt.Sprintf("offheap: Ref of %d bytes at %#x: past what a Ref encodes (offsets and lengths below 256 TiB)", len(b), a))
+	}
+	return Ref{off | h.ref.off, uint64(len(b)) | h.ref.n}
+}
+
+// checkRef panics unless the n > 0 bytes at a are a live block of h or a
+// prefix of one (see Ref); op names the call for the message.
+func (h *Heap) checkRef(a uintptr, n uint64, op string) {
+	if c := h.chk; c != nil && c.all {
+		c.checkRef(a, n, op)
+		return
+	}
+	kind, usable, why := h.blockAt(a)
+	switch kind {
+	case guardedBlock: // a sampled heap's guarded block: the checker has its record
+		h.chk.checkRef(a, n, op)
+	case notBlock:
+		panic(fmt.Sprintf("offheap: %s of %#x (%d bytes), which %s%s", op, a, n, why, refHint))
+	default:
+		if n > uint64(usable) {
+			panic(fmt.Sprintf("offheap: %s of %d bytes at %#x, past the end of its %d-byte block%s", op, n, a, usable, refHint))
+		}
+	}
+}
+
+// refHint ends the messages of a refused Ref.
+const refHint = ": a Ref is of a slice Alloc returned, or a prefix of one (not b[i:], Arena memory or Shared's bytes)"
+
+// Bytes returns the slice r names: the bytes of h that h.Ref(b) was given,
+// with the same length (and capacity). It costs about as much as a slice
+// expression and touches none of the bytes, so it can run on every lookup.
+//
+// Bytes panics, naming the problem, for the zero Ref, a Ref of another heap,
+// or on a closed heap. In a fast heap the Ref of a block that has since been
+// freed still resolves: using its bytes is a use after free, which fast mode
+// does not catch (as for a slice kept past Free). A checked heap looks the
+// block up before it returns anything: a freed block panics with a
+// *MemoryError of kind UseAfterFree, with the block's allocation and free
+// stacks, before any byte is read. Once the block has left the quarantine
+// and its memory is reused, the Ref names whatever lives there: Bytes panics
+// when that is no live block or a shorter one, and cannot tell otherwise.
+func (h *Heap) Bytes(r Ref) []byte {
+	off, n := r.off^h.ref.off, r.n^h.ref.n
+	if a, ok := h.refFast(off, n); ok && (off|n)>>refShift == 0 {
+		return bytesAt(a, int(n))
+	}
+	return h.bytesSlow(r)
+}
+
+// bytesSlow resolves every Ref that Bytes' fast path did not: the empty
+// ones, those of a checked heap, and the ones it refuses.
+func (h *Heap) bytesSlow(r Ref) []byte {
+	off, n := r.off^h.ref.off, r.n^h.ref.n
+	switch {
+	case r.IsZero():
+		panic("offheap: Bytes of the zero Ref, which names no block: test IsZero first (a map lookup of a missing key returns the zero Ref)")
+	case (off|n)>>refShift != 0:
+		k := refKey(r)
+		panic(fmt.Sprintf("offheap: Bytes of a Ref of another heap (tag %#x; this heap's is %#x): resolve a Ref with the heap whose Ref method made it",
+			k.tag(), h.ref.tag()))
+	case h.closed.Load():
+		panic(fmt.Errorf("%w: Bytes of a Ref", ErrClosed))
+	case n == 0:
+		return []byte{}
+	}
+	a, ok := h.refAddr(off, n)
+	if !ok {
+		panic(fmt.Sprintf("offheap: Bytes of a Ref to %d bytes at offset %#x, past the end of this heap's address space: no Ref of this heap says that (a corrupted Ref?)", n, off))
+	}
+	if c := h.chk; c != nil && c.all {
+		if !h.enter() { // the records, as in Ref
+			panic(fmt.Errorf("%w: Bytes of a Ref", ErrClosed))
+		}
+		defer h.exit()
+		c.checkRef(a, n, "Bytes of a Ref")
+	}
+	return bytesAt(a, int(n))
+}

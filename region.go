@@ -1,0 +1,313 @@
+package offheap
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/offheap/offheap/internal/osmem"
+)
+
+// A heap's address space grows on demand, as the Go heap's does. The page
+// heap numbers its pages in one virtual page space, and lays regions
+// (reservations of their own, anywhere in the process's address space) into
+// it end to end:
+//
+//	virtual pages: [ region 0 ][gap][ region 1 ][gap][ region 2 ] ...
+//
+// A region's pages are consecutive virtual pages and consecutive addresses.
+// The gap page after each region has no address and is never free, so a
+// free run never spans two regions: a run's pages are always contiguous
+// memory. The pagemap and the span array are reserved once for the largest
+// virtual space (PROT_NONE: they cost nothing until a region's part of them
+// is committed), so a page's word is found by its virtual page number alone.
+//
+// Region 0 is the reservation NewHeap makes; Free's fast path checks only it
+// (one subtraction and compare against Heap.base and Heap.fastSize). An
+// address in a later region is found through the region set, an immutable
+// sorted slice published atomically (regionSet): freeSlow and the other
+// lookups take it, then the same path as region 0.
+//
+// What the rest of the heap may assume of regions: each is a multiple of
+// pageSize long and starts on a pageSize boundary; they do not overlap; they
+// are created under pageHeap.mu and live until Close. Nothing else: not
+// their count, their order in memory, their adjacency or their size beyond
+// what was asked. mapRegion and unmapRegion are the only code that obtains
+// and gives back a region's memory.
+
+// maxVirtPages is the size of the largest virtual page space, 16 TiB: page
+// numbers and run lengths are uint32, and a large block's length in pages
+// must fit 31 bits (pagesFor). The pagemap for it takes 16 GiB of address
+// space and the span array 10 GiB, reserved and not committed; a system that
+// refuses that much gets a smaller space (reserve halves it).
+const maxVirtPages = 1 << 31
+
+// region is one reservation laid into the virtual page space. Immutable once
+// published.
+type region struct {
+	base  uintptr // first byte, pageSize aligned
+	bytes uintptr // bytes reserved: pages << pageShift
+	first uint32  // virtual page of base
+	pages uint32
+	// shadow is, in a checked heap, the region's part of the checker's
+	// record table: bytes long, mirroring the region byte for byte
+	// (checked_small.go). nil otherwise.
+	shadow unsafe.Pointer
+}
+
+// regionSet is every region of a heap: byPage in virtual page order (the
+// order they were made), byAddr by base address. Replaced whole, never
+// changed, so that lookups need no lock.
+type regionSet struct {
+	byPage []*region
+	byAddr []*region
+}
+
+// byAddress is the region that holds address a, or nil.
+func (rs *regionSet) byAddress(a uintptr) *region {
+	i, found := slices.BinarySearchFunc(rs.byAddr, a, byBase)
+	if !found {
+		if i == 0 {
+			return nil
+		}
+		i--
+	}
+	if r := rs.byAddr[i]; a-r.base < r.bytes {
+		return r
+	}
+	return nil
+}
+
+// byPageNum is the region that holds virtual page p, which must be a page of
+// some region (not a gap).
+func (rs *regionSet) byPageNum(p uint32) *region {
+	i, found := slices.BinarySearchFunc(rs.byPage, p, byFirst)
+	if !found {
+		i--
+	}
+	return rs.byPage[i]
+}
+
+// holding is the region that holds virtual page p, or nil when p is a gap
+// page or lies past every region.
+func (rs *regionSet) holding(p uint32) *region {
+	i, found := slices.BinarySearchFunc(rs.byPage, p, byFirst)
+	if !found {
+		if i == 0 {
+			return nil
+		}
+		i--
+	}
+	if r := rs.byPage[i]; p-r.first < r.pages {
+		return r
+	}
+	return nil
+}
+
+// with returns a new set with r added. r's pages come after every region's.
+func (rs *regionSet) with(r *region) *regionSet {
+	i, _ := slices.BinarySearchFunc(rs.byAddr, r.base, byBase)
+	return &regionSet{
+		byPage: append(slices.Clip(rs.byPage), r),
+		byAddr: slices.Insert(slices.Clone(rs.byAddr), i, r),
+	}
+}
+
+func byBase(r *region, a uintptr) int { return cmp.Compare(r.base, a) }
+func byFirst(r *region, p uint32) int { return cmp.Compare(r.first, p) }
+
+// mapRegion obtains n bytes of address space for a region, pageSize aligned
+// and inaccessible until committed (osmem.Commit). n is a multiple of
+// pageSize.
+func mapRegion(n uintptr) (unsafe.Pointer, error) {
+	if osmem.PageSize >= pageSize {
+		return osmem.Reserve(n) // mmap aligns to the system page
+	}
+	// Reserve a page more and give back what lies outside the aligned n.
+	p, err := osmem.Reserve(n + pageSize)
+	if err != nil {
+		return nil, err
+	}
+	a := uintptr(p)
+	head := -a & (pageSize - 1)
+	if head > 0 {
+		osmem.Unmap(p, head)
+	}
+	if tail := pageSize - head; tail > 0 {
+		osmem.Unmap(ptr(a+head+n), tail)
+	}
+	return ptr(a + head), nil
+}
+
+// unmapRegion gives back a region mapRegion made.
+func unmapRegion(p unsafe.Pointer, n uintptr) error {
+	return osmem.Unmap(p, n)
+}
+
+// addressSpaceError reports that the heap's address space cannot grow: the
+// virtual page space is full, or the system refused more address space. It
+// is not ErrLimit: no Limit was reached.
+type addressSpaceError struct {
+	need uint64 // bytes the allocation needed
+	have uint64 // bytes of address space the heap has
+	most uint64 // bytes of the heap's virtual page space
+	err  error  // the system's refusal, or nil when the virtual space is full
+}
+
+// outOfSpace is the error for an allocation of need bytes that found the
+// virtual page space full (err nil) or the system unwilling.
+func (ph *pageHeap) outOfSpace(need uint64, err error) error {
+	return &addressSpaceError{need: need, have: uint64(ph.reservedBytes), most: uint64(ph.maxPages) << pageShift, err: err}
+}
+
+func (e *addressSpaceError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("offheap: out of address space: %s more would take the heap past %s, the most one heap can span; free memory, or use another heap",
+			sizeString(e.need), sizeString(e.most))
+	}
+	return fmt.Sprintf("offheap: out of address space: the heap spans %s and the system refused %s more (%v); raise the process's address-space limits (ulimit -v, vm.max_map_count) or free memory",
+		sizeString(e.have), sizeString(e.need), e.err)
+}
+
+func (e *addressSpaceError) Unwrap() error { return e.err }
+
+// regionGrain is the size later regions are rounded up to, so that a heap
+// that grows by small allocations makes few regions.
+const regionGrain = 64 << 20
+
+// addRegion reserves a region of at least n pages and makes it the current
+// one: new pages come from its frontier. What is left of the old current
+// region is committed and becomes a free run, so it is used again; should
+// the commit fail, those pages are never used. Called with mu held.
+func (ph *pageHeap) addRegion(n uint32) error {
+	rs := ph.regions.Load()
+	last := rs.byPage[len(rs.byPage)-1]
+	first := uint64(last.first) + uint64(last.pages) + 1 // one gap page
+	room := uint64(ph.maxPages) - min(first, uint64(ph.maxPages))
+	need := uint64(n) << pageShift
+	if uint64(n) > room {
+		return ph.outOfSpace(need, nil)
+	}
+	// Grow geometrically (the new region is as large as all before it), so
+	// a heap that keeps growing makes few regions, and at least by a grain.
+	want := max(need, uint64(ph.reservedBytes), regionGrain)
+	want = min(want, room<<pageShift)
+	var p unsafe.Pointer
+	var err error
+	for {
+		if p, err = mapRegion(uintptr(want)); err == nil {
+			break
+		}
+		if want == need {
+			return ph.outOfSpace(need, err)
+		}
+		want = max(want/2&^(pageSize-1), need)
+	}
+	r := &region{base: uintptr(p), bytes: uintptr(want), first: uint32(first), pages: uint32(want >> pageShift)}
+	if err := ph.commitMeta(r); err != nil {
+		unmapRegion(p, r.bytes)
+		return err
+	}
+	if ph.shadowed {
+		if r.shadow, err = osmem.Map(r.bytes); err != nil {
+			unmapRegion(p, r.bytes)
+			return fmt.Errorf("%w: %w", errNoMeta, err)
+		}
+	}
+	// The rest of the old region becomes a free run of zero pages.
+	if tail := last.pages - ph.frontier; tail > 0 {
+		at := last.first + ph.frontier
+		if osmem.Commit(ptr(ph.addr(at)), uintptr(tail)<<pageShift) == nil {
+			ph.committed += uint64(tail)
+			ph.released += uint64(tail)
+			ph.addRun(at, tail, freeRun{})
+		}
+	}
+	ph.regions.Store(rs.with(r))
+	ph.reservedBytes += r.bytes
+	ph.frontier = 0
+	return nil
+}
+
+// commitMeta makes the pagemap words and the span structs that region r
+// needs usable. Called with mu held, before r is published.
+func (ph *pageHeap) commitMeta(r *region) error {
+	end := uint64(r.first) + uint64(r.pages)
+	if err := commitRange(ph.pmap, uintptr(r.first)*8, uintptr(end)*8); err != nil {
+		return err
+	}
+	// Every span has at least minSpanPages pages, so the spans live at once
+	// are at most the virtual pages so far over minSpanPages.
+	spans := uint32(end/minSpanPages + 1)
+	if spans > ph.maxSpan {
+		sz := unsafe.Sizeof(span{})
+		if err := commitRange(ph.spans, uintptr(ph.maxSpan+1)*sz, uintptr(spans+1)*sz); err != nil {
+			return err
+		}
+		ph.maxSpan = spans
+	}
+	return nil
+}
+
+// commitRange commits bytes [from, to) of the reservation at base, widened
+// to whole system pages.
+func commitRange(base unsafe.Pointer, from, to uintptr) error {
+	ps := osmem.PageSize
+	from &^= ps - 1
+	to = (to + ps - 1) &^ (ps - 1)
+	return osmem.Commit(unsafe.Add(base, from), to-from)
+}
+
+// pageOf is the virtual page that holds address a, and false if no region of
+// the heap holds a. Safe without mu.
+func (ph *pageHeap) pageOf(a uintptr) (uint32, bool) {
+	if off := a - ph.base; off < ph.size {
+		return uint32(off >> pageShift), true
+	}
+	return ph.pageOfFar(a)
+}
+
+// pageOfFar is pageOf for an address outside region 0.
+func (ph *pageHeap) pageOfFar(a uintptr) (uint32, bool) {
+	r := ph.regions.Load().byAddress(a)
+	if r == nil {
+		return 0, false
+	}
+	return r.first + uint32((a-r.base)>>pageShift), true
+}
+
+// contains reports whether a region of the heap holds address a.
+func (ph *pageHeap) contains(a uintptr) bool {
+	_, ok := ph.pageOf(a)
+	return ok
+}
+
+// addr is the address of virtual page p, a page of some region.
+func (ph *pageHeap) addr(p uint32) uintptr {
+	if p < ph.pages0 {
+		return ph.base + uintptr(p)<<pageShift
+	}
+	r := ph.regions.Load().byPageNum(p)
+	return r.base + uintptr(p-r.first)<<pageShift
+}
+
+// region is the region that holds virtual page p.
+func (ph *pageHeap) region(p uint32) *region {
+	return ph.regions.Load().byPageNum(p)
+}
+
+// unmap gives back every region, its record table and the metadata. Called
+// by Close, once nothing can use the heap.
+func (ph *pageHeap) unmap() error {
+	var errs []error
+	for _, r := range ph.regions.Load().byPage {
+		errs = append(errs, unmapRegion(ptr(r.base), r.bytes))
+		if r.shadow != nil {
+			errs = append(errs, osmem.Unmap(r.shadow, r.bytes))
+		}
+	}
+	errs = append(errs, osmem.Unmap(ph.pmap, ph.metaBytes))
+	return errors.Join(errs...)
+}

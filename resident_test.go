@@ -1,0 +1,83 @@
+//go:build linux
+
+// The touch pattern needs madvise(MADV_NOHUGEPAGE): Linux.
+
+package offheap
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestResidentBytes touches a known pattern of a large block's pages and
+// checks that ResidentBytes counts exactly those, while MappedBytes counts
+// the whole block from its Alloc.
+func TestResidentBytes(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked mode writes every block it hands out: no page stays untouched")
+	}
+	h := newTestHeap(t, Options{ReleaseDelay: -1})
+	resident := func() uint64 {
+		t.Helper()
+		r, err := h.ResidentBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := resident(); r != 0 {
+		t.Errorf("a new heap: ResidentBytes = %d, want 0", r)
+	}
+	const size = 64 << 20
+	b := h.Alloc(size)
+	// Transparent huge pages would make a touch resident 2 MiB at a time:
+	// the pattern below is for base pages.
+	if err := unix.Madvise(b, unix.MADV_NOHUGEPAGE); err != nil {
+		t.Fatal(err)
+	}
+	before := resident()
+	if m := h.Stats().MappedBytes; m < size {
+		t.Errorf("MappedBytes = %d after an Alloc of %d", m, size)
+	}
+	if before > size/64 {
+		t.Errorf("ResidentBytes = %d after an Alloc of %d that nothing touched, want about 0", before, size)
+	}
+	// Every fourth OS page of the first half.
+	ps := os.Getpagesize()
+	touched := 0
+	for off := 0; off < size/2; off += 4 * ps {
+		b[off] = 1
+		touched += ps
+	}
+	if got, want := resident()-before, uint64(touched); got != want {
+		t.Errorf("ResidentBytes grew by %d after touching %d pages of %d bytes, want %d", got, touched/ps, ps, want)
+	}
+	if m := h.Stats().MappedBytes; m < size {
+		t.Errorf("MappedBytes = %d, want at least the block's %d whatever is touched", m, size)
+	}
+	h.Free(b)
+	h.Trim()
+	if r := resident(); r > before {
+		t.Errorf("ResidentBytes = %d after Free and Trim, want at most %d as before the touches", r, before)
+	}
+	h.Close()
+	if _, err := h.ResidentBytes(); !errors.Is(err, ErrClosed) {
+		t.Errorf("ResidentBytes of a closed heap: err %v, want ErrClosed", err)
+	}
+}
+
+// BenchmarkResidentBytes is the cost of ResidentBytes per GiB of committed
+// address space, untouched (the kernel walks the page tables whatever they
+// hold).
+func BenchmarkResidentBytes(b *testing.B) {
+	h := newTestHeap(b, Options{})
+	h.Alloc(1 << 30)
+	for b.Loop() {
+		if _, err := h.ResidentBytes(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
