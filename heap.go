@@ -432,8 +432,10 @@ func (h *Heap) allocFast(n int) uintptr {
 			mc.n = k
 			mc.hits++
 			// Zeroed while pinned, since a racing Close may unmap the block
-			// once we are not (closing.go). The double-free key goes too
-			// (doublefree.go): n > 8 bytes from the start reach its word.
+			// once we are not (closing.go): at most maxSmall bytes, which
+			// is what the runtime itself clears between preemption points.
+			// The double-free key goes too (doublefree.go): n > 8 bytes
+			// from the start reach its word.
 			clear(bytesAt(a, n))
 			pin.Unpin()
 			return a
