@@ -98,16 +98,39 @@ package offheap
 // a.procs, so a later Alloc misses the fast path and panics in the slow one.
 // On a checked heap (Options.Checked), Reset gives every chunk back to the
 // heap too instead of keeping it: the checked heap poisons and quarantines
-// freed blocks, so a use of arena memory after Reset is caught, where a
-// private pool of chunks would blind the detector.
+// what it gets back (checker.quarantineArena), so a use of arena memory
+// after Reset is caught, where a private pool of chunks would blind the
+// detector.
+//
+// # The arena's memory in the heap
+//
+// Chunks and the per-P array are page runs of the heap (allocRun) whose
+// pagemap words carry classArena, whatever their size. So Heap.Free tells
+// arena memory from a block at any address in it: the fast path takes only
+// small-class pages, and the slow path refuses classArena pages by name,
+// in fast and checked mode alike. Were chunks ordinary blocks, Free of an
+// arena's first allocation (a chunk's start) would free the chunk under
+// the live arena and the heap would hand it out again.
+//
+// # The heap's Close
+//
+// Close takes an arena's per-P array out of service (Heap.arenasOutOfService,
+// under mu, which installProcs takes to install one) before it quiesces:
+// the fast path is nosplit from its load of a.procs to its unpin, so it
+// cannot use an array Close has unmapped; the slow paths load a.procs
+// pinned, and run between h.enter and h.exit (closing.go).
+// Every method on an arena of a closed heap then fails with an error that
+// wraps ErrClosed, except a second Release and Stats after Release.
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/offheap/offheap/internal/pin"
 )
@@ -130,6 +153,9 @@ const (
 	// bytes of remainder, and past 1/32 of arenaSub that waste is too much.
 	arenaFastMax = arenaSub / 32
 
+	// classArena marks the pagemap words of an arena's page runs.
+	classArena = 0xfd
+
 	arenaChunkDefault = 64 << 10     // NewArena's first chunk
 	arenaMaxLanes     = 16           // most lanes of chunks (one per P up to that)
 	arenaChunkMin     = 4 * arenaSub // at least 4 sub-chunks per chunk
@@ -143,12 +169,15 @@ const (
 // any other method; Stats may, and then gives a rough snapshot. *Arena
 // satisfies Allocator, so New and MakeSlice work on it.
 //
-// Memory from an Arena must not be passed to Heap.Free, must not hold Go
-// pointers (see the package rules), and must not be used after Reset,
-// Release, or the heap's Close.
+// Memory from an Arena must not be passed to Heap.Free (which panics,
+// naming the arena), must not hold Go pointers (see the package rules), and
+// must not be used after Reset, Release, or the heap's Close. After the
+// heap's Close every method fails with ErrClosed (returned, or panicked in
+// an error that wraps it), except a second Release.
 type Arena struct {
 	// The one word of the Arena that the fast path reads, on cache lines of
-	// its own: nil until the first refill, and again after Release.
+	// its own: nil until the first refill, and again after Release or the
+	// heap's Close.
 	_     [arenaLine]byte
 	procs atomic.Pointer[arenaProcs]
 	_     [arenaLine - 8]byte
@@ -263,6 +292,9 @@ func (e arenaReleasedError) Error() string {
 
 func (arenaReleasedError) Unwrap() error { return ErrClosed }
 
+// arenaClosedError reports a use of an Arena after its heap's Close.
+func arenaClosedError(op string) error { return closedError("Arena." + op) }
+
 // NewArena returns an empty arena on h. It takes no memory until the first
 // Alloc. Its first chunk is 64 KiB, and each later one is as large as all the
 // chunks it holds, up to 1 MiB, so an arena holds at most about twice what
@@ -303,6 +335,8 @@ func (a *Arena) lane() int {
 // "offheap:" if n is negative, the heap cannot supply a chunk, or the arena
 // was released; TryAlloc returns that error instead. Alloc(0) returns an
 // empty, non-nil slice.
+//
+//go:nosplit
 func (a *Arena) Alloc(n int) []byte {
 	// allocFast, written out: with the two calls to pin it cannot inline,
 	// and a second call level costs a measurable nanosecond.
@@ -335,7 +369,11 @@ func (a *Arena) TryAlloc(n int) ([]byte, error) {
 
 // allocFast bumps the current P's sub-chunk, or returns 0. This is the whole
 // fast path: one atomic load that is a plain load, the pin, a compare, a
-// store, the unpin.
+// store, the unpin. It and Alloc are nosplit: no safe point from the load
+// of procs to the unpin, so that Close, which takes procs out of service and
+// then quiesces, cannot unmap the array under them (closing.go, way 1).
+//
+//go:nosplit
 func (a *Arena) allocFast(n int) uintptr {
 	if ps := a.procs.Load(); ps != nil && n > 0 {
 		sz := uintptr(n+arenaAlign-1) &^ (arenaAlign - 1) // huge n wraps to a huge sz
@@ -362,11 +400,17 @@ func (a *Arena) allocSlow(n int) []byte {
 	return b
 }
 
-// alloc serves every request the fast path did not.
+// alloc serves every request the fast path did not, between the heap's
+// enter and exit (closing.go).
 func (a *Arena) alloc(n int) ([]byte, error) {
-	switch {
-	case a.released.Load():
+	if a.released.Load() {
 		return nil, arenaReleasedError{"Alloc"}
+	}
+	if !a.h.enter() {
+		return nil, arenaClosedError("Alloc")
+	}
+	defer a.h.exit()
+	switch {
 	case n < 0:
 		return nil, fmt.Errorf("%w: negative size %d", ErrSize, n)
 	case n == 0:
@@ -393,14 +437,12 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 
 // allocSub serves a small request by refilling the current P's sub-chunk.
 func (a *Arena) allocSub(sz uintptr) (uintptr, error) {
-	ps := a.procs.Load()
-	if ps == nil {
-		if ps = a.installProcs(); ps == nil {
-			return a.allocShared(sz, int(sz))
-		}
+	if a.procs.Load() == nil && a.installProcs() == nil {
+		return a.allocShared(sz, int(sz))
 	}
 	pid := pin.Pin()
-	if uint(pid) >= uint(ps.n) {
+	ps := a.procs.Load() // pinned: Close may take it out of service (closing.go)
+	if ps == nil || uint(pid) >= uint(ps.n) {
 		pin.Unpin()
 		return a.allocShared(sz, int(sz))
 	}
@@ -425,7 +467,7 @@ func (a *Arena) allocSub(sz uintptr) (uintptr, error) {
 	lo += sz
 	drop := hi - lo
 	pid = pin.Pin() // perhaps another P: install there
-	if uint(pid) < uint(ps.n) {
+	if ps := a.procs.Load(); ps != nil && uint(pid) < uint(ps.n) {
 		p := &ps.p[pid]
 		if hi-lo > p.end-p.next {
 			drop = p.end - p.next
@@ -539,7 +581,7 @@ func (a *Arena) allocOwn(sz uintptr, n int) (uintptr, error) {
 	} else {
 		var err error
 		// Zeroed by the heap, which clears only the pages that were dirty.
-		if c, err = a.newChunk(chunkBytes(sz), a.zero != arenaZeroNone); err != nil {
+		if c, err = a.newChunk(alignUp(sz, pageSize), a.zero != arenaZeroNone); err != nil {
 			return 0, err
 		}
 	}
@@ -568,8 +610,10 @@ func (a *Arena) newChunk(size uintptr, zero bool) (*arenaChunk, error) {
 	return &arenaChunk{base: addrOf(b), size: size}, nil
 }
 
-// chunkBytes is the size of a chunk of its own for a request of sz bytes: the
-// whole block the heap would hand out for it.
+// chunkBytes is the size of the block the heap would hand out for a request
+// of sz bytes (Buffer sizes its blocks so). An arena's chunk of its own is a
+// page run whatever its size (see The arena's memory in the heap):
+// alignUp(sz, pageSize).
 func chunkBytes(sz uintptr) uintptr {
 	if sz <= maxSmall {
 		return uintptr(classSize[sizeClass(int(sz))])
@@ -583,8 +627,8 @@ func chunkBytes(sz uintptr) uintptr {
 func (a *Arena) installProcs() *arenaProcs {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if ps := a.procs.Load(); ps != nil || a.released.Load() {
-		return ps
+	if ps := a.procs.Load(); ps != nil || a.released.Load() || a.h.closed.Load() {
+		return ps // on a closed heap nothing is installed: Close took it out of service under mu
 	}
 	np := min(runtime.GOMAXPROCS(0), maxProcs)
 	b, err := a.mem((np+2)*arenaLine, true) // the header, the states, and room to align
@@ -594,20 +638,56 @@ func (a *Arena) installProcs() *arenaProcs {
 	ps := (*arenaProcs)(ptr(alignUp(addrOf(b), arenaLine)))
 	ps.n = uintptr(np)
 	a.procMem = b
+	a.h.registerArena(a)
 	a.procs.Store(ps)
 	return ps
 }
 
-// mem and free reach the chunk source.
+// registerArena and forgetArena keep the set of arenas with a per-P array,
+// for arenasOutOfService. The set holds them weakly: an arena the program
+// dropped without Release cannot be called again.
+func (h *Heap) registerArena(a *Arena) {
+	h.arenaMu.Lock()
+	if h.arenas == nil {
+		h.arenas = make(map[weak.Pointer[Arena]]struct{})
+	}
+	h.arenas[weak.Make(a)] = struct{}{}
+	h.arenaMu.Unlock()
+}
+
+func (h *Heap) forgetArena(a *Arena) {
+	h.arenaMu.Lock()
+	delete(h.arenas, weak.Make(a))
+	h.arenaMu.Unlock()
+}
+
+// arenasOutOfService takes every arena's per-P array out of service, for
+// Close (see the arena's design comment, The heap's Close). Called after
+// the heap is marked closed, so that installProcs installs no other.
+func (h *Heap) arenasOutOfService() {
+	h.arenaMu.Lock()
+	var as []*Arena
+	for w := range h.arenas {
+		if a := w.Value(); a != nil {
+			as = append(as, a)
+		}
+	}
+	h.arenas = nil
+	h.arenaMu.Unlock()
+	for _, a := range as {
+		a.mu.Lock()
+		a.procs.Store(nil)
+		a.mu.Unlock()
+	}
+}
+
+// mem and free reach the chunk source: the heap's page runs marked
+// classArena, or a test's source.
 func (a *Arena) mem(n int, zero bool) ([]byte, error) {
 	if a.src != nil {
 		return a.src.alloc(n, zero)
 	}
-	if zero {
-		return a.h.TryAlloc(n)
-	}
-	// The heap's unzeroed path that returns errors (AllocUnzeroed panics).
-	return a.h.allocSlow(n, false)
+	return a.h.arenaRun(n, zero)
 }
 
 func (a *Arena) free(b []byte) {
@@ -615,20 +695,51 @@ func (a *Arena) free(b []byte) {
 		a.src.free(b)
 		return
 	}
-	a.h.Free(b)
+	a.h.freeArenaRun(addrOf(b), len(b))
+}
+
+// arenaRun takes a run of pages for n bytes of an arena, marked classArena.
+// Called between enter and exit.
+func (h *Heap) arenaRun(n int, zero bool) ([]byte, error) {
+	p, err := h.allocRun(n, zero, classArena)
+	if c := h.chk; err != nil && c != nil && errors.Is(err, ErrLimit) && c.flush(false) {
+		// The quarantine held the memory the limit refuses, as in
+		// checker.alloc: it gave it back, so try once more.
+		p, err = h.allocRun(n, zero, classArena)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return bytesAt(p, n), nil
+}
+
+// freeArenaRun gives back an arena's run of n bytes at p: to the page heap,
+// or on a checked heap to its quarantine, which poisons it and gives it
+// back when it leaves. Called between enter and exit.
+func (h *Heap) freeArenaRun(p uintptr, n int) {
+	if c := h.chk; c != nil && c.all {
+		c.quarantineArena(p, n)
+		return
+	}
+	h.freeRun(p, classArena)
 }
 
 // Reset forgets every allocation: the memory the arena handed out must not be
 // used again, and the next Alloc reuses it. The arena keeps its chunks for
 // reuse, except on a checked heap, where it gives them back so that the
 // heap's poisoning catches a use after Reset. Reset must not run concurrently
-// with any other method. It panics after Release.
+// with any other method. It panics after Release, and after the heap's Close
+// (with an error that wraps ErrClosed).
 func (a *Arena) Reset() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.released.Load() {
 		panic(arenaReleasedError{"Reset"})
 	}
+	if !a.h.enter() {
+		panic(arenaClosedError("Reset"))
+	}
+	defer a.h.exit()
 	a.endRound()
 	a.dropSubChunks()
 	if a.h.chk != nil {
@@ -664,13 +775,22 @@ func (a *Arena) Reset() {
 // Release gives every chunk back to the heap. The memory the arena handed out
 // must not be used again, and a later Alloc, TryAlloc or Reset panics (or
 // returns an error wrapping ErrClosed). Release must not run concurrently
-// with any other method; a second Release does nothing.
+// with any other method; a second Release does nothing. After the heap's
+// Close, which took the arena's memory with the rest, Release panics with
+// an error that wraps ErrClosed: release arenas before closing their heap.
 func (a *Arena) Release() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.released.Swap(true) {
 		return
 	}
+	a.h.forgetArena(a)
+	if !a.h.enter() {
+		a.procs.Store(nil)
+		a.chunks, a.spareGen, a.spareOwn, a.procMem, a.held = nil, nil, nil, nil, 0
+		panic(arenaClosedError("Release"))
+	}
+	defer a.h.exit()
 	a.endRound()
 	a.dropSubChunks()
 	a.procs.Store(nil) // the fast path now always misses
@@ -719,10 +839,17 @@ func (a *Arena) freeChunks() {
 }
 
 // Stats returns the arena's census. It is exact when no Alloc is running, and
-// a rough snapshot otherwise.
+// a rough snapshot otherwise. After Release it is zero; after the heap's
+// Close (without Release) it panics with an error that wraps ErrClosed.
 func (a *Arena) Stats() ArenaStats {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if !a.released.Load() {
+		if !a.h.enter() {
+			panic(arenaClosedError("Stats"))
+		}
+		defer a.h.exit()
+	}
 	var s ArenaStats
 	s.AllocBytes, s.WasteBytes = a.allocBytes()
 	s.PeakAllocBytes = max(a.peak, s.AllocBytes)

@@ -197,10 +197,15 @@ func TestArenaConcurrent(t *testing.T) {
 	}
 }
 
+// TestArenaResetReuses: the same work after Reset takes no new chunk. It
+// runs on one P: each P fills sub-chunks and lanes of its own, so a
+// goroutine that moved to another P between (or during) the two rounds
+// would lay the second round out differently, and may need a chunk more.
 func TestArenaResetReuses(t *testing.T) {
 	if buildChecked {
 		t.Skip("checked mode gives every chunk back at Reset, so nothing is reused")
 	}
+	onOneP(t)
 	h := newTestHeap(t, Options{})
 	a := h.NewArena()
 	defer a.Release()
@@ -256,10 +261,13 @@ func TestArenaReleaseReturnsEverything(t *testing.T) {
 	a.Release() // a second Release does nothing
 }
 
+// TestArenaLargeRequestOwnChunk runs on one P: it checks that two small
+// allocations are adjacent, which holds within one P's sub-chunk.
 func TestArenaLargeRequestOwnChunk(t *testing.T) {
 	if buildChecked {
 		t.Skip("checked mode gives every chunk back at Reset, so nothing is reused")
 	}
+	onOneP(t)
 	h := newTestHeap(t, Options{})
 	a := h.NewArena()
 	defer a.Release()

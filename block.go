@@ -1,6 +1,9 @@
 package offheap
 
-import "fmt"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // What Ref, Buffer and ReallocSlice need of the heap's internals, in one
 // place: where a block starts and how long it is, the size of the block an
@@ -49,7 +52,7 @@ func (h *Heap) refAddr(off, n uint64) (uintptr, bool) {
 // path too: h.fastSize is 0) or after Close (h.fastSize is 0), so those
 // Refs go to bytesSlow. One compare, no call: it must inline into Bytes.
 func (h *Heap) refFast(off, n uint64) (uintptr, bool) {
-	return h.base + uintptr(off), off+n-1 < uint64(h.fastSize)
+	return h.base + uintptr(off), off+n-1 < uint64(atomic.LoadUintptr(&h.fastSize)) // Close stores it atomically (closing.go)
 }
 
 // blockKind is what the pagemap says about an address (blockAt).

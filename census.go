@@ -16,7 +16,7 @@ type Stats struct {
 	MagazineHits  uint64 // Allocs served by a per-P magazine
 	CentralHits   uint64 // Allocs served by a central free list
 	Fresh         uint64 // Allocs carved from a span's never-used blocks
-	Large         uint64 // Allocs above the largest size class
+	Large         uint64 // Allocs above the largest size class, and arenas' chunks (page runs of their own)
 
 	// LiveBlocks is the number of blocks allocated and not yet freed:
 	// Allocs - Frees, every kind of block included (an Arena's chunks, a
@@ -48,7 +48,7 @@ type ClassStats struct {
 	Size   int    // block size in bytes
 	Allocs uint64 // Allocs served by this class
 	Frees  uint64 // Frees of this class
-	InUse  uint64 // live blocks: Allocs - Frees
+	InUse  uint64 // live blocks: Allocs - Frees, or 0 where an unseen double free made Frees the larger
 }
 
 // Stats returns the heap's census. It takes each lock briefly and reads the
@@ -95,7 +95,10 @@ func (h *Heap) Stats() Stats {
 	h.magMu.Unlock()
 	for c := range s.Classes {
 		cs := &s.Classes[c]
-		cs.InUse = cs.Allocs - cs.Frees
+		// Clamped: a double free that no check saw (fast mode sees most,
+		// not all: doublefree.go), or a snapshot taken while other
+		// goroutines free, may count more Frees than Allocs.
+		cs.InUse = cs.Allocs - min(cs.Frees, cs.Allocs)
 		s.Allocs += cs.Allocs
 		s.Frees += cs.Frees
 		s.InUseBytes += cs.InUse * uint64(cs.Size)
@@ -154,18 +157,23 @@ func (h *Heap) InUse() (bytes, blocks uint64) {
 		cen := &h.central[c]
 		net[c] = cen.hits.Load() + cen.fresh.Load() - cen.frees.Load()
 	}
-	if h.closed.Load() {
+	// The magazines are read between enter and exit: Close unmaps them
+	// (closing.go).
+	if !h.enter() {
 		h.magMu.Lock()
 		for c := 1; c < numClasses; c++ {
 			net[c] += h.closedClass[c].hits - h.closedClass[c].frees
 		}
 		h.magMu.Unlock()
-	} else if mags := h.magList.Load(); mags != nil {
-		for _, m := range *mags {
-			for c := 1; c < numClasses; c++ {
-				mc := &m.cls[c]
-				// The owner P writes these with plain stores, as Stats says.
-				net[c] += atomic.LoadUint64(&mc.hits) - atomic.LoadUint64(&mc.frees)
+	} else {
+		defer h.exit()
+		if mags := h.magList.Load(); mags != nil {
+			for _, m := range *mags {
+				for c := 1; c < numClasses; c++ {
+					mc := &m.cls[c]
+					// The owner P writes these with plain stores, as Stats says.
+					net[c] += atomic.LoadUint64(&mc.hits) - atomic.LoadUint64(&mc.frees)
+				}
 			}
 		}
 	}

@@ -59,9 +59,16 @@ const keepEmpty = 1
 
 // get fills dst with free blocks and returns how many it took (at least one
 // unless err != nil), and whether dst[0] was carved fresh. Called without mu.
+//
+// get, put and putBatch touch the heap's memory (blocks, spans, the page
+// heap) only under mu and with the heap open: Close takes every central
+// lock after it marks the heap closed (closing.go).
 func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if h.closed.Load() {
+		return 0, false, ErrClosed
+	}
 	if k := len(c.depot); k > 0 && len(dst) >= c.depot[k-1].n {
 		b := c.depot[k-1]
 		c.depot = c.depot[:k-1]
@@ -105,20 +112,28 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 	return n, fresh, err
 }
 
-// put returns blocks to their spans. Called without mu.
+// put returns blocks to their spans (on a closed heap, drops them). Called
+// without mu.
 func (c *central) put(h *Heap, blocks []uintptr) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if h.closed.Load() {
+		return
+	}
 	for _, b := range blocks {
 		c.putLocked(h, b)
 	}
 }
 
 // putBatch hands a magazine's spilled blocks to the depot as one batch, or,
-// when the depot is full, back to their spans. Called without mu.
+// when the depot is full, back to their spans (on a closed heap, drops
+// them). Called without mu.
 func (c *central) putBatch(h *Heap, blocks []uintptr) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if h.closed.Load() {
+		return
+	}
 	if len(c.depot) < c.depotMax && len(blocks) <= len(batch{}.blocks) {
 		var b *batch
 		if k := len(c.spare); k > 0 {
@@ -199,6 +214,9 @@ func (c *central) unlink(h *Heap, s *span) {
 func (c *central) trim(h *Heap) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if h.closed.Load() {
+		return
+	}
 	for _, b := range c.depot {
 		for _, a := range b.blocks[:b.n] {
 			c.putLocked(h, a)

@@ -248,9 +248,10 @@ type BlockInfo struct {
 // a closed heap, and an address of no known block report false.
 func (h *Heap) Lookup(addr uintptr) (BlockInfo, bool) {
 	c := h.chk
-	if c == nil || h.closed.Load() {
+	if c == nil || !h.enter() {
 		return BlockInfo{}, false
 	}
+	defer h.exit()
 	start, ok := c.blockStart(addr)
 	if !ok {
 		return BlockInfo{}, false
@@ -296,6 +297,7 @@ const (
 	kindSmall   = iota // a block of size class record.class
 	kindLarge          // a large page run (allocLarge)
 	kindGuarded        // pages of its own plus a guard page (guard.go)
+	kindArena          // an arena's page run, given back by Reset or Release (no record)
 )
 
 // A block's state. Zero is none so that the record table of small blocks
@@ -814,8 +816,29 @@ func (c *checker) release(e qEntry, giveBack bool) error {
 		h.freeLarge(e.addr)
 	case kindGuarded:
 		c.releaseGuarded(e.addr, e.pages)
+	case kindArena:
+		h.freeRun(e.addr, classArena)
 	}
 	return nilIfNone(waf)
+}
+
+// quarantineArena takes back an arena's page run of n bytes at a, which
+// Reset or Release gave back: poisoned and quarantined like a freed block
+// (it has no record), it goes back to the page heap when it leaves, and a
+// write to it meanwhile is a WriteAfterFree. A run too long to note is not
+// poisoned, as a long large block.
+func (c *checker) quarantineArena(a uintptr, n int) {
+	np, _ := pagesFor(n)
+	e := qEntry{addr: a, bytes: uintptr(np) << pageShift, pages: np, kind: kindArena}
+	if uint64(n) <= math.MaxUint32 {
+		e.check = uint32(n)
+	}
+	if c.poison {
+		poison(bytesAt(a, int(e.check)))
+	}
+	if err := c.quarantine(e); err != nil {
+		panic(err)
+	}
 }
 
 // nilIfNone keeps a nil *MemoryError from becoming a non-nil error.
@@ -840,6 +863,10 @@ func firstDiff(b []byte) int {
 func (c *checker) unknownFree(a uintptr) *MemoryError {
 	if c.h.pages.contains(a) {
 		if start, ok := c.blockStart(a); ok && start != a {
+			if sharedBlock(start, a) {
+				return &MemoryError{Kind: InvalidFree, Addr: a,
+					detail: "the bytes of a Shared: a Shared is freed by its last Release, not by Free"}
+			}
 			if info, ok := c.info(start); ok {
 				return &MemoryError{Kind: InvalidFree, Addr: a, Size: info.Size, AllocStack: info.AllocStack,
 					detail: fmt.Sprintf("not the start of a block: it is %d bytes into the block at %#x", a-start, start)}
@@ -876,7 +903,7 @@ func (c *checker) blockStart(a uintptr) (uintptr, bool) {
 	}
 	e := *ph.entry(page)
 	switch cl := uint8(e); cl {
-	case 0:
+	case 0, classArena: // an arena's memory is no block
 		return 0, false
 	case classLarge, classGuarded:
 		for uint32(e)>>8 != 0 && page > 0 {
@@ -993,13 +1020,14 @@ func (c *checker) census(s *Stats) {
 			continue
 		}
 		cs := &s.Classes[cl-1]
+		q = min(q, cs.InUse) // never wrap: see Stats
 		cs.Frees += q
 		cs.InUse -= q
 		s.Frees += q
 		s.InUseBytes -= q * uint64(cs.Size)
 	}
 	s.Frees += large
-	s.InUseBytes -= largePages << pageShift
+	s.InUseBytes -= min(largePages<<pageShift, s.InUseBytes)
 }
 
 // quarantined adds the small blocks in the quarantines to q by class, and

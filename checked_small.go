@@ -297,48 +297,63 @@ func (c *checker) recSum(a uintptr, size uint32) uint64 {
 
 // allocSmall allocates a checked small block of n bytes: an underlying block
 // of n+canaryLen bytes from this P's magazine (or a refill), its record
-// filled in place with the caller's stack.
+// filled in place with the caller's stack. It touches the block and its
+// record pinned, with the magazine in service or the heap seen open
+// (closing.go).
 func (c *checker) allocSmall(n int, zero bool) ([]byte, error) {
 	cl := checkedClass(n)
-	var a uintptr
+	// The stack is callStack's, walked from this frame, before the pin:
+	// intern may have to wait for another goroutine.
+	var st stack
+	id := intern(&st, st.fill(fpStack(&st.pcs)))
 	pid := pin.Pin()
 	if m := c.mag(pid); m != nil {
 		mc := &m.cls[cl]
 		if k := mc.n; k != 0 {
 			k--
-			a = m.slots[cl][k%maxDepth]
+			a := m.slots[cl][k%maxDepth]
 			mc.n = k
 			mc.hits++
+			c.fillRecord(a, n, cl, id, zero)
+			pin.Unpin()
+			return bytesAt(a, n), nil
 		}
 	}
 	pin.Unpin()
-	if a == 0 {
-		var err error
-		if a, err = c.refill(cl); err != nil {
-			return nil, err
-		}
+	a, err := c.refill(cl)
+	if err != nil {
+		return nil, err
 	}
+	pin.Pin()
+	if c.h.closed.Load() {
+		pin.Unpin()
+		return nil, ErrClosed
+	}
+	c.fillRecord(a, n, cl, id, zero)
+	pin.Unpin()
+	return bytesAt(a, n), nil
+}
+
+// fillRecord makes the underlying block a of class cl, which the caller
+// alone holds, a live checked block of n bytes allocated at st: its record,
+// its canary, its zeroing. Plain stores. Called pinned (see allocSmall).
+func (c *checker) fillRecord(a uintptr, n int, cl uint8, st stackID, zero bool) {
 	var r *smallRec // rec(a), inline for region 0
 	if off := a - c.base; off < c.size {
 		r = (*smallRec)(unsafe.Add(c.table, off&^(recGranule-1)))
 	} else {
 		r = c.recFar(a)
 	}
-	// The block is ours alone until we return it: plain stores. The stack
-	// is callStack's, walked from this frame.
-	var st stack
-	r.alloc = intern(&st, st.fill(fpStack(&st.pcs)))
+	r.alloc = st
 	r.size = uint32(n)
 	r.addr = a
 	r.sum = c.recSum(a, uint32(n))
 	r.free = 0
 	r.state = stateLive
 	canary(c.canaryKey(a), a+uintptr(n), a+uintptr(classSize[cl]), true)
-	b := bytesAt(a, n)
 	if zero {
-		clear(b)
+		clear(bytesAt(a, n))
 	}
-	return b, nil
 }
 
 // refill takes a batch of class cl from the central list for this P's
@@ -357,7 +372,10 @@ func (c *checker) installProc(pid int) error {
 	h := c.h
 	h.magMu.Lock()
 	defer h.magMu.Unlock()
-	if h.closed.Load() || c.mags[pid].Load() != nil {
+	if h.closed.Load() {
+		return ErrClosed // as Heap.installMagazine
+	}
+	if c.mags[pid].Load() != nil {
 		return nil
 	}
 	if k := len(c.spareProcs); k > 0 {
@@ -391,50 +409,96 @@ func (c *checker) installProc(pid int) error {
 // freeSmall frees a, which must be the start of a live small block, and
 // reports true; false if a is not in a small block's span (the caller then
 // tries the records of large and guarded blocks). It panics with a
-// *MemoryError.
+// *MemoryError. It reads and writes the block and its record pinned, with
+// the heap seen open (closing.go), and reports a bad Free between enter and
+// exit.
 func (c *checker) freeSmall(a uintptr) bool {
+	// The stack is callStack's, walked from this frame, before the pin:
+	// intern may have to wait for another goroutine.
+	var st stack
+	id := intern(&st, st.fill(fpStack(&st.pcs)))
+	pid := pin.Pin()
+	if c.h.closed.Load() {
+		pin.Unpin()
+		panic(fmt.Errorf("%w: Free of %#x", ErrClosed, a))
+	}
 	r, start, cl := c.recOf(a)
 	if r == nil {
+		pin.Unpin()
 		return false
 	}
-	if !start {
-		panic(c.unknownFree(a))
-	}
-	if !atomic.CompareAndSwapUint32(&r.state, stateLive, stateFreeing) {
-		panic(c.notLive(a, r))
+	if !start || !atomic.CompareAndSwapUint32(&r.state, stateLive, stateFreeing) {
+		pin.Unpin()
+		c.panicFree(a, start, r)
 	}
 	// From here the record is ours: a racing Free of the same block fails
 	// the compare-and-swap above.
 	size := r.size
 	if r.sum != c.recSum(a, size) || r.addr != a {
 		r.state = stateLive // leave the block as it is
+		pin.Unpin()
 		panic(&MemoryError{Kind: Corrupted, Addr: a, detail: "its metadata was overwritten (checksum mismatch); the block is left as it is"})
 	}
 	usable := classSize[cl]
-	var corrupt *MemoryError
-	if !canary(c.canaryKey(a), a+uintptr(size), a+uintptr(usable), false) {
-		corrupt = &MemoryError{Kind: Corrupted, Addr: a, Size: int(size),
-			detail:     "the bytes past its length were overwritten (an unsafe write past len); the block is freed",
-			AllocStack: r.alloc.String()}
-	}
-	var st stack // callStack's, walked from this frame
-	r.free = intern(&st, st.fill(fpStack(&st.pcs)))
+	intact := canary(c.canaryKey(a), a+uintptr(size), a+uintptr(usable), false)
+	alloc := r.alloc
+	r.free = id
 	r.state = stateFreed
 	if c.poison {
 		poisonWords(a, usable)
 	}
-	if out := c.quarantineSmall(a, cl); out != 0 {
-		if err := c.releaseSmall(out, true); err != nil {
-			if corrupt != nil {
-				err = joinErrors([]error{corrupt, err})
-			}
-			panic(err)
-		}
+	var out uintptr
+	if p := c.proc(pid); p != nil { // into the ring within the same pin
+		out = c.ringPush(pid, p, a, cl)
+		pin.Unpin()
+	} else {
+		pin.Unpin()
+		out = c.quarantineSmall(a, cl)
+	}
+	var corrupt *MemoryError
+	if !intact {
+		corrupt = &MemoryError{Kind: Corrupted, Addr: a, Size: int(size),
+			detail:     "the bytes past its length were overwritten (an unsafe write past len); the block is freed",
+			AllocStack: alloc.String()}
+	}
+	if out != 0 {
+		c.releaseOut(out, corrupt)
 	}
 	if corrupt != nil {
 		panic(corrupt)
 	}
 	return true
+}
+
+// panicFree panics with what is wrong with the Free of a: not a block start
+// (start false), or a block whose record r is not live. It reads the
+// records between enter and exit (closing.go).
+func (c *checker) panicFree(a uintptr, start bool, r *smallRec) {
+	if !c.h.enter() {
+		panic(fmt.Errorf("%w: Free of %#x", ErrClosed, a))
+	}
+	defer c.h.exit()
+	if !start {
+		panic(c.unknownFree(a))
+	}
+	panic(c.notLive(a, r))
+}
+
+// releaseOut gives back the block out that left this P's quarantine ring
+// (releaseSmall), between enter and exit, and panics with the write after
+// free it found, joined with corrupt. On a closing heap the block goes with
+// the heap.
+func (c *checker) releaseOut(out uintptr, corrupt *MemoryError) {
+	if !c.h.enter() {
+		return
+	}
+	defer c.h.exit()
+	if err := c.releaseSmall(out, true); err != nil {
+		if corrupt != nil {
+			err = joinErrors([]error{corrupt, err})
+		}
+		panic(err)
+	}
 }
 
 // notLive builds the error for a Free of the small block a whose record r
@@ -462,54 +526,76 @@ func (c *checker) quarantineSmall(a uintptr, cl uint8) uintptr {
 		p := c.proc(pid)
 		if p == nil {
 			pin.Unpin()
-			if pid >= maxProcs {
-				// No ring for this P: straight through the global one.
-				e := qEntry{addr: a, class: cl, kind: kindSmall, bytes: uintptr(classSize[cl]), check: classSize[cl]}
-				if err := c.quarantine(e); err != nil {
-					panic(err)
-				}
-				return 0
-			}
-			if err := c.installProc(pid); err != nil {
-				// No memory for a ring: give the block back at once (its
-				// poison is checked as it leaves).
-				if err := c.releaseSmall(a, true); err != nil {
-					panic(err)
-				}
+			if c.ringless(a, cl, pid) {
 				return 0
 			}
 			continue
 		}
-		size := uintptr(classSize[cl])
-		*p.slot(c, p.qhead+p.qlen) = makeSlot(a, cl)
-		p.qlen++
-		p.qbytes += size
-		p.qclass[cl]++
-		if p.qlen <= c.qmaxP && p.qbytes <= c.qmaxBytesP {
-			pin.Unpin()
-			return 0
-		}
-		sl := *p.slot(c, p.qhead)
-		out, ocl := sl.addr(), sl.class()
-		p.qhead = (p.qhead + 1) & c.qmask
-		p.qlen--
-		osize := classSize[ocl]
-		p.qbytes -= uintptr(osize)
-		p.qclass[ocl]-- // leaves the census before the magazine counts it free
-		if m := c.mag(pid); m != nil && (!c.poison || poisonedWords(out, osize)) {
-			mc := &m.cls[ocl]
-			if k := mc.n; k < mc.cap {
-				c.rec(out).state = stateNone
-				m.slots[ocl][k%maxDepth] = out
-				mc.n = k + 1
-				mc.frees++
-				pin.Unpin()
-				return 0
-			}
-		}
+		out := c.ringPush(pid, p, a, cl)
 		pin.Unpin()
 		return out
 	}
+}
+
+// ringPush is quarantineSmall's work in P pid's ring p, for a caller pinned
+// to that P.
+func (c *checker) ringPush(pid int, p *chkProc, a uintptr, cl uint8) uintptr {
+	size := uintptr(classSize[cl])
+	*p.slot(c, p.qhead+p.qlen) = makeSlot(a, cl)
+	p.qlen++
+	p.qbytes += size
+	p.qclass[cl]++
+	if p.qlen <= c.qmaxP && p.qbytes <= c.qmaxBytesP {
+		return 0
+	}
+	sl := *p.slot(c, p.qhead)
+	out, ocl := sl.addr(), sl.class()
+	p.qhead = (p.qhead + 1) & c.qmask
+	p.qlen--
+	osize := classSize[ocl]
+	p.qbytes -= uintptr(osize)
+	p.qclass[ocl]-- // leaves the census before the magazine counts it free
+	if m := c.mag(pid); m != nil && (!c.poison || poisonedWords(out, osize)) {
+		mc := &m.cls[ocl]
+		if k := mc.n; k < mc.cap {
+			c.rec(out).state = stateNone
+			m.slots[ocl][k%maxDepth] = out
+			mc.n = k + 1
+			mc.frees++
+			return 0
+		}
+	}
+	return out
+}
+
+// ringless takes the freed block a of class cl on P pid, which has no
+// quarantine ring, between enter and exit (closing.go), and reports whether
+// it is done with it: through the global quarantine for a P beyond
+// maxProcs; else it makes the P a ring (false: try again), or gives the
+// block back at once if none can be made. On a closing heap the block goes
+// with the heap.
+func (c *checker) ringless(a uintptr, cl uint8, pid int) bool {
+	if !c.h.enter() {
+		return true
+	}
+	defer c.h.exit()
+	if pid >= maxProcs {
+		// No ring for this P: straight through the global one.
+		e := qEntry{addr: a, class: cl, kind: kindSmall, bytes: uintptr(classSize[cl]), check: classSize[cl]}
+		if err := c.quarantine(e); err != nil {
+			panic(err)
+		}
+		return true
+	}
+	if err := c.installProc(pid); err != nil {
+		// No memory for a ring, or a closing heap: give the block back at
+		// once (its poison is checked as it leaves).
+		if err := c.releaseSmall(a, true); err != nil {
+			panic(err)
+		}
+		return true
+	}
+	return false
 }
 
 // releaseSmall gives back a small block that left the quarantine: it checks
@@ -662,6 +748,15 @@ func (c *checker) smallCensus(q *[numClasses]uint64) {
 	}
 }
 
+// outOfService takes every P's magazine and ring out of service, for Close
+// (closing.go). Called with h.magMu held.
+func (c *checker) outOfService() {
+	for i := range c.procs {
+		c.procs[i].Store(nil)
+		c.mags[i].Store(nil)
+	}
+}
+
 // closeSmall checks every block in the rings for writes after free, lists
 // the live small blocks as leaks, and unmaps the rings and the record table.
 // The magazines are in h.allMags: Close unmaps them.
@@ -670,10 +765,7 @@ func (c *checker) closeSmall() (errs []error, lives []Leak) {
 	h.magMu.Lock()
 	procs := c.allProcs
 	c.allProcs, c.spareProcs, c.spareMags = nil, nil, nil
-	for i := range c.procs {
-		c.procs[i].Store(nil)
-		c.mags[i].Store(nil)
-	}
+	c.outOfService()
 	for _, p := range procs {
 		for cl := 1; cl < numClasses; cl++ {
 			c.closedQ[cl] += p.qclass[cl]

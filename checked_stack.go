@@ -52,7 +52,7 @@ func internalFrame(fn string) bool {
 		return true
 	}
 	switch strings.TrimPrefix(rest, "(*Heap).") {
-	case "Alloc", "AllocUnzeroed", "TryAlloc", "allocSlow", "allocFast",
+	case "Alloc", "AllocUnzeroed", "TryAlloc", "allocSlow", "allocChecked", "allocBig", "allocFast",
 		"Free", "freeSmall", "freeSlow", "allocGuarded":
 		return true
 	}

@@ -117,6 +117,40 @@
 //   - block.go: what Ref and Buffer know of the layers below (where a block
 //     starts, its size, an address as a Ref stores it), in one place.
 //
+// # What Free checks
+//
+// Free (and FreeSlice, Free[T] and Realloc, which free as Free does) takes
+// the block that its slice starts, whatever the slice's length: Free(b[:0])
+// frees b's block. Only a slice of capacity 0 (nil, or Alloc(0)'s) is no
+// block and is ignored.
+//
+// In fast and checked mode alike, Free refuses with a panic whose message
+// starts "offheap:", and leaves the heap as it was:
+//
+//   - an address this heap did not allocate (Go memory, another heap's);
+//   - an address inside a block rather than at its start;
+//   - a large block (a page run) that is not allocated: freed already, or
+//     never handed out;
+//   - memory of an Arena, at any address: an arena's memory is freed all at
+//     once, by its Reset or Release;
+//   - the bytes of a Shared: its last Release frees them;
+//   - a heap that is closed.
+//
+// Fast mode also catches, nearly for free, a second Free of a small block
+// that is still free, wherever it waits (a per-P magazine, a depot batch,
+// its span): Free writes a random per-heap key into the second word of the
+// block it frees, and Alloc clears it; a Free that finds the key makes an
+// exact check before it panics with "offheap: double free of 0x... (N
+// bytes)", so a live block whose data happens to hold the key frees as
+// usual (doublefree.go).
+//
+// Fast mode does not see, and checked mode (Options.Checked, or the
+// offheapchecked build tag) does, with the stacks of the allocation and of
+// the first free: a double free of an 8-byte block, whose only word the
+// free list needs; a second Free after the block was allocated again, which
+// frees the new owner's block; two Frees of one block racing each other; a
+// use after free, a write past a block's length, and leaks.
+//
 // # Concurrency
 //
 // Every method of Heap is safe for concurrent use except Close. A block may be
@@ -124,4 +158,22 @@
 // freeing P's magazine. The package makes no ordering guarantee between a
 // write to a block and a read of it on another goroutine: synchronize access
 // to the bytes as you would for any shared []byte.
+//
+// The race detector (go test -race) sees none of the off-heap memory today:
+// Go's race runtime tracks only the Go heap, goroutine stacks and data
+// segments, so a data race on the bytes of a block goes unreported. It still
+// checks the program's Go memory, and the synchronization offheap does
+// itself (a Shared's count, Close) is made visible to it (race.go).
+//
+// A Shared's OnRelease callback runs on the goroutine of the last Release,
+// before its block is freed. A callback that signals another goroutine,
+// which then calls Close, races that Free: close a heap only after every
+// Release of its handles has returned.
+//
+// Close must not run concurrently with other calls on the heap, its Arenas
+// or its Shareds. A program that breaks the rule gets ErrClosed (returned,
+// or panicked in an error that wraps it) from every call that meets the
+// closed or closing heap; no call hangs, and none faults inside offheap
+// (closing.go). After Close, the one thing that can fault is the program's
+// own access to memory the heap handed out: Close unmapped it.
 package offheap

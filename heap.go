@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+	"weak"
 
 	"github.com/offheap/offheap/internal/osmem"
 	"github.com/offheap/offheap/internal/pin"
@@ -60,18 +61,23 @@ type Options struct {
 
 // Heap is a manual-memory allocator whose memory the garbage collector never
 // sees. All methods are safe for concurrent use, except Close, which must not
-// run at the same time as any other call on the heap.
+// run at the same time as any other call on the heap (a program that breaks
+// the rule gets ErrClosed from the calls that meet the closing heap: see
+// Close).
 type Heap struct {
-	// Read by every Alloc and Free without a lock. Set by NewHeap; Close
-	// clears them so that later calls take the slow path and fail cleanly.
+	// Read by every Alloc and Free without a lock. Set by NewHeap; only
+	// fastSize changes, at Close (closing.go).
 	base uintptr        // start of the first region (region.go)
 	size uintptr        // bytes of the first region
 	pmap unsafe.Pointer // the page heap's pagemap
 	// fastSize is the part of the reservation Free's fast path takes: all
 	// of it, or none in checked mode, whose Frees go to freeSlow and on to
-	// the checker (checked.go). A checked heap's Allocs get there without
-	// a flag: its magazines (mags) stay empty, so they take the slow path.
+	// the checker (checked.go), and none once Close begins, which stores it
+	// atomically (Free loads it so). A checked heap's Allocs get there
+	// without a flag: its magazines (mags) stay empty, so they take the
+	// slow path.
 	fastSize uintptr
+	key      uint64 // written into the second word of a freed small block (doublefree.go)
 	ref      refKey // the heap's tag in its Refs, read with base and fastSize by every Bytes (ref.go)
 	mags     [maxProcs]atomic.Pointer[magazine]
 
@@ -94,8 +100,17 @@ type Heap struct {
 	// The magazines' census, saved by Close before it unmaps them.
 	closedMagHits uint64
 	closedClass   [numClasses]struct{ hits, frees uint64 }
-	closed        atomic.Bool
-	closeMu       sync.Mutex
+
+	// Closing (closing.go): closed is set first by Close; busy holds each
+	// P's count of slow-path operations in progress (off-heap), busyFar
+	// that of the Ps without a slot; arenas are the arenas whose per-P
+	// arrays Close must take out of service.
+	closed  atomic.Bool
+	closeMu sync.Mutex
+	busy    unsafe.Pointer
+	busyFar atomic.Int64
+	arenaMu sync.Mutex
+	arenas  map[weak.Pointer[Arena]]struct{}
 
 	// chk is nil in a fast heap. In checked mode every Alloc and Free
 	// reaches it through the slow paths; in a sampled heap (SampleRate
@@ -146,7 +161,7 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 		return nil, err
 	}
 	opts.Checked = opts.Checked || buildChecked
-	h := &Heap{opts: opts, ref: newRefKey()}
+	h := &Heap{opts: opts, key: newKey(), ref: newRefKey()}
 	depth := opts.MagazineDepth
 	if depth == 0 {
 		depth = DefaultMagazineDepth
@@ -162,7 +177,11 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 		}
 		h.central[c].class = uint8(c)
 	}
+	if err := h.mapBusy(); err != nil {
+		return nil, err
+	}
 	if err := h.reserve(opts.Limit, first); err != nil {
+		osmem.Unmap(h.busy, maxProcs*busyStride)
 		return nil, err
 	}
 	if opts.Checked || opts.GuardPages || opts.SampleRate > 0 {
@@ -315,11 +334,11 @@ func SetDefaultOptions(opts Options) error {
 // n <= 8). It panics with an error whose message starts "offheap:" if n is
 // negative, the limit is reached or the heap is closed; TryAlloc returns that
 // error instead. Alloc(0) returns an empty, non-nil slice that Free ignores.
+//
+//go:nosplit
 func (h *Heap) Alloc(n int) []byte {
 	if a := h.allocFast(n); a != 0 {
-		b := bytesAt(a, n)
-		clear(b)
-		return b
+		return bytesAt(a, n)
 	}
 	if c := h.chk; c != nil && c.plainSmall(n) && !h.closed.Load() {
 		// Checked mode's small blocks, from here: a frame fewer to walk
@@ -337,8 +356,13 @@ func (h *Heap) Alloc(n int) []byte {
 
 // AllocUnzeroed is Alloc without the zeroing, for callers that overwrite
 // every byte: the contents are whatever the block last held.
+//
+//go:nosplit
 func (h *Heap) AllocUnzeroed(n int) []byte {
 	if uint(n)-1 < maxSmall {
+		if n <= 8 {
+			return h.Alloc(n) // an 8-byte block has no word for the key: zeroing it costs no more
+		}
 		c := sizeClass(n)
 		pid := pin.Pin()
 		if m := h.mag(pid); m != nil {
@@ -349,6 +373,7 @@ func (h *Heap) AllocUnzeroed(n int) []byte {
 				a := m.slots[c][k%maxDepth]
 				mc.n = k
 				mc.hits++
+				(*[2]uint64)(ptr(a))[1] = 0 // the double-free key (doublefree.go)
 				pin.Unpin()
 				return bytesAt(a, n)
 			}
@@ -371,16 +396,22 @@ func (h *Heap) AllocUnzeroed(n int) []byte {
 // ErrLimit), ErrClosed or ErrSize.
 func (h *Heap) TryAlloc(n int) ([]byte, error) {
 	if a := h.allocFast(n); a != 0 {
-		b := bytesAt(a, n)
-		clear(b)
-		return b, nil
+		return bytesAt(a, n), nil
 	}
 	return h.allocSlow(n, true)
 }
 
-// allocFast pops a block for a small request from the current P's magazine,
-// or returns 0. This and Free's first half are the fast path: read them top
-// to bottom.
+// allocFast pops a block for a small request from the current P's magazine
+// and zeroes it, or returns 0. This and Free's first half are the fast
+// path: read them top to bottom.
+//
+// The fast path's functions (Alloc, AllocUnzeroed, allocFast, Free) are
+// nosplit: no stack check in their prologue, which the linker allows since
+// their frames are small and every call they make is nosplit or a slow path
+// that checks its own; and no safe point before that call, which Free needs
+// (see there).
+//
+//go:nosplit
 func (h *Heap) allocFast(n int) uintptr {
 	if uint(n)-1 >= maxSmall {
 		return 0 // 0, negative or large
@@ -400,6 +431,12 @@ func (h *Heap) allocFast(n int) uintptr {
 			a := m.slots[c][k%maxDepth]
 			mc.n = k
 			mc.hits++
+			// Zeroed while pinned, since a racing Close may unmap the block
+			// once we are not (closing.go): at most maxSmall bytes, which
+			// is what the runtime itself clears between preemption points.
+			// The double-free key goes too (doublefree.go): n > 8 bytes
+			// from the start reach its word.
+			clear(bytesAt(a, n))
 			pin.Unpin()
 			return a
 		}
@@ -427,18 +464,9 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 		var err error
 		switch {
 		case h.chk != nil && h.chk.takes(n): // all in checked mode, the sampled ones otherwise
-			if c := h.chk; c.plainSmall(n) {
-				if b, err = c.allocSmall(n, zero); err != nil {
-					b, err = c.retrySmall(n, zero, err)
-				}
-			} else {
-				b, err = c.alloc(n, zero)
-			}
+			b, err = h.allocChecked(n, zero)
 		case n > maxSmall:
-			var a uintptr
-			if a, err = h.allocLarge(n, zero); err == nil {
-				b = bytesAt(a, n)
-			}
+			b, err = h.allocBig(n, zero)
 		default:
 			c := sizeClass(n)
 			var a uintptr
@@ -450,10 +478,10 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 				a = one[0]
 			}
 			if err == nil {
-				b = bytesAt(a, n)
-				if zero {
-					clear(b)
+				if !h.prepare(a, n, zero) {
+					return nil, ErrClosed
 				}
+				b = bytesAt(a, n)
 			}
 		}
 		if err == nil {
@@ -465,87 +493,145 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 	}
 }
 
-// Free returns b to the heap. b must start where a slice returned by this
-// heap's Alloc started (it may be shorter); nil and empty slices are ignored.
-// b must not be used afterwards. Free panics, leaving the heap intact, when b
-// was not allocated by this heap or does not start at a block.
+// prepare readies the n bytes at a that the central list handed out, unless
+// the heap is closed: it zeroes them (the key too, as allocFast does), or
+// with zero false clears only the key. A racing Close may have unmapped the
+// block since the central lock was released, so prepare is nosplit, as
+// Free, and sees the heap open before it touches the block (closing.go):
+// memclr is its only call, and is not preemptible.
+//
+//go:nosplit
+//go:noinline
+func (h *Heap) prepare(a uintptr, n int, zero bool) bool {
+	if h.closed.Load() {
+		return false
+	}
+	if zero {
+		clear(bytesAt(a, n))
+	} else if n > 8 {
+		*(*uint64)(ptr(a + 8)) = 0
+	}
+	return true
+}
+
+// allocChecked serves the allocations the checker takes, between enter and
+// exit.
+func (h *Heap) allocChecked(n int, zero bool) ([]byte, error) {
+	if !h.enter() {
+		return nil, ErrClosed
+	}
+	defer h.exit()
+	if c := h.chk; c.plainSmall(n) {
+		b, err := c.allocSmall(n, zero)
+		if err != nil {
+			return c.retrySmall(n, zero, err)
+		}
+		return b, nil
+	}
+	return h.chk.alloc(n, zero)
+}
+
+// allocBig serves a large block, between enter and exit: it may clear
+// gigabytes, too long to hold a P pinned.
+func (h *Heap) allocBig(n int, zero bool) ([]byte, error) {
+	if !h.enter() {
+		return nil, ErrClosed
+	}
+	defer h.exit()
+	a, err := h.allocLarge(n, zero)
+	if err != nil {
+		return nil, err
+	}
+	return bytesAt(a, n), nil
+}
+
+// Free returns the block that b starts to the heap. b must start where a
+// slice returned by this heap's Alloc started; its length does not matter:
+// a slice with a nonzero capacity frees the block it starts, b[:0]
+// included, and only a slice of capacity 0 (nil, or Alloc(0)'s) is ignored.
+// b must not be used afterwards. Free panics, leaving the heap intact, when
+// b was not allocated by this heap, does not start at a block, belongs to
+// an Arena or a Shared, or is already free (what fast mode checks, and
+// what it does not, is in the package doc: What Free checks).
+//
+//go:nosplit
+//go:noinline
 func (h *Heap) Free(b []byte) {
-	if len(b) == 0 {
+	if cap(b) == 0 {
 		return
 	}
 	a := addrOf(b)
-	if off := a - h.base; off < h.fastSize {
+	// Free is nosplit: up to its first call that can be preempted
+	// (freeToCentral, freeSlow), a stop of the world waits for it as for a
+	// pinned section. So the pagemap and the block, read after fastSize was
+	// seen nonzero (Close zeroes it, then quiesces), stay mapped meanwhile
+	// (closing.go).
+	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
 		e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
-		if c := uint8(e); c-1 < numClasses-1 {
-			// The offset in the span, divided by the block size with a
-			// multiply: a block start has no remainder.
-			o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
-			ci := &classInfos[c]
+		c := uint8(e)
+		// The offset in the span.
+		o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
+		if k := c - 2; k < numClasses-2 { // classes 2 and up: blocks of 16 bytes and more
+			// A block start has no remainder: divided by the block size
+			// with a multiply.
+			ci := &(*[numClasses - 2]classInfo)(classInfos[2:])[k] // classInfos[c], no bounds check
 			q := o * ci.divMul >> 40
-			if q*uint64(ci.size) == o && q < uint64(ci.blocks) {
-				pid := pin.Pin()
-				if m := h.mag(pid); m != nil {
-					mc := &m.cls[c]
-					if k := mc.n; k < mc.cap {
-						m.slots[c][k%maxDepth] = a
-						mc.n = k + 1
-						mc.frees++
-						pin.Unpin()
-						return
-					}
-				}
+			if q*uint64(ci.size) != o || q >= uint64(ci.blocks) {
+				goto slow
+			}
+			// The key in the block's second word marks it freed
+			// (doublefree.go): finding it sends the Free to the slow
+			// path's exact check.
+			kw := &(*[2]uint64)(ptr(a))[1]
+			if *kw == h.key {
+				goto slow
+			}
+			*kw = h.key
+		} else if c != 1 || o%8 != 0 || o/8 >= uint64(classInfos[1].blocks) {
+			goto slow // not a small block's start; 8-byte blocks have no second word, so no key
+		}
+		pid := pin.Pin()
+		if m := h.mag(pid); m != nil {
+			mc := &m.cls[c]
+			if k := mc.n; k < mc.cap {
+				m.slots[c][k%maxDepth] = a
+				mc.n = k + 1
+				mc.frees++
 				pin.Unpin()
-				h.freeSmall(a, c)
 				return
 			}
 		}
+		pin.Unpin()
+		h.freeToCentral(a, c) // a full or missing magazine, or magazines off
+		return
 	}
+slow:
 	if c := h.chk; c != nil && c.all && !h.closed.Load() && c.freeSmall(a) {
 		return // checked mode's small blocks: freeSmall here, one frame fewer to walk for its stack
 	}
 	h.freeSlow(b)
 }
 
-// freeSmall frees a verified block start of class c when the magazine could
-// not take it.
-func (h *Heap) freeSmall(a uintptr, c uint8) {
-	if h.chk != nil && h.chk.owns(a) { // all in checked mode, guarded blocks otherwise
-		h.chk.free(a)
-		return
-	}
-	if !h.magazines {
-		h.central[c].freeDirect(h, a)
-		return
-	}
-	if err := h.spill(a, c); err != nil {
-		// No magazine could be made: give the block to the central list.
-		h.central[c].freeDirect(h, a)
-	}
-}
-
-// freeDirect frees one block straight into the central list and counts it.
-func (c *central) freeDirect(h *Heap, a uintptr) {
-	c.mu.Lock()
-	c.putLocked(h, a)
-	c.frees.Add(1)
-	c.mu.Unlock()
-}
-
-// freeSlow handles every Free the fast path could not verify: large blocks,
-// small blocks of the regions after the first (region.go), and the
-// addresses that are not a block start of this heap, which panic.
+// freeSlow handles every Free the fast path did not take: large blocks,
+// small blocks of the regions after the first (region.go), the key found, a
+// closed heap, and the addresses that are not a block start of this heap,
+// which panic.
 func (h *Heap) freeSlow(b []byte) {
 	a := addrOf(b)
-	if h.closed.Load() {
+	if !h.enter() {
 		panic(fmt.Errorf("%w: Free of %#x", ErrClosed, a))
+	}
+	defer h.exit()
+	page, ok := h.pages.pageOf(a)
+	if ok && uint8(*h.pages.entry(page)) == classArena {
+		panic(fmt.Sprintf("offheap: Free of %#x, which belongs to an Arena: an arena's memory is freed all at once, by the arena's Reset or Release", a))
 	}
 	if h.chk != nil && h.chk.owns(a) { // all in checked mode, guarded blocks otherwise
 		h.chk.free(a)
 		return
 	}
-	page, ok := h.pages.pageOf(a)
 	if !ok {
-		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which this heap did not allocate: %s", a, len(b), appendMoved))
+		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which this heap did not allocate: %s", a, cap(b), appendMoved))
 	}
 	e := *h.pages.entry(page)
 	c := uint8(e)
@@ -554,7 +640,7 @@ func (h *Heap) freeSlow(b []byte) {
 		h.freeLarge(a)
 		return
 	case c-1 >= numClasses-1:
-		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which is not allocated (already freed, or never handed out)", a, len(b)))
+		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which is not allocated (already freed, or never handed out)", a, cap(b)))
 	}
 	// A small block, found as Free's fast path finds one (regions are
 	// pageSize aligned, so a's offset in its page is a's low bits).
@@ -566,8 +652,46 @@ func (h *Heap) freeSlow(b []byte) {
 		return
 	}
 	start := a - uintptr(o%uint64(ci.size))
+	if sharedBlock(start, a) {
+		panic(fmt.Sprintf("offheap: Free of %#x, the bytes of a Shared: a Shared is freed by its last Release, not by Free", a))
+	}
 	panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %d bytes into the %d-byte block at %#x",
 		a, a-start, ci.size, start))
+}
+
+// freeSmall frees the verified start a of a block of class c whose second
+// word holds the key: the exact check, then the key and the block's way to
+// the magazine or the central list. Called between enter and exit.
+func (h *Heap) freeSmall(a uintptr, c uint8) {
+	if c != 1 {
+		kw := (*uint64)(ptr(a + 8))
+		if *kw == h.key {
+			h.checkFree(a, c) // panics if the block is already free
+		}
+		*kw = h.key
+	}
+	h.freeToCentral(a, c)
+}
+
+// freeToCentral frees the verified start a of a block of class c, its key
+// written, that the magazine did not take: spilling half of a full
+// magazine, or straight to the central list with magazines off or none to
+// be had.
+func (h *Heap) freeToCentral(a uintptr, c uint8) {
+	if !h.magazines || h.spill(a, c) != nil {
+		h.central[c].freeDirect(h, a)
+	}
+}
+
+// freeDirect frees one block straight into the central list and counts it;
+// on a closed heap it drops it (see get).
+func (c *central) freeDirect(h *Heap, a uintptr) {
+	c.mu.Lock()
+	if !h.closed.Load() {
+		c.putLocked(h, a)
+		c.frees.Add(1)
+	}
+	c.mu.Unlock()
 }
 
 // Trim gives free memory back to the operating system now: every P's
@@ -578,9 +702,10 @@ func (h *Heap) freeSlow(b []byte) {
 // quarantine rings and magazines are emptied the same way, their blocks'
 // poison checked as they leave.
 func (h *Heap) Trim() {
-	if h.closed.Load() {
+	if !h.enter() {
 		return
 	}
+	defer h.exit()
 	if h.chk != nil {
 		h.chk.flush(true) // checked mode: the quarantine's blocks go back first (checked.go)
 	}
@@ -594,24 +719,45 @@ func (h *Heap) Trim() {
 }
 
 // Close unmaps all of the heap's memory. Every slice it handed out becomes
-// invalid: touching one faults. Later allocations fail with ErrClosed. Close
-// must not run concurrently with other calls on the heap; a second Close
-// returns nil. In checked mode Close returns a *LeakError when blocks are
-// still live.
+// invalid: touching one faults. Later calls on the heap, its Arenas and its
+// Shareds fail with ErrClosed (or panic with an error wrapping it). Close
+// must not run concurrently with other calls on the heap; a program that
+// breaks that rule gets the same errors from the calls that meet the
+// closing heap, and only its own accesses to the memory may fault. A second
+// Close returns nil. In checked mode Close returns a *LeakError when blocks
+// are still live.
 func (h *Heap) Close() error {
 	h.closeMu.Lock()
 	defer h.closeMu.Unlock()
 	if h.closed.Swap(true) {
 		return nil
 	}
+	// Take every per-P structure out of service and wait until no
+	// goroutine can be inside a fast path or a slow path (closing.go).
+	h.magMu.Lock()
+	for i := range h.mags {
+		h.mags[i].Store(nil)
+	}
+	if h.chk != nil {
+		h.chk.outOfService()
+	}
+	h.magMu.Unlock()
+	atomic.StoreUintptr(&h.fastSize, 0) // Free's fast path: see there
+	h.arenasOutOfService()
+	quiesce()
+	h.waitIdle()
+	for c := range h.central {
+		// Taking the lock is the point: it waits out the operation that
+		// holds it, and every later one sees the heap closed (central.get).
+		h.central[c].mu.Lock()
+		h.central[c].mu.Unlock() //lint:ignore SA2001 the critical section is empty on purpose
+	}
+
 	var leaks error
 	if h.chk != nil {
 		leaks = h.chk.close()
 	}
 	h.magMu.Lock()
-	for i := range h.mags {
-		h.mags[i].Store(nil)
-	}
 	mags := h.allMags
 	for _, m := range mags {
 		for c := 1; c < numClasses; c++ {
@@ -628,14 +774,12 @@ func (h *Heap) Close() error {
 		h.pages.timer = nil
 	}
 	h.pages.mu.Unlock()
-	// Free's range check now fails for every address: it takes the slow
-	// path, which reports the closed heap.
-	h.size, h.fastSize = 0, 0
 	var errs []error
 	for _, m := range mags {
 		errs = append(errs, osmem.Unmap(unsafe.Pointer(m), unsafe.Sizeof(*m)))
 	}
 	errs = append(errs, h.pages.unmap())
+	errs = append(errs, osmem.Unmap(h.busy, maxProcs*busyStride))
 	if err := errors.Join(errs...); err != nil {
 		return errors.Join(leaks, err)
 	}

@@ -119,14 +119,19 @@ func (h *Heap) mag(pid int) *magazine {
 }
 
 // installMagazine gives P pid a magazine if it has none. Called unpinned: it
-// may block on the lock and the mmap.
+// may block on the lock and the mmap. On a closed heap it installs nothing
+// and returns ErrClosed: Close takes the magazines out of service under the
+// same lock (closing.go).
 func (h *Heap) installMagazine(pid int) error {
 	if pid >= maxProcs {
 		return nil
 	}
 	h.magMu.Lock()
 	defer h.magMu.Unlock()
-	if h.closed.Load() || h.mags[pid].Load() != nil {
+	if h.closed.Load() {
+		return ErrClosed
+	}
+	if h.mags[pid].Load() != nil {
 		return nil
 	}
 	if k := len(h.spareMags); k > 0 {

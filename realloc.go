@@ -1,5 +1,12 @@
 package offheap
 
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/offheap/offheap/internal/pin"
+)
+
 // Realloc resizes the block that b starts, as C's realloc does. It returns n
 // bytes whose first min(len(b), n) are b's and whose rest are zeroed, and b
 // must not be used afterwards. Grow off-heap buffers with it, not with
@@ -11,13 +18,15 @@ package offheap
 // freed. A checked heap always moves them, so that a stale use of b is
 // caught.
 //
-// A b of length 0 is no block, as for Free: Realloc(nil, n) is Alloc(n).
+// b is the block it starts whatever its length, as for Free: a b of
+// capacity 0 (nil, or Alloc(0)'s) is no block, and Realloc(nil, n) is
+// Alloc(n); Realloc(b[:0], n) resizes b's block and keeps none of its bytes.
 // Realloc(b, 0) frees b and returns an empty slice. Realloc panics as Alloc
 // does when the new block cannot be had, and as Free does when b is not a
-// block of this heap; either way b is left as it was and nothing is
-// allocated.
+// block of this heap (memory of an Arena or a Shared included); either way b
+// is left as it was and nothing is allocated.
 func (h *Heap) Realloc(b []byte, n int) []byte {
-	if len(b) == 0 {
+	if cap(b) == 0 {
 		return h.Alloc(n)
 	}
 	if n == 0 {
@@ -25,13 +34,25 @@ func (h *Heap) Realloc(b []byte, n int) []byte {
 		return []byte{}
 	}
 	a := addrOf(b)
-	if n > 0 && h.keeps(a, n) {
-		nb := bytesAt(a, n)
-		if n > len(b) {
-			clear(nb[len(b):])
+	if 0 < n && n <= maxSmall {
+		// In place, pinned with the heap seen open, as Free's fast path:
+		// Close cannot unmap the block meanwhile (closing.go).
+		pin.Pin()
+		if !h.closed.Load() && h.keeps(a, n) {
+			nb := resizeInPlace(b, n)
+			pin.Unpin()
+			return nb
 		}
-		return nb
+		pin.Unpin()
 	}
+	if !h.enter() {
+		panic(closedError("Realloc"))
+	}
+	defer h.exit()
+	if n > maxSmall && h.keeps(a, n) {
+		return resizeInPlace(b, n)
+	}
+	h.checkNotFree(a)
 	nb := h.AllocUnzeroed(n)
 	k := copy(nb, b)
 	clear(nb[k:])
@@ -46,14 +67,48 @@ func (h *Heap) Realloc(b []byte, n int) []byte {
 	return nb
 }
 
+// checkNotFree panics, as Free would, if a fast heap's block at a is free,
+// before Realloc allocates: the new block could be that very block. (Free
+// says what else is wrong with a; a checked heap never hands out a block
+// that waits in its quarantine.) Called between enter and exit.
+func (h *Heap) checkNotFree(a uintptr) {
+	if h.chk != nil && h.chk.all {
+		return
+	}
+	page, ok := h.pages.pageOf(a)
+	if !ok {
+		return
+	}
+	e := *h.pages.entry(page)
+	switch c := uint8(e); {
+	case c == 0:
+		panic(fmt.Sprintf("offheap: Realloc of %#x, which is not allocated (already freed, or never handed out)", a))
+	case c-1 < numClasses-1 && c != 1:
+		o := uint64(a&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
+		if o%uint64(classSize[c]) == 0 && *(*uint64)(ptr(a + 8)) == h.key {
+			h.checkFree(a, c) // the key: free, or live data that holds it
+		}
+	}
+}
+
+// resizeInPlace is b's block as n bytes, those past len(b) zeroed.
+func resizeInPlace(b []byte, n int) []byte {
+	nb := bytesAt(addrOf(b), n)
+	if n > len(b) {
+		clear(nb[len(b):])
+	}
+	return nb
+}
+
 // keeps reports whether the block of a fast heap that starts at a is the
 // size a block for n bytes would be, so that Realloc can hand it back as it
-// is. It is false for anything Free would refuse and for a block the checker
-// owns (every block of a checked heap, the guarded ones of a sampled heap).
+// is. It is false for anything Free would refuse, for a block that holds the
+// double-free key, and for a block the checker owns (every block of a
+// checked heap, the guarded ones of a sampled heap).
 // The block is the caller's, so its pagemap entry cannot change meanwhile.
 func (h *Heap) keeps(a uintptr, n int) bool {
 	off := a - h.base
-	if off >= h.fastSize || (h.chk != nil && h.chk.owns(a)) {
+	if off >= atomic.LoadUintptr(&h.fastSize) || (h.chk != nil && h.chk.owns(a)) {
 		return false
 	}
 	e := *h.pages.entry(uint32(off >> pageShift))
@@ -66,7 +121,10 @@ func (h *Heap) keeps(a uintptr, n int) bool {
 		o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
 		ci := &classInfos[c]
 		q := o * ci.divMul >> 40
-		return q*uint64(ci.size) == o && q < uint64(ci.blocks) && n <= maxSmall && sizeClass(n) == c
+		// A block whose second word holds the double-free key (doublefree.go)
+		// is probably free: Realloc moves it, and its Free says.
+		return q*uint64(ci.size) == o && q < uint64(ci.blocks) && n <= maxSmall && sizeClass(n) == c &&
+			(c == 1 || *(*uint64)(ptr(a + 8)) != h.key)
 	}
 	return false
 }

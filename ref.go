@@ -108,9 +108,12 @@ func (r Ref) Len() int { return int(r.n & (refMax - 1)) }
 //     use after free: Ref panics with a *MemoryError of kind UseAfterFree
 //     that prints where the block was allocated and freed.
 func (h *Heap) Ref(b []byte) Ref {
-	if h.closed.Load() {
+	// The pagemap and the records are read between enter and exit: Close
+	// unmaps them (closing.go).
+	if !h.enter() {
 		panic(fmt.Errorf("%w: Ref of %#x", ErrClosed, addrOf(b)))
 	}
+	defer h.exit()
 	if len(b) == 0 {
 		return Ref{h.ref.off, h.ref.n}
 	}
@@ -188,6 +191,10 @@ func (h *Heap) bytesSlow(r Ref) []byte {
 		panic(fmt.Sprintf("offheap: Bytes of a Ref to %d bytes at offset %#x, past the end of this heap's address space: no Ref of this heap says that (a corrupted Ref?)", n, off))
 	}
 	if c := h.chk; c != nil && c.all {
+		if !h.enter() { // the records, as in Ref
+			panic(fmt.Errorf("%w: Bytes of a Ref", ErrClosed))
+		}
+		defer h.exit()
 		c.checkRef(a, n, "Bytes of a Ref")
 	}
 	return bytesAt(a, int(n))

@@ -15,8 +15,11 @@ package offheap
 //
 // A heap handle is one block from h.Alloc:
 //
-//	block+0   word 0: untouched (the allocator's free-list link once freed)
-//	block+8   the count (int64, atomic)
+//	block+0   word 0: sharedMark^block while the handle lives, so that Free
+//	          of its bytes can say they are a Shared's (the allocator's
+//	          free-list link once freed)
+//	block+8   the count (int64, atomic); the double-free key once freed
+//	          (doublefree.go), which is hugely negative, as countDead
 //	block+16  the n bytes of data: Bytes
 //	[Hot only, from the first 64-byte boundary after the data]
 //	area+0    mode (uint32: perP or sealed), area+4: slot count (uint32)
@@ -26,11 +29,20 @@ package offheap
 // # Plain handles
 //
 // Retain is one atomic add of +1 on the count, Release one of -1; the Release
-// that takes it to 0 frees. Both inline: one test of the value's flags
-// (exactly flagHeap set), the add, one test of its result; everything else
-// (Static, Hot, checked, zero, the last release, misuse) is out of line.
-// Nothing else is read or written, so an uncontended pair costs about a bare
-// pair of atomic adds (BenchmarkShared/own vs BenchmarkShared/atomic-own).
+// that takes it to 0 frees. Both are short calls: one test of the value's
+// flags (exactly flagHeap set), one load of the heap's closed flag, the add,
+// one test of its result; everything else (Static, Hot, checked, zero, the
+// last release, misuse, a closed heap) is out of line. Nothing else is read
+// or written, so an uncontended pair costs about a bare pair of atomic adds
+// (BenchmarkShared/own vs BenchmarkShared/atomic-own).
+//
+// The two are go:nosplit and go:noinline, so that the goroutine cannot be
+// preempted between the test of the closed flag and the add: a nosplit
+// function has no safe point but its calls, so a stop of the world waits
+// for it as for a pinned section, and Close, which marks the heap closed and
+// then quiesces before it unmaps (closing.go), never unmaps the count under
+// the add. Pinning would do the same for two calls more (inlined, the
+// functions would lose the property).
 //
 // # Static handles
 //
@@ -89,7 +101,7 @@ package offheap
 // catches a fold that loses one slot (sharedBrokenFold).
 //
 // Race-detector builds: atomics on off-heap memory are invisible to the race
-// detector, so shared_race.go mirrors each Release and each final release
+// detector, so race.go mirrors each Release and each final release
 // with an atomic on Go memory, making the happens-before edge from every
 // Release to the OnRelease visible to it.
 //
@@ -118,19 +130,21 @@ package offheap
 //
 // A release that takes the count below 0 panics with "offheap:
 // Shared.Release past zero". The last release stores countDead (-2^62) in the
-// count before it frees, so the common misuse, releasing a copy once too
-// often right after the final release, finds a hugely negative count and
-// panics (and a Retain after it panics too). Fast heaps never unmap or
-// protect a freed block (its pages are at worst given back and come back
-// zero), so the read is safe; the block's first word, the free-list link, is
-// never touched. The limits: once the block is reused by another Alloc the
-// stale release decrements someone else's memory (no refcount can tell), and
-// a Hot handle's surplus releases while it is in per-P mode are only seen
-// when the owner seals. Checked heaps (and heaps that sample guard pages)
-// keep every live handle in the registry and check it before touching memory,
-// so a stale Release panics without reading the freed block, naming the
-// allocation site (h.allocStack) — until the address is reused by another
-// NewShared.
+// count before it frees, and the Free writes the heap's double-free key
+// there, as hugely negative (doublefree.go), so the common misuse, releasing
+// a copy once too often right after the final release, finds a hugely
+// negative count and panics (and a Retain after it panics too); unkey puts
+// the key back first. Fast heaps never unmap or protect a freed block before
+// Close (its pages are at worst given back and come back zero, and a count
+// of 0 panics too), so the read is safe; the block's first word, the
+// free-list link, is never touched. The limits: once the block is reused by
+// another Alloc the stale release decrements someone else's memory (no
+// refcount can tell), and a Hot handle's surplus releases while it is in
+// per-P mode are only seen when the owner seals. Checked heaps (and heaps
+// that sample guard pages) keep every live handle in the registry and check
+// it before touching memory, so a stale Release panics without reading the
+// freed block, naming the allocation site (h.allocStack) — until the address
+// is reused by another NewShared.
 //
 // # Unsafe
 //
@@ -145,6 +159,7 @@ package offheap
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -199,8 +214,10 @@ func Hot() SharedOption { return SharedOption{hot: true} }
 // the last Release, outside every lock of this package, so it may allocate,
 // free, and release other handles (whose callbacks run after it returns, in a
 // loop, never nested: a chain of any length uses constant stack). If f
-// panics, the memory is still freed and the pending callbacks still run
-// before the panic continues.
+// panics, the memory is still freed and every pending callback still runs,
+// whatever they do; then the Release panics again with the first panic's
+// value. Since the memory is freed after f returns, a program must not
+// Close the heap on a signal sent from f: the Close would race the Free.
 func OnRelease(f func(b []byte)) SharedOption { return SharedOption{onRelease: f} }
 
 const (
@@ -251,11 +268,28 @@ type sharedRec struct {
 // sharedRecs maps a block address (uintptr) to its *sharedRec.
 var sharedRecs sync.Map
 
+// sharedMark, xored with the block's address, is what a live handle's block
+// holds in its first word: see sharedBlock.
+var sharedMark = uintptr(rand.Uint64())
+
+// sharedBlock reports whether address a, inside the small block at start, is
+// the bytes of a live Shared: for Free's message. User data that happens to
+// hold the mark only changes that message.
+func sharedBlock(start, a uintptr) bool {
+	return a == start+sharedHdr && *word(start) == sharedMark^start
+}
+
+// sharedClosedError reports a call on a handle whose heap is closed.
+func sharedClosedError(call string) error { return closedError("Shared." + call) }
+
 // staticEmpty is where Static(nil) points, so that it is not the zero Shared.
 var staticEmpty [1]byte
 
 // NewShared allocates a handle to n zeroed bytes with a count of 1. It panics
 // like Alloc when the heap cannot allocate. Options: Hot, OnRelease.
+//
+// After the heap's Close, every method of a heap handle (Retain, Release,
+// Refs, Bytes) panics with an error that wraps ErrClosed.
 func (h *Heap) NewShared(n int, opts ...SharedOption) Shared {
 	if n < 0 || n > maxAlloc {
 		panic(fmt.Sprintf("%v: NewShared(%d)", ErrSize, n))
@@ -276,6 +310,14 @@ func (h *Heap) NewShared(n int, opts ...SharedOption) Shared {
 	}
 	block := addrOf(h.Alloc(size)) // zeroed: the slots are 0, the mode perP
 	s := Shared{data: ptr(block + sharedHdr), h: h, meta: uint64(n) | flagHeap}
+	// Written pinned with the heap seen open: a racing Close may have
+	// unmapped the block since Alloc returned (closing.go).
+	pin.Pin()
+	if h.closed.Load() {
+		pin.Unpin()
+		panic(closedError("NewShared"))
+	}
+	*word(block) = sharedMark ^ block
 	if hot {
 		s.meta |= flagHot | flagOwner
 		a := s.hotArea()
@@ -284,6 +326,7 @@ func (h *Heap) NewShared(n int, opts ...SharedOption) Shared {
 	} else {
 		atomic.StoreInt64(s.count(), 1)
 	}
+	pin.Unpin()
 	checked := h.chk != nil
 	if checked {
 		s.meta |= flagChecked
@@ -323,11 +366,26 @@ func ReleaseAll(s []Shared) {
 // Retain adds a reference and returns it: release the result once. For a
 // Static handle it returns s and writes nothing. Retain panics if s was
 // already released for the last time, where that can be told (see Release).
+//
+//go:nosplit
+//go:noinline
 func (s Shared) Retain() Shared {
-	if s.meta&sharedKinds != flagHeap || atomic.AddInt64((*int64)(unsafe.Add(s.data, -8)), 1) <= 1 {
-		return s.retainSlow() // out of line, so that Retain inlines
+	switch s.meta & sharedKinds {
+	case flagHeap:
+		// Not preemptible from the closed test to the add: see Plain
+		// handles.
+		if !s.h.closed.Load() && atomic.AddInt64((*int64)(unsafe.Add(s.data, -8)), 1) > 1 {
+			return s
+		}
+	case flagHeap | flagHot:
+		// A Hot handle of a fast heap, one call away as before Retain was
+		// a call itself: hotAdd guards its own access.
+		if v, central := s.hotAdd(1, "Retain"); !central || v > 1 {
+			s.meta &^= flagOwner
+			return s
+		}
 	}
-	return s
+	return s.retainSlow()
 }
 
 // Release drops a reference. The last Release of a heap handle runs its
@@ -340,10 +398,27 @@ func (s Shared) Retain() Shared {
 // comes before the block is allocated again; on a Hot handle, surplus
 // releases made while the creator's reference lives are caught when the
 // creator releases.
+//
+//go:nosplit
+//go:noinline
 func (s Shared) Release() {
-	if s.meta&sharedKinds != flagHeap || sharedRaceOn || atomic.AddInt64((*int64)(unsafe.Add(s.data, -8)), -1) <= 0 {
-		s.releaseSlow() // out of line, so that Release inlines
+	switch s.meta & (sharedKinds | flagOwner) {
+	case flagHeap:
+		// Not preemptible from the closed test to the add: see Plain
+		// handles.
+		if !raceOn && !s.h.closed.Load() && atomic.AddInt64((*int64)(unsafe.Add(s.data, -8)), -1) > 0 {
+			return
+		}
+	case flagHeap | flagHot:
+		// A retained reference of a Hot handle of a fast heap, as in Retain.
+		if !raceOn {
+			if v, central := s.hotAdd(-1, "Release"); central && v <= 0 {
+				s.finish(s.atZero(v))
+			}
+			return
+		}
 	}
+	s.releaseSlow()
 }
 
 // Bytes returns the handle's bytes, with len and cap n (nil for the zero
@@ -351,6 +426,9 @@ func (s Shared) Release() {
 func (s Shared) Bytes() []byte {
 	if s.data == nil {
 		return nil
+	}
+	if s.h != nil && s.h.closed.Load() {
+		panic(sharedClosedError("Bytes"))
 	}
 	return unsafe.Slice((*byte)(s.data), int(s.meta&sharedLenMask))
 }
@@ -368,6 +446,10 @@ func (s Shared) Refs() int {
 	case s.meta&flagChecked != 0 && !s.live():
 		return 0
 	}
+	if !s.h.enter() {
+		panic(sharedClosedError("Refs"))
+	}
+	defer s.h.exit()
 	c := atomic.LoadInt64(s.count())
 	if s.meta&flagHot != 0 {
 		a := s.hotArea()
@@ -411,16 +493,28 @@ func (s Shared) plain() bool {
 	return s.meta&sharedKinds == flagHeap
 }
 
-// retainSlow is Retain for Static, Hot, checked and zero handles, and for a
-// plain handle whose inline add found the count at 0 or below.
+// retainSlow is Retain for Static, Hot, checked and zero handles, for a
+// closed heap, and for a plain handle whose add found the count at 0 or
+// below.
 func (s Shared) retainSlow() Shared {
-	if s.h == nil { // Static or zero
+	switch {
+	case s.h == nil: // Static or zero
 		return s
+	case s.plain():
+		if s.h.closed.Load() {
+			panic(sharedClosedError("Retain"))
+		}
+		s.unkey(1)
+		s.panicRetain() // the heap is open, so Retain made the add
+	case s.meta&(flagHot|flagChecked) == flagHot:
+		s.panicRetain() // Retain's hotAdd found the count at 0 or below
 	}
-	if s.plain() {
-		s.panicRetain()
+	// A checked heap's handle: its registry entry says whether it lives.
+	if !s.h.enter() {
+		panic(sharedClosedError("Retain"))
 	}
-	if s.meta&flagChecked != 0 && !s.live() {
+	defer s.h.exit()
+	if !s.live() {
 		s.panicRetain()
 	}
 	if s.meta&flagHot == 0 {
@@ -429,7 +523,7 @@ func (s Shared) retainSlow() Shared {
 		}
 		return s
 	}
-	if v, central := s.hotAdd(1); central && v <= 1 {
+	if v, central := s.hotAdd(1, "Retain"); central && v <= 1 {
 		s.panicRetain()
 	}
 	s.meta &^= flagOwner
@@ -437,79 +531,146 @@ func (s Shared) retainSlow() Shared {
 }
 
 // releaseSlow is Release for Static, Hot, checked and zero handles, for
-// every handle in race-detector builds, and for a plain handle whose inline
-// add took the count to 0 or below.
+// every handle in race-detector builds, for a closed heap, and for a plain
+// handle whose add took the count to 0 or below. The last release runs the
+// callback and frees after drop has returned, outside the heap's enter and
+// exit: the callback may do anything, Close included (closing.go).
 func (s Shared) releaseSlow() {
 	if s.h == nil { // Static or zero
 		return
 	}
-	if s.plain() && !sharedRaceOn {
-		// The inline add took the count to 0 or below. Its result is not
-		// passed down (that would cost Release its inlining): reread it. No
+	s.finish(s.drop())
+}
+
+// finish does what the last release does after the count: runs the
+// callback f, if any, and frees; nothing if this was not the last.
+func (s Shared) finish(f func([]byte), last bool) {
+	switch {
+	case !last:
+	case f == nil:
+		s.free()
+	default:
+		runOnRelease(sharedPending{s, f})
+	}
+}
+
+// drop is releaseSlow's work on the count: it reports whether this release
+// was the last, and the callback to run then. Every access to the handle's
+// memory is pinned with the heap seen open, or between enter and exit
+// (closing.go).
+func (s Shared) drop() (f func([]byte), last bool) {
+	switch {
+	case s.plain() && !raceOn:
+		// Release made the add if the heap was open (load panics if it is
+		// not), and took the count to 0 or below. Its result is not passed
+		// down (that would cost Release a register or two): reread it. No
 		// correct program changes a count that reached 0, so this is the
 		// add's result unless a misuse races with the last release.
-		s.atZero(atomic.LoadInt64(s.count()))
-		return
+		return s.atZero(s.load())
+	case s.meta&(flagHot|flagChecked|flagOwner) == flagHot:
+		// A retained reference of a Hot handle of a fast heap, in race
+		// builds (Release takes it otherwise): hotAdd guards its own
+		// access.
+		raceRelease(s.data)
+		if v, central := s.hotAdd(-1, "Release"); central && v <= 0 {
+			return s.atZero(v)
+		}
+		return nil, false
 	}
+	if !s.h.enter() {
+		panic(sharedClosedError("Release"))
+	}
+	defer s.h.exit()
 	if s.meta&flagChecked != 0 && !s.live() {
 		s.panicPastZero()
 	}
-	if sharedRaceOn {
-		sharedRaceRelease(s.data)
+	if raceOn {
+		raceRelease(s.data)
 	}
 	var v int64
 	switch {
 	case s.meta&flagOwner != 0:
-		s.seal()
-		return
+		return s.seal()
 	case s.meta&flagHot != 0:
 		var central bool
-		if v, central = s.hotAdd(-1); !central {
-			return
+		if v, central = s.hotAdd(-1, "Release"); !central {
+			return nil, false
 		}
 	default:
 		v = atomic.AddInt64(s.count(), -1)
 	}
 	if v <= 0 {
-		s.atZero(v)
+		return s.atZero(v)
 	}
+	return nil, false
+}
+
+// load reads the count, pinned with the heap seen open (closing.go); it
+// panics on a closed heap.
+func (s Shared) load() int64 {
+	pin.Pin()
+	if s.h.closed.Load() {
+		pin.Unpin()
+		panic(sharedClosedError("Release"))
+	}
+	v := atomic.LoadInt64(s.count())
+	pin.Unpin()
+	return v
+}
+
+// unkey undoes the add of d that a Retain or Release of a freed plain
+// handle made on its count word, which held the heap's double-free key
+// (doublefree.go), so that the block stays marked free; the caller then
+// panics. Pinned with the heap seen open (closing.go).
+func (s Shared) unkey(d int64) {
+	pin.Pin()
+	if !s.h.closed.Load() {
+		atomic.CompareAndSwapInt64(s.count(), int64(s.h.key)+d, int64(s.h.key))
+	}
+	pin.Unpin()
 }
 
 // hotAdd adds d to a Hot handle's count: to the current P's slot while the
 // slots are live, else to the count. It returns the count's new value and
-// true when it added to the count.
-func (s Shared) hotAdd(d int64) (int64, bool) {
+// true when it added to the count. It works pinned, having seen the heap
+// open, so that Close cannot unmap the handle under it (closing.go); on a
+// closed heap it panics, naming call.
+func (s Shared) hotAdd(d int64, call string) (int64, bool) {
 	a := s.hotArea()
+	pid := pin.Pin()
+	if s.h.closed.Load() {
+		pin.Unpin()
+		panic(sharedClosedError(call))
+	}
 	if atomic.LoadUint32(modeAt(a)) == hotPerP {
-		n := s.nslots(a) // written before the handle was shared, never again
-		pid := pin.Pin()
-		if uint(pid) < uint(n) {
-			v := atomic.AddInt64(slotAt(a, pid), d)
-			pin.Unpin()
-			if v > slotSealedBelow {
+		n := s.nslots(a)         // written before the handle was shared, never again
+		if uint(pid) < uint(n) { // else GOMAXPROCS grew after creation
+			if v := atomic.AddInt64(slotAt(a, pid), d); v > slotSealedBelow {
+				pin.Unpin()
 				return 0, false // counted in a live slot
 			}
 			// The slot was swapped to slotSealed after we read perP: the
 			// fold has taken its value, and our add is lost with it.
 			// Count it on the count instead (see the correctness argument).
-		} else {
-			pin.Unpin() // GOMAXPROCS grew after creation
 		}
 	}
-	return atomic.AddInt64(s.count(), d), true
+	v := atomic.AddInt64(s.count(), d)
+	pin.Unpin()
+	return v, true
 }
 
 // seal is the owner's Release of a Hot handle: fold the slots into the count
-// and drop the bias and the owner's reference in one add.
-func (s Shared) seal() {
+// and drop the bias and the owner's reference in one add. It reports, as
+// drop, whether that was the last release.
+func (s Shared) seal() (f func([]byte), last bool) {
 	a := s.hotArea()
 	if !atomic.CompareAndSwapUint32(modeAt(a), hotPerP, hotSealed) {
 		// Already sealed: the owner's value was released twice. Count it as
 		// a plain release so that the surplus is seen below zero.
 		if v := atomic.AddInt64(s.count(), -1); v <= 0 {
-			s.atZero(v)
+			return s.atZero(v)
 		}
-		return
+		return nil, false
 	}
 	var sum int64
 	skip := sharedBrokenFold
@@ -522,30 +683,38 @@ func (s Shared) seal() {
 		sum += v
 	}
 	if v := atomic.AddInt64(s.count(), sum-hotBias-1); v <= 0 {
-		s.atZero(v)
+		return s.atZero(v)
 	}
+	return nil, false
 }
 
-// atZero handles a release that took the count to v <= 0.
-func (s Shared) atZero(v int64) {
+// atZero handles a release that took the count to v <= 0: the last one,
+// whose caller runs the callback it returns (if any) and frees.
+func (s Shared) atZero(v int64) (f func([]byte), last bool) {
 	if v < 0 {
+		if v == int64(s.h.key)-1 {
+			s.unkey(-1) // a Release of a freed handle
+		}
 		s.panicPastZero()
 	}
-	atomic.StoreInt64(s.count(), countDead)
-	if sharedRaceOn {
-		sharedRaceAcquire(s.data)
+	// Pinned with the heap seen open (closing.go).
+	pin.Pin()
+	if s.h.closed.Load() {
+		pin.Unpin()
+		panic(sharedClosedError("Release"))
 	}
-	var f func([]byte)
+	atomic.StoreInt64(s.count(), countDead)
+	*word(s.block()) = 0 // no longer a live handle's block (sharedBlock)
+	pin.Unpin()
+	if raceOn {
+		raceAcquire(s.data)
+	}
 	if s.meta&flagRec != 0 {
 		if r, ok := sharedRecs.LoadAndDelete(s.block()); ok {
 			f = r.(*sharedRec).onRelease
 		}
 	}
-	if f == nil {
-		s.free()
-		return
-	}
-	runOnRelease(sharedPending{s, f})
+	return f, true
 }
 
 // free gives the block back to the heap. Free needs only its start.
@@ -611,7 +780,9 @@ func runOnRelease(p sharedPending) {
 	id := sharedSelf()
 	if id == 0 { // cannot tell threads apart: run it here, nested
 		runtime.UnlockOSThread()
-		p.run()
+		if r := p.run(); r != nil {
+			panic(r)
+		}
 		return
 	}
 	d := &sharedDrainer{pending: []sharedPending{p}}
@@ -622,22 +793,39 @@ func runOnRelease(p sharedPending) {
 		sharedDraining.Add(-1)
 		runtime.UnlockOSThread()
 	}()
-	defer d.drain() // empty unless a callback panicked: then finish the rest
-	d.drain()
+	if first := d.drain(); first != nil {
+		panic(first) // every pending callback has run: now the first panic continues
+	}
 }
 
-// drain runs the pending callbacks, last queued first, until none is left.
-func (d *sharedDrainer) drain() {
+// drain runs the pending callbacks, last queued first, until none is left,
+// and returns what the first of them to panic panicked with (nil if none
+// did). A panic stops only its own callback: the others all run.
+func (d *sharedDrainer) drain() (first any) {
 	for len(d.pending) > 0 {
 		p := d.pending[len(d.pending)-1]
 		d.pending[len(d.pending)-1] = sharedPending{}
 		d.pending = d.pending[:len(d.pending)-1]
-		p.run()
+		if r := p.run(); first == nil {
+			first = r
+		}
 	}
+	return first
 }
 
-// run calls the callback and frees the block, even if the callback panics.
-func (p sharedPending) run() {
-	defer p.s.free()
-	p.f(p.s.Bytes())
+// run calls the callback and frees the block, even if the callback panics,
+// and returns what the callback (or else the Free) panicked with, or nil.
+func (p sharedPending) run() any {
+	r := recovered(func() { p.f(p.s.Bytes()) })
+	if err := recovered(p.s.free); r == nil {
+		r = err
+	}
+	return r
+}
+
+// recovered calls f and returns what it panicked with, or nil.
+func recovered(f func()) (r any) {
+	defer func() { r = recover() }()
+	f()
+	return nil
 }

@@ -257,6 +257,39 @@ func TestSharedReleasePastZero(t *testing.T) {
 	}
 }
 
+// TestSharedStaleKeepsKey: in a fast heap a freed handle's count word holds
+// the heap's double-free key (doublefree.go). A Release or Retain of a stale
+// copy panics, and leaves the key as it was, so the block stays marked free.
+func TestSharedStaleKeepsKey(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked heaps keep no key")
+	}
+	h := sharedHeap(t)
+	s := h.NewShared(32)
+	stale, block := s, s.block()
+	s.Release()
+	if *keyWord(block) != h.key {
+		t.Fatal("the freed handle's count word does not hold the key")
+	}
+	for _, op := range []struct {
+		name, want string
+		f          func()
+	}{
+		{"Release", "offheap: Shared.Release past zero", stale.Release},
+		{"Retain", "offheap: Shared.Retain of a released handle", func() { stale.Retain() }},
+	} {
+		for range 2 {
+			if msg := sharedPanic(op.f); !strings.HasPrefix(msg, op.want) {
+				t.Fatalf("%s of a stale copy: %q", op.name, msg)
+			}
+			if *keyWord(block) != h.key {
+				t.Fatalf("after a stale %s the count word is %#x, not the key", op.name, *keyWord(block))
+			}
+		}
+	}
+	wantDoubleFree(t, h, "Free of the freed handle's block", block, sharedHdr+32, func() { h.Free(bytesAt(block, sharedHdr+32)) })
+}
+
 // TestSharedReleaseAllRounds grows a slice of 4 handles and shrinks it with
 // ReleaseAll 1000 times: nothing may stay live.
 func TestSharedReleaseAllRounds(t *testing.T) {
@@ -416,6 +449,51 @@ func TestSharedOnReleasePanic(t *testing.T) {
 	}
 }
 
+// TestSharedOnReleasePanics: any number of callbacks in one release tree
+// may panic: every pending callback still runs, every block is freed, and
+// the Release then panics with the first panic's value. Before the fix the
+// second panic stopped the rest, whose blocks leaked.
+func TestSharedOnReleasePanics(t *testing.T) {
+	for _, parentPanics := range []bool{true, false} {
+		h := sharedHeap(t)
+		base := sharedLive(h)
+		const n = 20
+		ran := map[int]bool{}
+		kids := make([]Shared, n)
+		for i := range kids {
+			kids[i] = h.NewShared(8, OnRelease(func([]byte) {
+				ran[i] = true
+				if i%3 == 0 {
+					if i == 9 {
+						x := h.NewShared(8, OnRelease(func([]byte) { ran[-1] = true; panic("grandchild") }))
+						x.Release() // queued behind this callback
+					}
+					panic(fmt.Sprintf("kid %d", i))
+				}
+			}))
+		}
+		parent := h.NewShared(8, OnRelease(func([]byte) {
+			ReleaseAll(kids) // all queued: they run after this callback, last first
+			if parentPanics {
+				panic("parent")
+			}
+		}))
+		want := "kid 18" // the last queued runs first
+		if parentPanics {
+			want = "parent"
+		}
+		if msg := sharedPanic(parent.Release); msg != want {
+			t.Errorf("Release panicked with %q, want the first panic, %q", msg, want)
+		}
+		if len(ran) != n+1 {
+			t.Errorf("%d of %d callbacks ran", len(ran), n+1)
+		}
+		if got := sharedLive(h); got != base {
+			t.Errorf("%d blocks live after the tree, want 0", got-base)
+		}
+	}
+}
+
 // sharedStressTrial is one trial of the Hot stress test: workers retain and
 // release a Hot handle, each holding a few references at a time, while the
 // creator releases at a random moment. The test keeps its own count of
@@ -505,7 +583,7 @@ func sharedStressTrial(h *Heap, rng *rand.Rand, workers, rounds int, growProcs b
 func TestSharedHotStress(t *testing.T) {
 	h := sharedHeap(t)
 	trials, rounds := 40, 300
-	if sharedRaceOn || testing.Short() {
+	if raceOn || testing.Short() {
 		trials, rounds = 8, 100
 	}
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -1,0 +1,146 @@
+package offheap
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/offheap/offheap/internal/osmem"
+	"github.com/offheap/offheap/internal/pin"
+)
+
+// Closing a heap that other goroutines still use.
+//
+// Close must not run concurrently with other calls on the heap, but a
+// program that breaks the rule gets ErrClosed from the calls that meet the
+// closed or closing heap, never a hang or a fault inside offheap. Close
+// unmaps the heap's memory, so every access offheap makes to it (blocks,
+// the pagemap and span array, magazines, an arena's per-P array, a checked
+// heap's records and rings) is made in one of four ways, each of which Close
+// waits out before it unmaps:
+//
+//  1. Pinned, with a per-P structure in service: a magazine from h.mags (or
+//     the checker's), an arena's per-P array from a.procs, loaded inside the
+//     pinned section. The fast paths. Close takes every such structure out
+//     of service, under the lock that installs it (which refuses to install
+//     on a closed heap), then quiesces (quiesce.go): a pinned section that
+//     began before cannot outlast the stop of the world, and one that
+//     begins after finds nothing in service.
+//  2. Pinned, having seen the heap open inside the pinned section (h.closed
+//     false): the section began before Close marked the heap closed, so
+//     before Close quiesced. Short accesses off the fast paths: zeroing a
+//     refilled block, Realloc in place, a Shared's slow count operations, a
+//     checked heap's small-block Alloc and Free (checked_small.go).
+//     Free and Shared.Retain and Release do the same without the pin: they
+//     are go:nosplit, which leaves them no safe point but their calls, so
+//     the stop of the world waits for them as for a pinned section. Free
+//     sees the heap open in fastSize, which Close zeroes first (heap.go);
+//     Retain and Release in h.closed (shared.go, Plain handles).
+//  3. Under a central list's lock, having seen h.closed false under it: the
+//     central lists (central.get) and the spans and page-heap operations
+//     they reach. Close takes every central lock after it waits out the
+//     rest. The page heap's own lock and closed flag guard its timer.
+//  4. Between h.enter and h.exit: everything long or rare (large blocks,
+//     checked mode's other paths, arenas' slow paths, Trim, Lookup, the
+//     double-free check). enter,
+//     pinned, fails once the heap is closed, and otherwise counts the
+//     operation on the P it runs on; exit uncounts it on whichever P it runs
+//     on then, so a P's count may go negative, but the sum over the Ps is
+//     the number of operations in progress. Close marks the heap closed
+//     before it quiesces, so once the quiesce returns every enter that found
+//     the heap open has counted itself and no count rises again: each count
+//     only falls, a pass that reads the counts one by one reads each at or
+//     above its value at the end of the pass, and a pass that sums to 0
+//     proves that no operation is in progress then or later. Close repeats
+//     the pass until one does.
+//
+// Close's order: mark closed; take the per-P structures out of service and
+// zero fastSize; quiesce; wait for the counts; take each central lock; mark
+// the page heap closed under its lock; unmap. No pinned section takes a lock, and code
+// between enter and exit must not wait for anything Close holds while it
+// waits (closeMu), nor run the program's code: an OnRelease callback may
+// call Close, so callbacks run outside (shared.go). Every exit is deferred,
+// so a panic inside does not leave a count behind.
+//
+// What Close cannot wait for is the program's own access to memory it still
+// holds: a slice of a closed heap faults when touched, as the package doc
+// says.
+
+// busyStride keeps each P's count of operations in progress on a cache line
+// of its own: the counts are written on every slow path (and every checked
+// Alloc and Free), by the P's own goroutine.
+const busyStride = 64
+
+// mapBusy maps the per-P counts. They are off-heap, written with plain
+// stores while pinned (only pinning guards them, as for magazines) and read
+// by Close with atomic loads; the race detector, which would see the plain
+// stores as races, does not see them.
+func (h *Heap) mapBusy() error {
+	p, err := osmem.Map(maxProcs * busyStride)
+	if err != nil {
+		return err
+	}
+	h.busy = p
+	return nil
+}
+
+// busyAt is P pid's count; pid < maxProcs.
+func (h *Heap) busyAt(pid int) *int64 {
+	return (*int64)(unsafe.Add(h.busy, uintptr(pid)*busyStride))
+}
+
+// enter begins an operation that may touch the heap's memory outside one
+// pinned section, or reports false if the heap is closed (or closing): the
+// caller then fails with ErrClosed and touches nothing. Every true must be
+// matched by one exit.
+func (h *Heap) enter() bool {
+	pid := pin.Pin()
+	if h.closed.Load() {
+		pin.Unpin()
+		return false
+	}
+	if uint(pid) < maxProcs {
+		*h.busyAt(pid)++
+	} else {
+		h.busyFar.Add(1) // a P without a slot (GOMAXPROCS above maxProcs)
+	}
+	pin.Unpin()
+	return true
+}
+
+// exit ends an operation that enter began.
+func (h *Heap) exit() {
+	raceRelease(unsafe.Pointer(h)) // for the race detector: see waitIdle
+	pid := pin.Pin()
+	if uint(pid) < maxProcs {
+		*h.busyAt(pid)--
+	} else {
+		h.busyFar.Add(-1)
+	}
+	pin.Unpin()
+}
+
+// waitIdle returns once no operation that enter began is in progress. Close
+// calls it after marking the heap closed and quiescing.
+func (h *Heap) waitIdle() {
+	for d := time.Microsecond; ; d = min(2*d, time.Millisecond) {
+		n := h.busyFar.Load()
+		for pid := range maxProcs {
+			n += atomic.LoadInt64(h.busyAt(pid))
+		}
+		if n == 0 {
+			break
+		}
+		time.Sleep(d)
+	}
+	// The counts are invisible to the race detector; this gives it the
+	// edge from every exit to what Close does next.
+	raceAcquire(unsafe.Pointer(h))
+}
+
+// closedError is the error of a call on a closed heap: it wraps ErrClosed
+// and names the call.
+func closedError(call string) error {
+	return fmt.Errorf("%w: %s after the heap's Close (or during it: Close must not run concurrently with other calls)", ErrClosed, call)
+}

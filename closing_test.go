@@ -1,0 +1,255 @@
+package offheap
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// closedErr runs f and returns the error it returned or panicked with, or
+// an error saying what else happened.
+func closedErr(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(error)
+			if !ok {
+				err = fmt.Errorf("panicked with %v (%T), not an error", r, r)
+				return
+			}
+			err = e
+		}
+	}()
+	if err := f(); err != nil {
+		return err
+	}
+	return errors.New("returned no error and did not panic")
+}
+
+// wantClosed fails the test unless f reports ErrClosed, by its error or by
+// panicking with an error that wraps it, in a message that starts
+// "offheap:".
+func wantClosed(t *testing.T, what string, f func() error) {
+	t.Helper()
+	err := closedErr(f)
+	if !errors.Is(err, ErrClosed) || !strings.HasPrefix(err.Error(), "offheap:") {
+		t.Errorf("%s after Close: %v, want an error wrapping ErrClosed", what, err)
+	}
+}
+
+// modeArms are the kinds of heap whose paths to memory differ: fast with
+// and without magazines, checked, and sampled (a fast heap with a checker).
+var modeArms = []struct {
+	name string
+	opts Options
+}{
+	{"fast", Options{}},
+	{"nomag", Options{MagazineDepth: -1}},
+	{"checked", Options{Checked: true}},
+	{"sampled", Options{SampleRate: 3}},
+}
+
+// TestAfterClose calls every method of Arenas and Shareds made before the
+// heap's Close: each reports ErrClosed. Before the fix they faulted, which
+// kills the test binary.
+func TestAfterClose(t *testing.T) {
+	for _, arm := range modeArms {
+		t.Run(arm.name, func(t *testing.T) {
+			h, err := NewHeap(arm.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			used := h.NewArena()
+			for i := range 2000 {
+				used.Alloc(1 + i%500)
+			}
+			used.Alloc(100_000)
+			fresh := h.NewArena() // never allocated
+			released := h.NewArena()
+			released.Alloc(10)
+			released.Release()
+			plain := h.NewShared(64)
+			hot := h.NewShared(64, Hot())
+			hotRef := hot.Retain()
+			withCallback := h.NewShared(64, OnRelease(func([]byte) { t.Error("OnRelease ran after Close") }))
+			static := Static([]byte("static"))
+			block := h.Alloc(64)
+			big := h.Alloc(1 << 20)
+			h.Close() // a checked heap reports the leaks; not this test's concern
+
+			for name, a := range map[string]*Arena{"used": used, "fresh": fresh} {
+				for _, n := range []int{0, 10, 5000, 100_000} {
+					wantClosed(t, fmt.Sprintf("%s arena TryAlloc(%d)", name, n), func() error { _, err := a.TryAlloc(n); return err })
+					wantClosed(t, fmt.Sprintf("%s arena Alloc(%d)", name, n), func() error { a.Alloc(n); return nil })
+				}
+				wantClosed(t, name+" arena Stats", func() error { a.Stats(); return nil })
+				wantClosed(t, name+" arena Reset", func() error { a.Reset(); return nil })
+				wantClosed(t, name+" arena Release", func() error { a.Release(); return nil })
+				a.Release() // a second Release does nothing
+				if s := a.Stats(); s != (ArenaStats{}) {
+					t.Errorf("%s arena Stats after Release: %+v, want zero", name, s)
+				}
+				wantClosed(t, name+" arena TryAlloc after Release", func() error { _, err := a.TryAlloc(10); return err })
+			}
+			wantClosed(t, "released arena TryAlloc", func() error { _, err := released.TryAlloc(10); return err })
+			wantClosed(t, "released arena Alloc", func() error { released.Alloc(10); return nil })
+			released.Release()
+
+			for name, s := range map[string]Shared{"plain": plain, "hot": hot, "hot reference": hotRef, "with OnRelease": withCallback} {
+				wantClosed(t, name+" Shared.Retain", func() error { s.Retain(); return nil })
+				wantClosed(t, name+" Shared.Release", func() error { s.Release(); return nil })
+				wantClosed(t, name+" Shared.Refs", func() error { s.Refs(); return nil })
+				wantClosed(t, name+" Shared.Bytes", func() error { s.Bytes(); return nil })
+			}
+			static.Retain().Release() // no heap: unaffected
+			if string(static.Bytes()) != "static" {
+				t.Error("a Static handle changed with a heap's Close")
+			}
+
+			wantClosed(t, "Alloc", func() error { h.Alloc(64); return nil })
+			wantClosed(t, "AllocUnzeroed", func() error { h.AllocUnzeroed(64); return nil })
+			wantClosed(t, "Free", func() error { h.Free(block); return nil })
+			wantClosed(t, "Free of a large block", func() error { h.Free(big); return nil })
+			wantClosed(t, "Realloc", func() error { h.Realloc(block, 100); return nil })
+			wantClosed(t, "Realloc in place", func() error { h.Realloc(block, 60); return nil })
+			wantClosed(t, "NewShared", func() error { h.NewShared(10); return nil })
+			if _, ok := h.Lookup(addrOf(block)); ok {
+				t.Error("Lookup after Close found a block")
+			}
+			h.Trim()
+			h.Stats()
+		})
+	}
+}
+
+// TestCloseRacing closes heaps while goroutines allocate, free, and use
+// arenas and Shareds on them (which the rules forbid): every call that
+// meets the closed or closing heap must return or panic with ErrClosed,
+// none may fault or hang. The workers never touch the bytes they hold,
+// the one access that may fault after Close. Run it under -race -count 20.
+func TestCloseRacing(t *testing.T) {
+	trials := 24
+	if testing.Short() {
+		trials = 8
+	}
+	for trial := range trials {
+		arm := modeArms[trial%len(modeArms)]
+		if err := closeRacingTrial(arm.opts, uint64(trial)); err != nil {
+			t.Fatalf("trial %d (%s): %v", trial, arm.name, err)
+		}
+	}
+}
+
+// closeRacingTrial is one trial of TestCloseRacing: it returns what went
+// wrong.
+func closeRacingTrial(opts Options, seed uint64) error {
+	h, err := NewHeap(opts)
+	if err != nil {
+		return err
+	}
+	arena := h.NewArena()
+	hot := h.NewShared(64, Hot())
+	const workers = 6
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	var ops atomic.Int64
+	for w := range workers {
+		wg.Go(func() {
+			defer func() {
+				r := recover()
+				if r == nil {
+					return
+				}
+				if err, ok := r.(error); ok && errors.Is(err, ErrClosed) && strings.HasPrefix(err.Error(), "offheap:") {
+					return // the heap was closed under the call: as it must be
+				}
+				errs <- fmt.Errorf("worker %d panicked with %v", w, r)
+			}()
+			closeRacingWorker(h, arena, hot, rand.New(rand.NewPCG(seed, uint64(w))), &ops)
+		})
+	}
+	// Close once the workers are under way, after a varying delay.
+	for deadline := time.Now().Add(time.Second); ops.Load() < workers*100 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Microsecond)
+	}
+	time.Sleep(time.Duration(seed%5) * 300 * time.Microsecond)
+	h.Close() // a checked heap reports the workers' blocks as leaks
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		return errors.New("a worker still runs a minute after Close: a hang")
+	}
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
+// closeRacingWorker uses h until a call reports ErrClosed (by panicking, or
+// by an error it panics with), holding some blocks, arena allocations and
+// Shared references at a time.
+func closeRacingWorker(h *Heap, arena *Arena, hot Shared, rng *rand.Rand, ops *atomic.Int64) {
+	var live [][]byte
+	var refs []Shared
+	size := func() int {
+		if rng.IntN(20) == 0 {
+			return maxSmall + rng.IntN(100_000)
+		}
+		return 1 + rng.IntN(600)
+	}
+	for {
+		ops.Add(1)
+		switch k := rng.IntN(20); {
+		case k < 6:
+			b, err := h.TryAlloc(size())
+			if err != nil {
+				panic(err)
+			}
+			live = append(live, b)
+		case k < 7:
+			live = append(live, h.AllocUnzeroed(size()))
+		case k < 11 && len(live) > 0:
+			j := rng.IntN(len(live))
+			h.Free(live[j])
+			live[j] = live[len(live)-1]
+			live = live[:len(live)-1]
+		case k < 12 && len(live) > 0:
+			j := rng.IntN(len(live))
+			live[j] = h.Realloc(live[j], size())
+		case k < 14:
+			if _, err := arena.TryAlloc(size()); err != nil {
+				panic(err)
+			}
+		case k < 15:
+			refs = append(refs, h.NewShared(1+rng.IntN(100)), hot.Retain())
+		case k < 17 && len(refs) > 0:
+			j := rng.IntN(len(refs))
+			refs[j].Retain().Release()
+			refs[j].Refs()
+			refs[j].Bytes()
+			refs[j].Release()
+			refs[j] = refs[len(refs)-1]
+			refs = refs[:len(refs)-1]
+		case k < 18:
+			h.Stats()
+			h.InUse()
+			arena.Stats()
+			if len(live) > 0 {
+				h.Bytes(h.Ref(live[rng.IntN(len(live))]))
+			}
+		case k < 19 && rng.IntN(20) == 0:
+			h.Trim()
+		}
+	}
+}
