@@ -919,9 +919,8 @@ func (c *checker) blockStart(a uintptr) (uintptr, bool) {
 		c.runMu.Unlock()
 		return start, ok
 	default:
-		size := uintptr(classSize[cl])
-		o := a&(pageSize-1) | uintptr(uint32(e)>>8)<<pageShift // regions are pageSize aligned
-		return a - o%size, true
+		_, into := blockIn(a, e, &classInfos[cl])
+		return a - uintptr(into), true
 	}
 }
 

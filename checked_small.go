@@ -276,13 +276,9 @@ func (c *checker) recOf(a uintptr) (r *smallRec, start bool, cl uint8) {
 	if cl-1 >= numClasses-1 {
 		return nil, false, 0
 	}
-	// The block's start, as Free's fast path finds it: the offset in the
-	// span, divided by the block size with a multiply. Regions are pageSize
-	// aligned, so the offset in the page is a's low bits.
-	o := uint64(a&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
 	ci := &classInfos[cl]
-	q := o * ci.divMul >> 40
-	start = q*uint64(ci.size) == o && q < uint64(ci.blocks)
+	q, into := blockIn(a, e, ci)
+	start = into == 0 && q < uint64(ci.blocks)
 	// The record does not wait for the division: a start in the same
 	// granule as a has it (see recGranule).
 	return r, start, cl

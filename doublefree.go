@@ -116,7 +116,7 @@ func (h *Heap) freeState(a uintptr, c uint8) int {
 	page, _ := h.pages.pageOf(a) // a is a block start (freeSlow)
 	e := *h.pages.entry(page)
 	s := h.pages.span(uint32(e >> 32))
-	if (a-s.start)/uintptr(classSize[c]) >= uintptr(s.carved) {
+	if q, _ := blockIn(a, e, &classInfos[c]); q >= uint64(s.carved) {
 		return blockUncarved
 	}
 	b := s.free

@@ -569,15 +569,10 @@ func (h *Heap) Free(b []byte) {
 	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
 		e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
 		c := uint8(e)
-		// The offset in the span.
-		o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
 		if k := c - 2; k < numClasses-2 { // classes 2 and up: blocks of 16 bytes and more
-			// A block start has no remainder: divided by the block size
-			// with a multiply.
 			ci := &(*[numClasses - 2]classInfo)(classInfos[2:])[k] // classInfos[c], no bounds check
-			q := o * ci.divMul >> 40
-			if q*uint64(ci.size) != o || q >= uint64(ci.blocks) {
-				goto slow
+			if q, into := blockIn(a, e, ci); into != 0 || q >= uint64(ci.blocks) {
+				goto slow // not a block start
 			}
 			// The key in the block's second word marks it freed
 			// (doublefree.go): finding it sends the Free to the slow
@@ -587,7 +582,7 @@ func (h *Heap) Free(b []byte) {
 				goto slow
 			}
 			*kw = h.key
-		} else if c != 1 || o%8 != 0 || o/8 >= uint64(classInfos[1].blocks) {
+		} else if q, into := blockIn(a, e, &classInfos[1]); c != 1 || into != 0 || q >= uint64(classInfos[1].blocks) {
 			goto slow // not a small block's start; 8-byte blocks have no second word, so no key
 		}
 		pid := pin.Pin()
@@ -642,16 +637,14 @@ func (h *Heap) freeSlow(b []byte) {
 	case c-1 >= numClasses-1:
 		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which is not allocated (already freed, or never handed out)", a, cap(b)))
 	}
-	// A small block, found as Free's fast path finds one (regions are
-	// pageSize aligned, so a's offset in its page is a's low bits).
-	o := uint64(a&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
+	// A small block, found as Free's fast path finds one.
 	ci := &classInfos[c]
-	q := o * ci.divMul >> 40
-	if q*uint64(ci.size) == o && q < uint64(ci.blocks) {
+	q, into := blockIn(a, e, ci)
+	if into == 0 && q < uint64(ci.blocks) {
 		h.freeSmall(a, c)
 		return
 	}
-	start := a - uintptr(o%uint64(ci.size))
+	start := a - uintptr(into)
 	if sharedBlock(start, a) {
 		panic(fmt.Sprintf("offheap: Free of %#x, the bytes of a Shared: a Shared is freed by its last Release, not by Free", a))
 	}

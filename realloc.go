@@ -84,8 +84,7 @@ func (h *Heap) checkNotFree(a uintptr) {
 	case c == 0:
 		panic(fmt.Sprintf("offheap: Realloc of %#x, which is not allocated (already freed, or never handed out)", a))
 	case c-1 < numClasses-1 && c != 1:
-		o := uint64(a&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
-		if o%uint64(classSize[c]) == 0 && *(*uint64)(ptr(a + 8)) == h.key {
+		if _, into := blockIn(a, e, &classInfos[c]); into == 0 && *(*uint64)(ptr(a + 8)) == h.key {
 			h.checkFree(a, c) // the key: free, or live data that holds it
 		}
 	}
@@ -118,12 +117,11 @@ func (h *Heap) keeps(a uintptr, n int) bool {
 		// The first page of a run holds its length; a later page has 1<<8.
 		return ok && n > maxSmall && uint32(e)>>8 == 0 && off&(pageSize-1) == 0 && uint32(e>>32) == np
 	case c-1 < numClasses-1:
-		o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
 		ci := &classInfos[c]
-		q := o * ci.divMul >> 40
+		q, into := blockIn(a, e, ci)
 		// A block whose second word holds the double-free key (doublefree.go)
 		// is probably free: Realloc moves it, and its Free says.
-		return q*uint64(ci.size) == o && q < uint64(ci.blocks) && n <= maxSmall && sizeClass(n) == c &&
+		return into == 0 && q < uint64(ci.blocks) && n <= maxSmall && sizeClass(n) == c &&
 			(c == 1 || *(*uint64)(ptr(a + 8)) != h.key)
 	}
 	return false
