@@ -104,7 +104,7 @@ package offheap
 //
 // # The arena's memory in the heap
 //
-// Chunks and the per-P array are page runs of the heap (allocRun) whose
+// Chunks and the per-P array are page runs of the heap (allocLarge) whose
 // pagemap words carry classArena, whatever their size. So Heap.Free tells
 // arena memory from a block at any address in it: the fast path takes only
 // small-class pages, and the slow path refuses classArena pages by name,
@@ -701,11 +701,11 @@ func (a *Arena) free(b []byte) {
 // arenaRun takes a run of pages for n bytes of an arena, marked classArena.
 // Called between enter and exit.
 func (h *Heap) arenaRun(n int, zero bool) ([]byte, error) {
-	p, err := h.allocRun(n, zero, classArena)
+	p, err := h.allocLarge(n, zero, classArena)
 	if c := h.chk; err != nil && c != nil && errors.Is(err, ErrLimit) && c.flush(false) {
 		// The quarantine held the memory the limit refuses, as in
 		// checker.alloc: it gave it back, so try once more.
-		p, err = h.allocRun(n, zero, classArena)
+		p, err = h.allocLarge(n, zero, classArena)
 	}
 	if err != nil {
 		return nil, err
@@ -721,7 +721,7 @@ func (h *Heap) freeArenaRun(p uintptr, n int) {
 		c.quarantineArena(p, n)
 		return
 	}
-	h.freeRun(p, classArena)
+	h.freeLarge(p, classArena)
 }
 
 // Reset forgets every allocation: the memory the arena handed out must not be

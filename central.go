@@ -167,7 +167,7 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 	if s.empty() {
 		if c.empty >= keepEmpty {
 			c.unlink(h, s)
-			h.freeSpan(id, s)
+			h.pages.freeSpan(id, s)
 		} else {
 			c.empty++
 		}
@@ -176,7 +176,7 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 
 // grow adds a new span to the front of the partial list.
 func (c *central) grow(h *Heap) error {
-	id, s, err := h.newSpan(c.class)
+	id, s, err := h.pages.allocSpan(c.class)
 	if err != nil {
 		return err
 	}
@@ -229,7 +229,7 @@ func (c *central) trim(h *Heap) {
 		next := s.next
 		if s.empty() {
 			c.unlink(h, s)
-			h.freeSpan(id, s)
+			h.pages.freeSpan(id, s)
 			c.empty--
 		}
 		id = next

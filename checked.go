@@ -499,7 +499,7 @@ func (c *checker) allocBlock(n int, zero, guard bool, st stackID) ([]byte, error
 		return c.allocGuarded(n, zero, st)
 	}
 	real := n + canaryLen
-	a, err := c.h.allocLarge(real, zero) // zeroes what may be dirty, as a fast heap's does
+	a, err := c.h.allocLarge(real, zero, classLarge) // zeroes what may be dirty, as a fast heap's does
 	if err != nil {
 		return nil, err
 	}
@@ -813,11 +813,11 @@ func (c *checker) release(e qEntry, giveBack bool) error {
 	case kindSmall:
 		h.central[e.class].freeDirect(h, e.addr)
 	case kindLarge:
-		h.freeLarge(e.addr)
+		h.freeLarge(e.addr, classLarge)
 	case kindGuarded:
 		c.releaseGuarded(e.addr, e.pages)
 	case kindArena:
-		h.freeRun(e.addr, classArena)
+		h.freeLarge(e.addr, classArena)
 	}
 	return nilIfNone(waf)
 }

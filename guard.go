@@ -19,8 +19,8 @@ package offheap
 // The pagemap marks every page of the run, guard page included, with
 // classGuarded: Free's fast path takes no such block for a small one and falls
 // to freeSlow, which hands it to the checker (checker.owns). Words have the
-// large-block layout: the first page holds the number of data pages in bits
-// 32-63, the others have bit 8 set. The runs table maps a run's first page to
+// layout of every run of its own (pages.go): the first page holds the run's
+// length, guard page included, in bits 32-63, the others have bit 8 set. The runs table maps a run's first page to
 // its block's start, for Lookup.
 //
 // # What a fault looks like
@@ -126,8 +126,7 @@ func (c *checker) allocGuarded(n int, zero bool, st stackID) ([]byte, error) {
 // whether its data pages may hold old bytes: a spare run if there is one,
 // else a new run from the page heap.
 func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
-	h := c.h
-	ph := &h.pages
+	ph := &c.h.pages
 	if np == 1 {
 		c.runMu.Lock()
 		if k := len(c.spareRuns); k > 0 {
@@ -136,14 +135,9 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 		}
 		c.runMu.Unlock()
 		if base != 0 {
-			ph.mu.Lock()
-			if ph.closed { // Close unmapped it
-				ph.mu.Unlock()
-				return 0, false, ErrClosed
+			if err := ph.reuseRun(2); err != nil {
+				return 0, false, err
 			}
-			ph.largeAllocs.Add(1)
-			ph.largePages.Add(2)
-			ph.mu.Unlock()
 			if err := osmem.Commit(ptr(base), pageSize); err != nil {
 				c.releaseGuarded(base, 1) // counts it freed: Allocs and Frees stay paired
 				return 0, false, err
@@ -151,32 +145,15 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 			return base, true, nil
 		}
 	}
-	ph.mu.Lock()
-	if ph.closed {
-		ph.mu.Unlock()
-		return 0, false, ErrClosed
-	}
-	first, nd, err := ph.alloc(np+1, func(i uint32) uint64 {
-		if i == 0 {
-			return classGuarded | uint64(np)<<32
-		}
-		return classGuarded | 1<<8
-	})
-	if err == nil {
-		// Counted as a large block: Stats.Large, and InUseBytes by pages.
-		ph.largeAllocs.Add(1)
-		ph.largePages.Add(uint64(np + 1))
-	}
-	ph.mu.Unlock()
+	base, dirty, err = ph.allocRun(np+1, classGuarded)
 	if err != nil {
 		return 0, false, err
 	}
-	base = ph.addr(first)
 	if err := osmem.Protect(ptr(base+uintptr(np)<<pageShift), pageSize); err != nil {
 		c.releaseGuarded(base, np)
 		return 0, false, err
 	}
-	return base, nd > 0, nil
+	return base, dirty, nil
 }
 
 // guardBase is the first page of the guarded run that holds the block at a.
@@ -207,10 +184,7 @@ func (c *checker) releaseGuarded(a uintptr, np uint32) {
 	c.runMu.Unlock()
 	ph := &c.h.pages
 	if spare {
-		ph.mu.Lock()
-		ph.largeFrees.Add(1)
-		ph.largePages.Add(^uint64(2 - 1)) // minus 2
-		ph.mu.Unlock()
+		ph.keepRun(2)
 		return
 	}
 	// The page heap's free pages are read-write: its next user writes them.
@@ -218,14 +192,7 @@ func (c *checker) releaseGuarded(a uintptr, np uint32) {
 	if err := osmem.Commit(ptr(base), uintptr(np+1)<<pageShift); err != nil {
 		return
 	}
-	ph.mu.Lock()
-	ph.largeFrees.Add(1)
-	ph.largePages.Add(-uint64(np + 1))
-	if !ph.closed {
-		first, _ := ph.pageOf(base)
-		ph.release(first, np+1)
-	}
-	ph.mu.Unlock()
+	ph.freeRun(base, classGuarded)
 }
 
 // maxSpareRuns is how many one-page guarded runs a checker keeps for reuse:
@@ -240,17 +207,11 @@ func (c *checker) dropSpareRuns() bool {
 	spares := c.spareRuns
 	c.spareRuns = nil
 	c.runMu.Unlock()
-	ph := &c.h.pages
 	for _, base := range spares {
 		if osmem.Commit(ptr(base), 2*pageSize) != nil {
 			continue // stays out of the page heap, as in releaseGuarded
 		}
-		ph.mu.Lock()
-		if !ph.closed {
-			first, _ := ph.pageOf(base)
-			ph.release(first, 2)
-		}
-		ph.mu.Unlock()
+		c.h.pages.dropRun(base)
 	}
 	return len(spares) > 0
 }

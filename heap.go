@@ -538,7 +538,7 @@ func (h *Heap) allocBig(n int, zero bool) ([]byte, error) {
 		return nil, ErrClosed
 	}
 	defer h.exit()
-	a, err := h.allocLarge(n, zero)
+	a, err := h.allocLarge(n, zero, classLarge)
 	if err != nil {
 		return nil, err
 	}
@@ -632,7 +632,7 @@ func (h *Heap) freeSlow(b []byte) {
 	c := uint8(e)
 	switch {
 	case c == classLarge:
-		h.freeLarge(a)
+		h.freeLarge(a, classLarge)
 		return
 	case c-1 >= numClasses-1:
 		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which is not allocated (already freed, or never handed out)", a, cap(b)))
@@ -706,9 +706,7 @@ func (h *Heap) Trim() {
 	for c := 1; c < numClasses; c++ {
 		h.central[c].trim(h)
 	}
-	h.pages.mu.Lock()
-	h.pages.releaseAll()
-	h.pages.mu.Unlock()
+	h.pages.trim()
 }
 
 // Close unmaps all of the heap's memory. Every slice it handed out becomes
@@ -760,13 +758,7 @@ func (h *Heap) Close() error {
 		}
 	}
 	h.magMu.Unlock()
-	h.pages.mu.Lock()
-	h.pages.closed = true
-	if h.pages.timer != nil {
-		h.pages.timer.Stop()
-		h.pages.timer = nil
-	}
-	h.pages.mu.Unlock()
+	h.pages.close()
 	var errs []error
 	for _, m := range mags {
 		errs = append(errs, osmem.Unmap(unsafe.Pointer(m), unsafe.Sizeof(*m)))
@@ -777,40 +769,6 @@ func (h *Heap) Close() error {
 		return errors.Join(leaks, err)
 	}
 	return leaks
-}
-
-// newSpan makes a span for class c from the page heap.
-func (h *Heap) newSpan(c uint8) (uint32, *span, error) {
-	ph := &h.pages
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
-	if ph.closed {
-		return 0, nil, ErrClosed
-	}
-	id, ok := ph.newSpanID()
-	if !ok {
-		return 0, nil, ph.outOfSpace(uint64(classPages[c])<<pageShift, nil)
-	}
-	first, _, err := ph.alloc(uint32(classPages[c]), func(i uint32) uint64 {
-		return uint64(c) | uint64(i)<<8 | uint64(id)<<32
-	})
-	if err != nil {
-		ph.spanIDs = append(ph.spanIDs, id)
-		return 0, nil, err
-	}
-	s := ph.span(id)
-	*s = span{start: ph.addr(first), class: c}
-	return id, s, nil
-}
-
-// freeSpan gives an empty span's pages back to the page heap.
-func (h *Heap) freeSpan(id uint32, s *span) {
-	ph := &h.pages
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
-	first, _ := ph.pageOf(s.start)
-	ph.release(first, uint32(classPages[s.class]))
-	ph.spanIDs = append(ph.spanIDs, id)
 }
 
 // pagesFor is the number of pages n bytes need, or false if that overflows.

@@ -33,41 +33,20 @@ import (
 // against 120-220 at 8 MiB.
 const zeroResidentMin = 1 << 20
 
-// allocLarge returns the address of a new block of n > maxSmall bytes.
-func (h *Heap) allocLarge(n int, zero bool) (uintptr, error) {
-	return h.allocRun(n, zero, classLarge)
-}
-
-// allocRun returns the address of a new run of pages for n bytes whose
-// pagemap words carry class: classLarge, or classArena for an arena's
-// memory (arena.go). Both are counted as large blocks.
-func (h *Heap) allocRun(n int, zero bool, class uint8) (uintptr, error) {
+// allocLarge returns the address of a new run of pages for n bytes whose
+// pagemap words carry class: classLarge for a block above maxSmall,
+// classArena for an arena's memory (arena.go). With zero, its bytes read as
+// zeros.
+func (h *Heap) allocLarge(n int, zero bool, class uint8) (uintptr, error) {
 	np, ok := pagesFor(n)
 	if !ok {
 		return 0, fmt.Errorf("%w: %d bytes is more than a heap can hold", ErrSize, n)
 	}
-	ph := &h.pages
-	ph.mu.Lock()
-	if ph.closed {
-		ph.mu.Unlock()
-		return 0, ErrClosed
-	}
-	first, dirty, err := ph.alloc(np, func(i uint32) uint64 {
-		if i == 0 {
-			return uint64(class) | uint64(np)<<32
-		}
-		return uint64(class) | 1<<8
-	})
-	if err == nil {
-		ph.largeAllocs.Add(1)
-		ph.largePages.Add(uint64(np))
-	}
-	ph.mu.Unlock()
+	a, dirty, err := h.pages.allocRun(np, class)
 	if err != nil {
 		return 0, err
 	}
-	a := ph.addr(first)
-	if zero && dirty > 0 {
+	if zero && dirty {
 		zeroPages(a, uintptr(n))
 	}
 	return a, nil
@@ -117,24 +96,10 @@ func zeroResident(a, n uintptr) {
 	flush(end)
 }
 
-// freeLarge frees the large block that starts at a, or panics if a is not
-// the start of one.
-func (h *Heap) freeLarge(a uintptr) { h.freeRun(a, classLarge) }
-
-// freeRun frees the run of class that starts at a (see allocRun), or panics
-// if a is not the start of one.
-func (h *Heap) freeRun(a uintptr, class uint8) {
-	ph := &h.pages
-	ph.mu.Lock()
-	page, _ := ph.pageOf(a)
-	e := *ph.entry(page)
-	if uint8(e) != class || uint32(e)>>8 != 0 || a&(pageSize-1) != 0 {
-		ph.mu.Unlock()
+// freeLarge frees the run of class that starts at a (see allocLarge), or
+// panics if a is not the start of one.
+func (h *Heap) freeLarge(a uintptr, class uint8) {
+	if !h.pages.freeRun(a, class) {
 		panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is inside a large block", a))
 	}
-	np := uint32(e >> 32)
-	ph.release(page, np)
-	ph.largeFrees.Add(1)
-	ph.largePages.Add(-uint64(np))
-	ph.mu.Unlock()
 }
