@@ -734,3 +734,37 @@ func TestArenaPeakAllocBytes(t *testing.T) {
 	a.Release()
 	check("after Release", big)
 }
+
+// TestArenaAllocAgrees holds Alloc's copy of the fast path to allocFast's
+// (TryAlloc's): on one P, alternating the two bumps one sub-chunk, each
+// allocation starting where the last one ended, rounded up to 16, except
+// where a refill starts a new sub-chunk.
+func TestArenaAllocAgrees(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	h := newTestHeap(t, Options{})
+	a := h.NewArena()
+	defer a.Release()
+	var end uintptr // where the last allocation ended
+	total, breaks := 0, 0
+	for i := range 20_000 {
+		n := 1 + i*7%arenaFastMax
+		var b []byte
+		if i%2 == 0 {
+			b = a.Alloc(n)
+		} else {
+			var err error
+			if b, err = a.TryAlloc(n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if addrOf(b) != end {
+			breaks++
+		}
+		end = addrOf(b) + alignUp(uintptr(n), arenaAlign)
+		total += n
+	}
+	// A refill drops at most arenaFastMax bytes of the sub-chunk it leaves.
+	if most := total/(arenaSub-arenaFastMax) + 2; breaks > most {
+		t.Fatalf("%d allocations started away from the last one's end, want at most %d (the refills)", breaks, most)
+	}
+}

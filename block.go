@@ -107,7 +107,7 @@ func (h *Heap) blockAt(a uintptr) (kind blockKind, usable uintptr, why string) {
 // tryAllocUnzeroed is AllocUnzeroed returning the error instead of
 // panicking, for Buffer, whose writes report a full heap as an error.
 func (h *Heap) tryAllocUnzeroed(n int) ([]byte, error) {
-	if a := h.allocFast(n); a != 0 {
+	if a := h.allocFast(n); a != 0 { // zeroed: Buffer's blocks are not hot enough for AllocUnzeroed's copy
 		return bytesAt(a, n), nil
 	}
 	return h.allocSlow(n, false)

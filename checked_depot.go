@@ -100,17 +100,17 @@ func callStack() stackID {
 // instead.
 func (s *stack) fill(n int, h uint64) uint64 {
 	if !framePointers {
-		return s.callers()
+		return s.callers(4) // Callers, callers, fill, its caller
 	}
 	s.n = int32(n)
 	return h
 }
 
 // callers fills s from runtime.Callers with the frames fpStack would have
-// walked for the caller of fill (inlined, it still counts as a frame), and
-// returns their hash.
-func (s *stack) callers() uint64 {
-	s.n = int32(runtime.Callers(4, s.pcs[:])) // Callers, callers, fill, its caller
+// walked, skipping skip frames (runtime.Callers itself and callers are two;
+// an inlined frame counts), and returns their hash.
+func (s *stack) callers(skip int) uint64 {
+	s.n = int32(runtime.Callers(skip, s.pcs[:]))
 	return s.hash()
 }
 

@@ -57,3 +57,18 @@ func resetDefault() {
 	}
 	defaultHeap.opts = Options{}
 }
+
+// setQuarantine bounds each of the checker's quarantine rings to blocks
+// blocks and bytes bytes, for tests that push a block out with a few Frees.
+// Call it on a new checked heap, before its first Free: a ring's slots are
+// sized when it is made.
+func (h *Heap) setQuarantine(blocks, bytes int) { h.chk.q.init(blocks, bytes) }
+
+// callersStack is callStack through runtime.Callers, as on systems where
+// frame pointers are not walked: TestCheckedStackUnwinder compares the two.
+//
+//go:noinline
+func callersStack() stackID {
+	var s stack
+	return intern(&s, s.callers(3)) // Callers, callers, callersStack
+}

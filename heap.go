@@ -74,32 +74,17 @@ type Heap struct {
 	// of it, or none in checked mode, whose Frees go to freeSlow and on to
 	// the checker (checked.go), and none once Close begins, which stores it
 	// atomically (Free loads it so). A checked heap's Allocs get there
-	// without a flag: its magazines (mags) stay empty, so they take the
-	// slow path.
+	// without a flag: its magazines decline every allocation
+	// (magClass.sampleAt), so they take the slow path.
 	fastSize uintptr
-	key      uint64 // written into the second word of a freed small block (doublefree.go)
-	ref      refKey // the heap's tag in its Refs, read with base and fastSize by every Bytes (ref.go)
-	mags     [maxProcs]atomic.Pointer[magazine]
+	key      uint64    // written into the second word of a freed small block (doublefree.go)
+	ref      refKey    // the heap's tag in its Refs, read with base and fastSize by every Bytes (ref.go)
+	mags     magazines // per-P: the fast path reads mags.at
 
-	// Fixed at NewHeap.
-	magazines bool
-	caps      [numClasses]uint32 // blocks a magazine holds per class
-	batch     [numClasses]uint32 // blocks moved per refill or spill
-	opts      Options
-
+	opts    Options // fixed at NewHeap
 	central [numClasses]central
 	pages   pageHeap
-
-	magMu     sync.Mutex  // guards allMags, spareMags, installing magazines, and the closed census
-	allMags   []*magazine // every magazine ever installed, for Stats and Close
-	spareMags []*magazine // drained by Trim, for the next P that needs one
-
-	magList atomic.Pointer[[]*magazine] // allMags, read without magMu by InUse (census.go)
-	reclaim reclaimState                // the last reclaim under the Limit (reclaim.go)
-
-	// The magazines' census, saved by Close before it unmaps them.
-	closedMagHits uint64
-	closedClass   [numClasses]struct{ hits, frees uint64 }
+	reclaim reclaimState // the last reclaim under the Limit (reclaim.go)
 
 	// Closing (closing.go): closed is set first by Close; busy holds each
 	// P's count of slow-path operations in progress (off-heap), busyFar
@@ -162,19 +147,8 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 	}
 	opts.Checked = opts.Checked || buildChecked
 	h := &Heap{opts: opts, key: newKey(), ref: newRefKey()}
-	depth := opts.MagazineDepth
-	if depth == 0 {
-		depth = DefaultMagazineDepth
-	}
-	h.magazines = depth > 0 && !opts.Checked && !opts.GuardPages
+	h.mags.init(opts.MagazineDepth, &h.central)
 	for c := 1; c < numClasses; c++ {
-		if h.magazines {
-			h.caps[c] = classCap(depth, c)
-			h.batch[c] = max(h.caps[c]/2, 1)
-			h.central[c].depotMax = max(depotBytes/int(h.batch[c]*classSize[c]), minDepotBatches)
-		} else {
-			h.batch[c] = 1
-		}
 		h.central[c].class = uint8(c)
 	}
 	if err := h.mapBusy(); err != nil {
@@ -188,9 +162,6 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 		if err := h.initChecked(); err != nil {
 			h.Close()
 			return nil, err
-		}
-		if h.chk.all {
-			h.fastSize = 0 // every Free to freeSlow, which hands it to the checker
 		}
 	}
 	return h, nil
@@ -340,13 +311,6 @@ func (h *Heap) Alloc(n int) []byte {
 	if a := h.allocFast(n); a != 0 {
 		return bytesAt(a, n)
 	}
-	if c := h.chk; c != nil && c.plainSmall(n) && !h.closed.Load() {
-		// Checked mode's small blocks, from here: a frame fewer to walk
-		// for the stack. A failure goes on to allocSlow, which says why.
-		if b, err := c.allocSmall(n, true); err == nil {
-			return b
-		}
-	}
 	b, err := h.allocSlow(n, true)
 	if err != nil {
 		panic(err)
@@ -359,31 +323,22 @@ func (h *Heap) Alloc(n int) []byte {
 //
 //go:nosplit
 func (h *Heap) AllocUnzeroed(n int) []byte {
-	if uint(n)-1 < maxSmall {
-		if n <= 8 {
-			return h.Alloc(n) // an 8-byte block has no word for the key: zeroing it costs no more
-		}
+	// allocFast written out for a block left as it is: a call level costs
+	// a pair a nanosecond or two (BenchmarkPair64). TestAllocUnzeroedAgrees
+	// holds the two together.
+	if uint(n)-1 < maxSmall && n > 8 { // an 8-byte block has no word for the key: zeroing it costs no more
 		c := sizeClass(n)
 		pid := pin.Pin()
 		if m := h.mag(pid); m != nil {
-			mc := &m.cls[c]
-			// sampleAt: see guard.go (never reached unless SampleRate > 0).
-			if k := mc.n; k != 0 && mc.hits != mc.sampleAt {
-				k--
-				a := m.slots[c][k%maxDepth]
-				mc.n = k
-				mc.hits++
+			if a := m.pop(c); a != 0 {
 				(*[2]uint64)(ptr(a))[1] = 0 // the double-free key (doublefree.go)
 				pin.Unpin()
 				return bytesAt(a, n)
 			}
 		}
 		pin.Unpin()
-	}
-	if c := h.chk; c != nil && c.plainSmall(n) && !h.closed.Load() {
-		if b, err := c.allocSmall(n, false); err == nil { // as in Alloc
-			return b
-		}
+	} else if a := h.allocFast(n); a != 0 {
+		return bytesAt(a, n)
 	}
 	b, err := h.allocSlow(n, false)
 	if err != nil {
@@ -416,21 +371,10 @@ func (h *Heap) allocFast(n int) uintptr {
 	if uint(n)-1 >= maxSmall {
 		return 0 // 0, negative or large
 	}
-	var c uint8
-	if n <= 1024 {
-		c = sizeToClass8[uint(n+7)>>3]
-	} else {
-		c = sizeToClass128[uint(n-1024+127)>>7]
-	}
+	c := sizeClass(n)
 	pid := pin.Pin()
 	if m := h.mag(pid); m != nil {
-		mc := &m.cls[c]
-		// sampleAt: see guard.go (never reached unless SampleRate > 0).
-		if k := mc.n; k != 0 && mc.hits != mc.sampleAt {
-			k--
-			a := m.slots[c][k%maxDepth]
-			mc.n = k
-			mc.hits++
+		if a := m.pop(c); a != 0 {
 			// Zeroed while pinned, since a racing Close may unmap the block
 			// once we are not (closing.go): at most maxSmall bytes, which
 			// is what the runtime itself clears between preemption points.
@@ -456,6 +400,15 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 	case n == 0:
 		return []byte{}, nil
 	}
+	// The checker's allocations (all in checked mode, the sampled ones
+	// otherwise), with the stack walked from this frame: it starts at the
+	// caller of Alloc (checked.go).
+	var st stackID
+	checked := false
+	if c := h.chk; c != nil && c.takes(n) {
+		var s stack
+		st, checked = intern(&s, s.fill(fpStack(&s.pcs))), true
+	}
 	// A refusal by the limit is tried once more after the heap gets back
 	// the free memory it keeps (reclaim.go).
 	var rc reclaimTry
@@ -463,21 +416,13 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 		var b []byte
 		var err error
 		switch {
-		case h.chk != nil && h.chk.takes(n): // all in checked mode, the sampled ones otherwise
-			b, err = h.allocChecked(n, zero)
+		case checked:
+			b, err = h.chk.alloc(n, zero, st)
 		case n > maxSmall:
 			b, err = h.allocBig(n, zero)
 		default:
-			c := sizeClass(n)
 			var a uintptr
-			if h.magazines {
-				a, err = h.refill(c)
-			} else {
-				var one [1]uintptr
-				_, _, err = h.central[c].get(h, one[:])
-				a = one[0]
-			}
-			if err == nil {
+			if a, err = h.smallBlock(sizeClass(n)); err == nil {
 				if !h.prepare(a, n, zero) {
 					return nil, ErrClosed
 				}
@@ -512,23 +457,6 @@ func (h *Heap) prepare(a uintptr, n int, zero bool) bool {
 		*(*uint64)(ptr(a + 8)) = 0
 	}
 	return true
-}
-
-// allocChecked serves the allocations the checker takes, between enter and
-// exit.
-func (h *Heap) allocChecked(n int, zero bool) ([]byte, error) {
-	if !h.enter() {
-		return nil, ErrClosed
-	}
-	defer h.exit()
-	if c := h.chk; c.plainSmall(n) {
-		b, err := c.allocSmall(n, zero)
-		if err != nil {
-			return c.retrySmall(n, zero, err)
-		}
-		return b, nil
-	}
-	return h.chk.alloc(n, zero)
 }
 
 // allocBig serves a large block, between enter and exit: it may clear
@@ -601,9 +529,6 @@ func (h *Heap) Free(b []byte) {
 		return
 	}
 slow:
-	if c := h.chk; c != nil && c.all && !h.closed.Load() && c.freeSmall(a) {
-		return // checked mode's small blocks: freeSmall here, one frame fewer to walk for its stack
-	}
 	h.freeSlow(b)
 }
 
@@ -613,17 +538,18 @@ slow:
 // which panic.
 func (h *Heap) freeSlow(b []byte) {
 	a := addrOf(b)
+	if c := h.chk; c != nil && c.owns(a) { // all in checked mode, guarded blocks otherwise
+		var s stack // walked from this frame: it starts at the caller of Free (checked.go)
+		c.free(a, intern(&s, s.fill(fpStack(&s.pcs))))
+		return
+	}
 	if !h.enter() {
 		panic(fmt.Errorf("%w: Free of %#x", ErrClosed, a))
 	}
 	defer h.exit()
 	page, ok := h.pages.pageOf(a)
 	if ok && uint8(*h.pages.entry(page)) == classArena {
-		panic(fmt.Sprintf("offheap: Free of %#x, which belongs to an Arena: an arena's memory is freed all at once, by the arena's Reset or Release", a))
-	}
-	if h.chk != nil && h.chk.owns(a) { // all in checked mode, guarded blocks otherwise
-		h.chk.free(a)
-		return
+		panic(arenaFree(a))
 	}
 	if !ok {
 		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which this heap did not allocate: %s", a, cap(b), appendMoved))
@@ -652,6 +578,11 @@ func (h *Heap) freeSlow(b []byte) {
 		a, a-start, ci.size, start))
 }
 
+// arenaFree is what Free panics with for an address of an Arena's memory.
+func arenaFree(a uintptr) string {
+	return fmt.Sprintf("offheap: Free of %#x, which belongs to an Arena: an arena's memory is freed all at once, by the arena's Reset or Release", a)
+}
+
 // freeSmall frees the verified start a of a block of class c whose second
 // word holds the key: the exact check, then the key and the block's way to
 // the magazine or the central list. Called between enter and exit.
@@ -671,7 +602,7 @@ func (h *Heap) freeSmall(a uintptr, c uint8) {
 // magazine, or straight to the central list with magazines off or none to
 // be had.
 func (h *Heap) freeToCentral(a uintptr, c uint8) {
-	if !h.magazines || h.spill(a, c) != nil {
+	if !h.mags.on || h.spill(a, c) != nil {
 		h.central[c].freeDirect(h, a)
 	}
 }
@@ -699,8 +630,8 @@ func (h *Heap) Trim() {
 		return
 	}
 	defer h.exit()
-	if h.chk != nil {
-		h.chk.flush(true) // checked mode: the quarantine's blocks go back first (checked.go)
+	if c := h.chk; c != nil {
+		c.flush(true) // checked mode: the quarantine's blocks go back first (checked.go)
 	}
 	h.drainAllMagazines()
 	for c := 1; c < numClasses; c++ {
@@ -725,14 +656,11 @@ func (h *Heap) Close() error {
 	}
 	// Take every per-P structure out of service and wait until no
 	// goroutine can be inside a fast path or a slow path (closing.go).
-	h.magMu.Lock()
-	for i := range h.mags {
-		h.mags[i].Store(nil)
+	chk := h.chk
+	h.mags.outOfService()
+	if chk != nil {
+		chk.outOfService()
 	}
-	if h.chk != nil {
-		h.chk.outOfService()
-	}
-	h.magMu.Unlock()
 	atomic.StoreUintptr(&h.fastSize, 0) // Free's fast path: see there
 	h.arenasOutOfService()
 	quiesce()
@@ -745,19 +673,10 @@ func (h *Heap) Close() error {
 	}
 
 	var leaks error
-	if h.chk != nil {
-		leaks = h.chk.close()
+	if chk != nil {
+		leaks = chk.close()
 	}
-	h.magMu.Lock()
-	mags := h.allMags
-	for _, m := range mags {
-		for c := 1; c < numClasses; c++ {
-			h.closedMagHits += m.cls[c].hits
-			h.closedClass[c].hits += m.cls[c].hits
-			h.closedClass[c].frees += m.cls[c].frees
-		}
-	}
-	h.magMu.Unlock()
+	mags := h.closeMagazines()
 	h.pages.close()
 	var errs []error
 	for _, m := range mags {

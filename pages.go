@@ -312,6 +312,63 @@ func (ph *pageHeap) runAt(a uintptr, class uint8) (uint32, bool) {
 	return page, uint8(e) == class && uint32(e)>>8 == 0
 }
 
+// runHolding finds the run of its own that holds address a: its first
+// byte and its class. Under mu, so that the run cannot change meanwhile
+// (the checker's reports, Lookup).
+func (ph *pageHeap) runHolding(a uintptr) (first uintptr, class uint8, ok bool) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	page, ok := ph.pageOf(a)
+	if !ok || ph.closed {
+		return 0, 0, false
+	}
+	e := *ph.entry(page)
+	switch class = uint8(e); class {
+	case classLarge, classArena, classGuarded:
+	default:
+		return 0, 0, false
+	}
+	for uint32(e)>>8 != 0 && page > 0 {
+		page--
+		e = *ph.entry(page)
+	}
+	return ph.addr(page), class, true
+}
+
+// inUse calls f with the first page and the pagemap word of every span and
+// every run of its own in use, with mu held: f must not call the page heap.
+// For a checked heap's Close, once nothing else can change the page heap
+// (closing.go).
+func (ph *pageHeap) inUse(f func(page uint32, e uint64)) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	rs := ph.regions.Load().byPage
+	for i, r := range rs {
+		end := r.first + r.pages
+		if i == len(rs)-1 {
+			end = r.first + ph.frontier // the rest was never used
+		}
+		for p := r.first; p < end; {
+			if fr, ok := ph.free[p]; ok {
+				p += fr.pages
+				continue
+			}
+			e := *ph.entry(p)
+			n := uint32(1)
+			switch cl := uint8(e); {
+			case cl == 0 || uint32(e)>>8 != 0: // free, or not a first page
+			case cl < numClasses:
+				f(p, e)
+				n = uint32(classPages[cl])
+			default:
+				f(p, e)
+				n = max(uint32(e>>32), 1)
+			}
+			p += n
+		}
+	}
+}
+
 // runPages is the length in pages of the run that starts at a, which the
 // caller holds.
 func (ph *pageHeap) runPages(a uintptr) uint32 {
