@@ -55,13 +55,13 @@ package offheap
 //     alignment overshoot to give back (Zig's ArenaAllocator needs a CAS for
 //     that; a fixed alignment does not).
 //   - Zeroing: a claim is cleared right after it is made, by its claimer,
-//     before any of it is handed out (arenaZeroOnClaim); a chunk of its own
-//     comes zeroed from the heap (which clears only its dirty pages) or is
-//     cleared when reused. So chunks are taken from the heap unzeroed, Reset
-//     is O(chunks), and the clearing happens in 4 KiB runs on memory about to
-//     be used (it leaves it in cache). The measured alternatives, zeroing in
-//     Alloc and zeroing at Reset, are test-only arms of a.zero, compared by
-//     BenchmarkArenaZero.
+//     before any of it is handed out; a chunk of its own comes zeroed from
+//     the heap (which clears only its dirty pages) or is cleared when
+//     reused. So chunks are taken from the heap unzeroed, Reset is
+//     O(chunks), and the clearing happens in 4 KiB runs on memory about to
+//     be used (it leaves it in cache). Zeroing each allocation in Alloc
+//     costs more, and zeroing the used bytes at Reset no less
+//     (docs/DESIGN.md).
 //
 // # Why lock-free is correct here
 //
@@ -184,11 +184,9 @@ type Arena struct {
 
 	// Fixed at creation.
 	h      *Heap
-	src    chunkSource // nil: the heap; tests substitute one that fails
-	chunk  uintptr     // bytes of a general chunk (the first one, if growing)
-	grow   bool        // general chunks double up to arenaChunkMax (NewArena)
-	bigMin uintptr     // rounded requests of this many bytes get a chunk of their own
-	zero   arenaZero   // who clears memory; tests and benchmarks change it
+	chunk  uintptr // bytes of a general chunk (the first one, if growing)
+	grow   bool    // general chunks double up to arenaChunkMax (NewArena)
+	bigMin uintptr // rounded requests of this many bytes get a chunk of their own
 
 	lanes    []arenaLane // fixed at creation; each lane's chunk is nil until its first claim
 	released atomic.Bool
@@ -237,30 +235,6 @@ type arenaChunk struct {
 	lane  int     // general chunks: the lane that last used it
 }
 
-// chunkSource is where an arena gets its memory: the heap, or in tests a
-// source that fails at chosen calls.
-type chunkSource interface {
-	alloc(n int, zero bool) ([]byte, error)
-	free(b []byte)
-}
-
-// arenaZero says who clears arena memory.
-type arenaZero uint8
-
-const (
-	// arenaZeroOnClaim: each claim is cleared by its claimer; chunks come
-	// from the heap unzeroed. The default, and the cheapest (see
-	// BenchmarkArenaZero).
-	arenaZeroOnClaim arenaZero = iota
-	// arenaZeroOnReset: chunks come zeroed from the heap and Reset clears
-	// the bytes that were claimed. Measurement arm only.
-	arenaZeroOnReset
-	// arenaZeroNone: nothing is cleared; the benchmark clears each
-	// allocation, which is what zeroing in Alloc costs. Measurement arm
-	// only: Alloc's contract does not hold.
-	arenaZeroNone
-)
-
 // ArenaStats is an arena's census. It is exact when no Alloc is running.
 type ArenaStats struct {
 	// AllocBytes is the bytes handed out since NewArena or the last Reset,
@@ -302,7 +276,7 @@ func arenaClosedError(op string) error { return closedError("Arena." + op) }
 // per P that allocates from it, since each P fills chunks of its own). Requests of 16 KiB or more
 // get a chunk of their own.
 func (h *Heap) NewArena() *Arena {
-	return newArena(h, arenaChunkDefault, true, nil)
+	return newArena(h, arenaChunkDefault, true)
 }
 
 // NewArenaSize returns an empty arena on h whose chunks are all chunkSize
@@ -314,12 +288,12 @@ func (h *Heap) NewArenaSize(chunkSize int) *Arena {
 	if chunkSize <= 0 || uint64(chunkSize) > maxAlloc {
 		panic(fmt.Sprintf("offheap: NewArenaSize: invalid chunk size %d", chunkSize))
 	}
-	return newArena(h, alignUp(max(uintptr(chunkSize), arenaChunkMin), pageSize), false, nil)
+	return newArena(h, alignUp(max(uintptr(chunkSize), arenaChunkMin), pageSize), false)
 }
 
-func newArena(h *Heap, chunk uintptr, grow bool, src chunkSource) *Arena {
+func newArena(h *Heap, chunk uintptr, grow bool) *Arena {
 	n := min(runtime.GOMAXPROCS(0), arenaMaxLanes)
-	return &Arena{h: h, src: src, chunk: chunk, grow: grow, bigMin: chunk / 4,
+	return &Arena{h: h, chunk: chunk, grow: grow, bigMin: chunk / 4,
 		lanes: make([]arenaLane, n), spareGen: make([][]*arenaChunk, n)}
 }
 
@@ -463,9 +437,7 @@ func (a *Arena) allocSub(sz uintptr) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	if a.zero == arenaZeroOnClaim {
-		clear(bytesAt(lo, int(hi-lo)))
-	}
+	clear(bytesAt(lo, int(hi-lo)))
 	x := lo
 	lo += sz
 	drop := hi - lo
@@ -495,9 +467,7 @@ func (a *Arena) allocShared(sz uintptr, n int) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	if a.zero == arenaZeroOnClaim {
-		clear(bytesAt(lo, n))
-	}
+	clear(bytesAt(lo, n))
 	return lo, nil
 }
 
@@ -552,7 +522,7 @@ func (a *Arena) growFrom(lane int, old *arenaChunk) error {
 			size = min(max(size, alignUp(a.held, pageSize)), max(size, arenaChunkMax))
 		}
 		var err error
-		if c, err = a.newChunk(size, a.zero == arenaZeroOnReset); err != nil {
+		if c, err = a.newChunk(size, false); err != nil { // cleared as claimed
 			return err
 		}
 	}
@@ -578,13 +548,11 @@ func (a *Arena) allocOwn(sz uintptr, n int) (uintptr, error) {
 	if k, _ := slices.BinarySearchFunc(a.spareOwn, sz, fitsFirst); k > 0 {
 		c = a.spareOwn[k-1]
 		a.spareOwn = slices.Delete(a.spareOwn, k-1, k)
-		if a.zero == arenaZeroOnClaim {
-			clear(bytesAt(c.base, n))
-		}
+		clear(bytesAt(c.base, n))
 	} else {
 		var err error
 		// Zeroed by the heap, which clears only the pages that were dirty.
-		if c, err = a.newChunk(alignUp(sz, pageSize), a.zero != arenaZeroNone); err != nil {
+		if c, err = a.newChunk(alignUp(sz, pageSize), true); err != nil {
 			return 0, err
 		}
 	}
@@ -684,22 +652,11 @@ func (h *Heap) arenasOutOfService() {
 	}
 }
 
-// mem and free reach the chunk source: the heap's page runs marked
-// classArena, or a test's source.
-func (a *Arena) mem(n int, zero bool) ([]byte, error) {
-	if a.src != nil {
-		return a.src.alloc(n, zero)
-	}
-	return a.h.arenaRun(n, zero)
-}
+// mem and free reach the arena's memory: the heap's page runs marked
+// classArena.
+func (a *Arena) mem(n int, zero bool) ([]byte, error) { return a.h.arenaRun(n, zero) }
 
-func (a *Arena) free(b []byte) {
-	if a.src != nil {
-		a.src.free(b)
-		return
-	}
-	a.h.freeArenaRun(addrOf(b), len(b))
-}
+func (a *Arena) free(b []byte) { a.h.freeArenaRun(addrOf(b)) }
 
 // arenaRun takes a run of pages for n bytes of an arena, marked classArena.
 // Called between enter and exit.
@@ -716,10 +673,10 @@ func (h *Heap) arenaRun(n int, zero bool) ([]byte, error) {
 	return bytesAt(p, n), nil
 }
 
-// freeArenaRun gives back an arena's run of n bytes at p: to the page heap,
-// or on a checked heap to its quarantine, which poisons it and gives it
-// back when it leaves. Called between enter and exit.
-func (h *Heap) freeArenaRun(p uintptr, n int) {
+// freeArenaRun gives back an arena's run at p: to the page heap, or on a
+// checked heap to its quarantine, which poisons it and gives it back when it
+// leaves. Called between enter and exit.
+func (h *Heap) freeArenaRun(p uintptr) {
 	if c := h.chk; c != nil && c.all {
 		c.quarantineArena(p)
 		return
@@ -751,9 +708,6 @@ func (a *Arena) Reset() {
 		return
 	}
 	for _, c := range a.chunks {
-		if a.zero == arenaZeroOnReset {
-			clear(bytesAt(c.base, int(min(c.off.Load(), c.size))))
-		}
 		c.off.Store(0)
 		c.waste.Store(0)
 	}

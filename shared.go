@@ -98,7 +98,7 @@ package offheap
 // whether the owner releases first, last or in the middle.
 // TestSharedHotStress checks this with an outstanding-reference counter of
 // its own, and TestSharedHotStressCatchesBrokenFold checks that the test
-// catches a fold that loses one slot (sharedBrokenFold).
+// catches a fold that loses one slot (a test's seal, export_test.go).
 //
 // Race-detector builds: atomics on off-heap memory are invisible to the race
 // detector, so race.go mirrors each Release and each final release
@@ -253,11 +253,6 @@ const (
 	hotLine     = 64   // a slot's cache line
 	maxHotSlots = 1024 // P ids at or beyond this use the count
 )
-
-// sharedBrokenFold is a test knob: when set, the fold of a Hot handle forgets
-// the first slot that holds a nonzero count, the bug the stress test must
-// catch (TestSharedHotStressCatchesBrokenFold).
-var sharedBrokenFold bool
 
 // sharedRec is a handle's Go-side state: its callback. In checked heaps every
 // live handle has one, and its presence is the liveness check.
@@ -673,15 +668,16 @@ func (s Shared) seal() (f func([]byte), last bool) {
 		return nil, false
 	}
 	var sum int64
-	skip := sharedBrokenFold
 	for i := range s.nslots(a) {
-		v := atomic.SwapInt64(slotAt(a, i), slotSealed)
-		if skip && v != 0 {
-			skip = false // the deliberate bug: this slot's count is lost
-			continue
-		}
-		sum += v
+		sum += atomic.SwapInt64(slotAt(a, i), slotSealed)
 	}
+	return s.sealed(sum)
+}
+
+// sealed is the seal's last step: the slots' sum comes into the count, and
+// the bias and the owner's reference go out, in one add. It reports, as
+// drop, whether that was the last release.
+func (s Shared) sealed(sum int64) (f func([]byte), last bool) {
 	if v := atomic.AddInt64(s.count(), sum-hotBias-1); v <= 0 {
 		return s.atZero(v)
 	}
