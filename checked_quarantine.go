@@ -216,7 +216,7 @@ func (c *checker) poisonLen(a uintptr, cl uint8) uintptr {
 	default:
 		return uintptr(classSize[cl])
 	}
-	if n > maxPoison {
+	if uint64(n) > maxPoison {
 		return 0
 	}
 	return n

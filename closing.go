@@ -1,6 +1,7 @@
 package offheap
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -143,4 +144,54 @@ func (h *Heap) waitIdle() {
 // and names the call.
 func closedError(call string) error {
 	return fmt.Errorf("%w: %s after the heap's Close (or during it: Close must not run concurrently with other calls)", ErrClosed, call)
+}
+
+// Close unmaps all of the heap's memory. Every slice it handed out becomes
+// invalid: touching one faults. Later calls on the heap, its Arenas and its
+// Shareds fail with ErrClosed (or panic with an error wrapping it). Close
+// must not run concurrently with other calls on the heap; a program that
+// breaks that rule gets the same errors from the calls that meet the
+// closing heap, and only its own accesses to the memory may fault. A second
+// Close returns nil. In checked mode Close returns a *LeakError when blocks
+// are still live.
+func (h *Heap) Close() error {
+	h.closeMu.Lock()
+	defer h.closeMu.Unlock()
+	if h.closed.Swap(true) {
+		return nil
+	}
+	// Take every per-P structure out of service and wait until no
+	// goroutine can be inside a fast path or a slow path (closing.go).
+	chk := h.chk
+	h.mags.outOfService()
+	if chk != nil {
+		chk.outOfService()
+	}
+	atomic.StoreUintptr(&h.fastSize, 0) // Free's fast path: see there
+	h.arenasOutOfService()
+	quiesce()
+	h.waitIdle()
+	for c := range h.central {
+		// Taking the lock is the point: it waits out the operation that
+		// holds it, and every later one sees the heap closed (central.get).
+		h.central[c].mu.Lock()
+		h.central[c].mu.Unlock() //lint:ignore SA2001 the critical section is empty on purpose
+	}
+
+	var leaks error
+	if chk != nil {
+		leaks = chk.close()
+	}
+	mags := h.closeMagazines()
+	h.pages.close()
+	var errs []error
+	for _, m := range mags {
+		errs = append(errs, osmem.Unmap(unsafe.Pointer(m), unsafe.Sizeof(*m)))
+	}
+	errs = append(errs, h.pages.unmap())
+	errs = append(errs, osmem.Unmap(h.busy, maxProcs*busyStride))
+	if err := errors.Join(errs...); err != nil {
+		return errors.Join(leaks, err)
+	}
+	return leaks
 }

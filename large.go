@@ -2,6 +2,8 @@ package offheap
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 
 	"github.com/offheap/offheap/internal/osmem"
 )
@@ -102,4 +104,10 @@ func (h *Heap) freeLarge(a uintptr, class uint8) {
 	if !h.pages.freeRun(a, class) {
 		panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is inside a large block", a))
 	}
+}
+
+// pagesFor is the number of pages n bytes need, or false if that overflows.
+func pagesFor(n int) (uint32, bool) {
+	p := (uint64(n) + pageSize - 1) >> pageShift
+	return uint32(p), p <= math.MaxUint32 && bits.Len64(p) < 32
 }
