@@ -27,9 +27,9 @@ package offheap
 //     most arenaMaxLanes), so with one lane per P a chunk is filled by one
 //     P, and after Reset each lane takes back the chunks it used the round
 //     before: a P refills with memory its own core's cache last held. With
-//     one chunk shared by every P, the Ps got each other's memory after
-//     every Reset, and two workers filling 830 KiB rounds took longer than
-//     one (bench shape arena), their caches passing lines back and forth.
+//     one chunk shared by every P, the Ps would get each other's memory
+//     after every Reset, and their caches would pass lines back and forth
+//     (the arena shape of offheap bench; docs/DESIGN.md).
 //  3. Chunks (a lock, taken only at chunk exhaustion). A claim that finds its
 //     lane's chunk exhausted takes Arena.mu, and unless another goroutine
 //     has already replaced the chunk, installs a new one: a spare chunk the

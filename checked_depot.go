@@ -13,15 +13,13 @@ import (
 //
 // A checked heap captures two stacks per block, but a program allocates from
 // few call sites, so most stacks repeat. A record keeps a 4-byte stackID and
-// the depot keeps each distinct stack once, as the sanitizers do. That
-// shrank a small block's record from 360 bytes (two stacks of 20 PCs) to 32,
-// half a cache line, small enough for a record table with one record per
-// 32 bytes of the heap (checked_small.go), and the record of a block coming
-// back cold from a quarantine of 1024 costs one miss instead of six. Speed did not change (BenchmarkCheckedPair64 and
-// CheckedLiveK, interleaved A/B against the code before the depot, 2-vCPU
-// VM): the hash and the lookup cost what the misses did. That took the walk
-// in assembly (checked_fp_amd64.s), hashing as it goes; with the same walk in
-// Go, live-k pairs took 97-136 ns against 83-104.
+// the depot keeps each distinct stack once, as the sanitizers do: a record
+// is 32 bytes where two stacks of 20 PCs would be 360, small enough for a
+// record table with one record per 32 bytes of the heap
+// (checked_record.go), and the record of a block coming back cold from a
+// quarantine costs one miss instead of six. The hash and the lookup cost
+// what the misses would, because the walk (checked_fp_amd64.s) hashes as it
+// goes (BenchmarkCheckedPair64, BenchmarkCheckedLiveK; docs/DESIGN.md).
 //
 // The depot is process-wide, shared by every checked heap, and off-heap:
 // an index of depotSlots slots (a stack's hash and its entry number, looked

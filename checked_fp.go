@@ -18,7 +18,7 @@ package offheap
 // caller's out (its caller's own PC is not among them) and returns how many
 // it found and their hash (stack.hash), computed as it goes: the hash's
 // multiply chain runs beside the walk's chain of loads, where as a loop of
-// its own it was a third of the stacks' cost. A saved frame pointer that is
+// its own it would be a third of the stacks' cost. A saved frame pointer that is
 // not above the one before, or is more than 1 GiB above it, ends the walk.
 //
 // Reading the stack through raw addresses is safe because nothing can move

@@ -347,23 +347,28 @@ func (q *quarantine) census(by *[numClasses]uint64) (runs, pages uint64) {
 // once nothing else runs on the heap. The blocks stay where they are: Close
 // unmaps them.
 func (q *quarantine) close(c *checker) (errs []error) {
+	keep := func(p *ring) { // its census, under rings.mu
+		for cl := 1; cl < numClasses; cl++ {
+			q.closedClass[cl] += p.class[cl]
+		}
+		q.closedRuns += p.runs
+		q.closedPages += p.runPages
+	}
 	q.rings.mu.Lock()
 	rings := q.rings.all
+	for _, p := range rings {
+		keep(p)
+	}
 	q.rings.all, q.rings.spare = nil, nil
-	q.rings.mu.Unlock()
 	q.sharedMu.Lock()
 	if q.shared != nil {
+		keep(q.shared)
 		rings = append(rings, q.shared)
 		q.shared = nil
 	}
 	q.sharedMu.Unlock()
-	var by [numClasses]uint64
-	var runs, pages uint64
+	q.rings.mu.Unlock()
 	for _, p := range rings {
-		for cl := 1; cl < numClasses; cl++ {
-			by[cl] += p.class[cl]
-		}
-		runs, pages = runs+p.runs, pages+p.runPages
 		for k := uint32(0); k < p.n; k++ {
 			sl := *q.slot(p, p.head+k)
 			if err := c.release(sl.addr(), sl.class(), false); err != nil {
@@ -372,13 +377,6 @@ func (q *quarantine) close(c *checker) (errs []error) {
 		}
 		osmem.Unmap(unsafe.Pointer(p), q.ringBytes())
 	}
-	q.rings.mu.Lock()
-	for cl := 1; cl < numClasses; cl++ {
-		q.closedClass[cl] += by[cl]
-	}
-	q.closedRuns += runs
-	q.closedPages += pages
-	q.rings.mu.Unlock()
 	return errs
 }
 

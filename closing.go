@@ -21,12 +21,13 @@ import (
 // heap's records and rings) is made in one of four ways, each of which Close
 // waits out before it unmaps:
 //
-//  1. Pinned, with a per-P structure in service: a magazine from h.mags (or
-//     the checker's), an arena's per-P array from a.procs, loaded inside the
-//     pinned section. The fast paths. Close takes every such structure out
-//     of service, under the lock that installs it (which refuses to install
-//     on a closed heap), then quiesces (quiesce.go): a pinned section that
-//     began before cannot outlast the stop of the world, and one that
+//  1. Pinned, with a per-P structure in service: a magazine from h.mags
+//     (which a checked heap's checker uses too), a checked heap's quarantine
+//     ring, an arena's per-P array from a.procs, loaded inside the pinned
+//     section. The fast paths. Close takes every such structure out of
+//     service, under the lock that installs it (which refuses to install on
+//     a closed heap: perP), then quiesces (quiesce.go): a pinned section
+//     that began before cannot outlast the stop of the world, and one that
 //     begins after finds nothing in service.
 //  2. Pinned, having seen the heap open inside the pinned section (h.closed
 //     false): the section began before Close marked the heap closed, so
@@ -43,9 +44,9 @@ import (
 //     they reach. Close takes every central lock after it waits out the
 //     rest. The page heap's own lock and closed flag guard its timer.
 //  4. Between h.enter and h.exit: everything long or rare (large blocks,
-//     checked mode's other paths, arenas' slow paths, Trim, Lookup, the
-//     double-free check). enter,
-//     pinned, fails once the heap is closed, and otherwise counts the
+//     checked mode's other paths and its runs' quarantine ring, arenas'
+//     slow paths, Trim, Lookup, the double-free check). enter, pinned,
+//     fails once the heap is closed, and otherwise counts the
 //     operation on the P it runs on; exit uncounts it on whichever P it runs
 //     on then, so a P's count may go negative, but the sum over the Ps is
 //     the number of operations in progress. Close marks the heap closed
@@ -57,8 +58,9 @@ import (
 //     the pass until one does.
 //
 // Close's order: mark closed; take the per-P structures out of service and
-// zero fastSize; quiesce; wait for the counts; take each central lock; mark
-// the page heap closed under its lock; unmap. No pinned section takes a lock, and code
+// zero fastSize; quiesce; wait for the counts; take each central lock; let
+// the checker report; mark the page heap closed under its lock; unmap. No
+// pinned section takes a lock, and code
 // between enter and exit must not wait for anything Close holds while it
 // waits (closeMu), nor run the program's code: an OnRelease callback may
 // call Close, so callbacks run outside (shared.go). Every exit is deferred,

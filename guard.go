@@ -62,19 +62,14 @@ package offheap
 // large block) are sampled by a shared counter instead.
 //
 // A sample costs system calls, and they, not the bookkeeping, set the price
-// of sampling. Measured on a 2-vCPU VM whose page tables the hypervisor
-// shadows (a null system call, getpid, takes 1 µs there): mprotect of one
-// page to PROT_NONE takes 12-70 µs when the page has been touched (the TLB
-// flush) and 4-6 µs when it has not; back to read-write 5.5 µs; the first
-// write after that faults, about 5 µs. A sample on a spare run makes two
-// of those calls (read-write at Alloc, PROT_NONE at Free) and takes the
-// fault; a sample on a new run made three (its guard page, PROT_NONE at
-// Free, read-write when it left the quarantine). In BenchmarkCheckedPair64
-// a sample costs about 21 µs with spare runs and 25 µs without, so
-// SampleRate 1000 adds about 21 ns to every allocation, 2.7-3.0x a 12 ns
-// fast pair; SampleRate 20000 is within 10%. The PROT_NONE at Free alone is ten
-// times the 1.2 µs per sample that would keep SampleRate 1000 within 1.1x
-// there.
+// of sampling: an mprotect to PROT_NONE of a touched page (its TLB flush)
+// most of all, then the mprotect back to read-write and the fault of the
+// first write after it. A sample on a spare run makes two of those calls
+// (read-write at Alloc, PROT_NONE at Free) and takes the fault; a sample on
+// a new run makes three (its guard page, PROT_NONE at Free, read-write when
+// it leaves the quarantine). So the price of a SampleRate is about the cost
+// of a sample over SampleRate pairs (BenchmarkCheckedPair64, arm=sampled,
+// and internal/osmem's BenchmarkSample; the figures are in docs/DESIGN.md).
 // Deferring the PROT_NONE of freed blocks to batch it would cut that cost
 // but leave a window in which a use after free does not fault.
 

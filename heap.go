@@ -35,9 +35,10 @@ type Options struct {
 	// writes after free and leaks are reported with allocation stacks. The
 	// build tag offheapchecked turns it on for every heap. It costs about
 	// 4-5x fast mode's time per Alloc and Free; each block is 8 bytes longer
-	// (a canary) and at least 32; a quarantine holds freed blocks (1024 and
-	// 8 MiB per P); and the records of small blocks take up to as much
-	// memory again as the blocks.
+	// (a canary) and at least 32; a quarantine holds freed blocks (up to
+	// 1024 blocks and 8 MiB per P, and as many again of large blocks); and
+	// the records of small blocks take up to as much memory again as the
+	// blocks.
 	Checked bool
 
 	// GuardPages, in checked mode, puts every allocation on pages of its own

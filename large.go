@@ -28,11 +28,9 @@ import (
 
 // zeroResidentMin is the smallest block zeroed through mincore. Below it a
 // clear costs less than the system call, and a clear makes at most this many
-// bytes of never-touched pages resident. BenchmarkZeroPages, a 2-vCPU VM: a
-// block all in memory takes 1.1-1.4x a plain clear through mincore at 1 MiB
-// (16-21 µs against 15-20), 2x at 512 KiB and 1.7-2.8x at 264 KiB; with one
-// byte written, 7.5 µs against the 15.5 of a clear at 1 MiB, and 11-14
-// against 120-220 at 8 MiB.
+// bytes of never-touched pages resident. At it, a block all in memory costs
+// little more through mincore than a plain clear, and a block barely
+// touched costs half (BenchmarkZeroPages; docs/DESIGN.md).
 const zeroResidentMin = 1 << 20
 
 // allocLarge returns the address of a new run of pages for n bytes whose

@@ -28,10 +28,9 @@ import (
 // MiB per P. A block that big is written for microseconds by its user, so
 // the central round trip a shallow magazine adds (tens of ns) is small
 // beside it; what the magazine saves is the page heap's lock and the
-// zeroing of a fresh run. BenchmarkLiveKBig (48-256 KiB, k blocks per class
-// live, unzeroed): 16 ns a pair at k=1, 30 at k=2, 41 at k=3 and 97 at k=8,
-// against 230-370 at every k when these sizes were page runs. The bound for
-// the default depth is MagazineBound(0).
+// zeroing of a fresh run, several times the pair's cost as a page run
+// (BenchmarkLiveKBig; docs/DESIGN.md). The bound for the default depth is
+// MagazineBound(0).
 //
 // The magazine also holds the P's share of the census: every Alloc it serves
 // and every Free it takes is counted here, so Stats sees the fast path.
@@ -74,16 +73,11 @@ type magazines struct {
 
 const (
 	// DefaultMagazineDepth is the depth a heap uses when Options.MagazineDepth
-	// is 0. Seed measurements: depth 1 wins alloc/free pairs and loses 2x as
-	// soon as three blocks per class are live. Measured with offheap bench
-	// (-arms offheap-depth64,offheap,offheap-depth256, 5 runs; the README
-	// has the command): pairs, binsplit, live-k up to k = 32, scratch and
-	// larson take the same time at every depth from 64 up; a producer
-	// handing blocks to a consumer moves them in batches of half a
-	// magazine, and took 21.6, 18.9 and 19.0 ns a block with one producer
-	// (23.0, 20.6, 20.1 in a second run). 128 takes that for 7% more bytes
-	// per P than 64 (MagazineBound: 6.6 MiB, 7.1, 7.4, of which the classes
-	// above 32 KiB hold 3.2 at every depth).
+	// is 0. Every shape of offheap bench takes the same time at every depth
+	// from 64 up but one: a producer handing blocks to a consumer, which
+	// moves them in batches of half a magazine and is a tenth faster at 128
+	// than at 64, for 7% more bytes per P (MagazineBound; the figures are in
+	// docs/DESIGN.md).
 	DefaultMagazineDepth = 128
 
 	// MaxMagazineDepth is the largest depth Options.MagazineDepth accepts.

@@ -102,12 +102,13 @@ func resizeInPlace(b []byte, n int) []byte {
 // keeps reports whether the block of a fast heap that starts at a is the
 // size a block for n bytes would be, so that Realloc can hand it back as it
 // is. It is false for anything Free would refuse, for a block that holds the
-// double-free key, and for a block the checker owns (every block of a
-// checked heap, the guarded ones of a sampled heap).
-// The block is the caller's, so its pagemap entry cannot change meanwhile.
+// double-free key, and for a block the checker owns: every block of a
+// checked heap (its fastSize is 0), the guarded ones of a sampled heap
+// (their class is neither large nor small). The block is the caller's, so
+// its pagemap entry cannot change meanwhile.
 func (h *Heap) keeps(a uintptr, n int) bool {
 	off := a - h.base
-	if off >= atomic.LoadUintptr(&h.fastSize) || (h.chk != nil && h.chk.owns(a)) {
+	if off >= atomic.LoadUintptr(&h.fastSize) {
 		return false
 	}
 	e := *h.pages.entry(uint32(off >> pageShift))
