@@ -99,7 +99,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/offheap/offheap/internal/osmem"
 	"github.com/offheap/offheap/internal/pin"
 )
 
@@ -129,9 +128,10 @@ type checker struct {
 // errNoMeta is returned when the record table cannot be mapped.
 var errNoMeta = errors.New("offheap: checked mode: mapping block metadata failed")
 
-// initChecked sets up checked mode (or sampling) for h, and in a heap that
-// checks every block turns Free's fast path off.
-func (h *Heap) initChecked() error {
+// initChecked sets up checked mode (or sampling) for h, whose regions have
+// their parts of the record table (reserve), and in a heap that checks
+// every block turns Free's fast path off.
+func (h *Heap) initChecked() {
 	c := &checker{
 		h:     h,
 		id:    rand.Uint64() | 1,
@@ -142,22 +142,14 @@ func (h *Heap) initChecked() error {
 		size:  h.size,
 		pmap:  h.pmap,
 	}
+	c.table = h.pages.regions.Load().byPage[0].shadow
 	c.q.init(quarantineBlocks, quarantineBytes)
 	initDepot()
-	t, err := osmem.Map(h.size)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errNoMeta, err)
-	}
-	// NewHeap has not handed the heap out yet: region 0 can still change.
-	c.table = t
-	h.pages.regions.Load().byPage[0].shadow = t
-	h.pages.shadowed = true // later regions get theirs as they are made; all go with their pages
 	register(c)
 	h.chk = c
 	if c.all {
 		h.fastSize = 0 // every Free to freeSlow, which hands it to the checker
 	}
-	return nil
 }
 
 // takes reports whether the checker serves an allocation of n bytes that

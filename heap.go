@@ -153,15 +153,13 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 	if err := h.mapBusy(); err != nil {
 		return nil, err
 	}
-	if err := h.reserve(opts.Limit, first); err != nil {
+	checked := opts.Checked || opts.GuardPages || opts.SampleRate > 0
+	if err := h.reserve(opts.Limit, first, checked); err != nil {
 		osmem.Unmap(h.busy, maxProcs*busyStride)
 		return nil, err
 	}
-	if opts.Checked || opts.GuardPages || opts.SampleRate > 0 {
-		if err := h.initChecked(); err != nil {
-			h.Close()
-			return nil, err
-		}
+	if checked {
+		h.initChecked()
 	}
 	return h, nil
 }
@@ -182,7 +180,7 @@ func (opts *Options) check() error {
 // reserve maps the heap's first region, of size bytes (0: chosen for the
 // limit), and reserves its metadata for the largest virtual page space
 // (region.go).
-func (h *Heap) reserve(limit int64, size uintptr) error {
+func (h *Heap) reserve(limit int64, size uintptr, shadowed bool) error {
 	if size == 0 {
 		size = uintptr(defaultReserve)
 		if limit > defaultReserve/2 {
@@ -190,16 +188,28 @@ func (h *Heap) reserve(limit int64, size uintptr) error {
 		}
 	}
 	size = (size + pageSize - 1) &^ (pageSize - 1)
-	var base unsafe.Pointer
+	var base, shadow unsafe.Pointer
 	var err error
 	for {
 		if base, err = mapRegion(size); err == nil {
-			break
+			if !shadowed {
+				break
+			}
+			if shadow, err = mapShadow(size); err == nil {
+				break
+			}
+			unmapRegion(base, size)
 		}
 		if size/2 < minReserve {
 			return err
 		}
 		size /= 2 // a system with a tight address-space limit
+	}
+	unmap := func() {
+		unmapRegion(base, size)
+		if shadow != nil {
+			osmem.Unmap(shadow, size)
+		}
 	}
 	pages := uint32(size >> pageShift)
 	maxPages := uint64(maxVirtPages)
@@ -209,7 +219,7 @@ func (h *Heap) reserve(limit int64, size uintptr) error {
 			break
 		}
 		if maxPages/2 <= uint64(pages) {
-			unmapRegion(base, size)
+			unmap()
 			return err
 		}
 		maxPages /= 2
@@ -218,12 +228,13 @@ func (h *Heap) reserve(limit int64, size uintptr) error {
 	ph.base, ph.size, ph.pages0 = uintptr(base), size, pages
 	ph.pmap, ph.metaBytes, ph.maxPages = meta, metaBytes(maxPages), uint32(maxPages)
 	ph.spans = unsafe.Add(meta, maxPages*8)
-	r := &region{base: uintptr(base), bytes: size, pages: pages}
+	r := &region{base: uintptr(base), bytes: size, pages: pages, shadow: shadow}
 	if err := ph.commitMeta(r); err != nil {
-		unmapRegion(base, size)
+		unmap()
 		osmem.Unmap(meta, ph.metaBytes)
 		return err
 	}
+	ph.shadowed = shadowed
 	ph.regions.Store(&regionSet{byPage: []*region{r}, byAddr: []*region{r}})
 	ph.reservedBytes = size
 	h.base, h.size, h.fastSize, h.pmap = uintptr(base), size, size, meta

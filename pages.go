@@ -68,8 +68,9 @@ type pageHeap struct {
 	metaBytes uintptr        // bytes reserved at pmap: the pagemap and the span array
 	delay     time.Duration  // how long a free page stays dirty
 	tick      int64          // nanoseconds per release tick
-	// shadowed: the heap is checked, and each region has its part of the
-	// checker's record table (region.shadow), released with its pages.
+	// shadowed: the heap has a checker (checked or sampled), and each region
+	// has its part of the checker's record table (region.shadow), mapped
+	// with the region and released with its pages.
 	shadowed bool
 	// regions is every region; replaced whole, under mu.
 	regions atomic.Pointer[regionSet]
