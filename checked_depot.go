@@ -76,21 +76,12 @@ func initDepot() {
 	})
 }
 
-// callStack returns the depot's name for the calling goroutine's stack,
-// from callStack's caller out. The heap's own frames at the top are dropped
-// when a stack is printed (internalFrame).
-//
 // Stacks are captured on every checked Alloc and Free, so capturing must be
-// cheap: callStack walks frame pointers (checked_fp.go) where the
-// architecture allows, and uses runtime.Callers elsewhere. The small-block
-// paths (checked_small.go) do what callStack does in their own frames, one
-// call and one frame fewer to walk.
-//
-//go:noinline
-func callStack() stackID {
-	var s stack
-	return intern(&s, s.fill(fpStack(&s.pcs)))
-}
+// cheap: allocSlow and freeSlow, in their own frames, call fpStack, which
+// walks frame pointers (checked_fp.go) where the architecture allows, and
+// fill, which falls back on runtime.Callers elsewhere, and intern the stack
+// here. The heap's own frames at the top are dropped when a stack is
+// printed (internalFrame).
 
 // fill completes s with what fpStack, called by fill's caller, found: n
 // PCs, whose hash h it returns. Where frame pointers are not walked

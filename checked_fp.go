@@ -25,6 +25,6 @@ package offheap
 // it meanwhile: the walk calls nothing (so the stack cannot grow and be
 // copied), and it only reads the calling goroutine's own stack.
 
-// framePointers reports that callStack walks frame pointers
+// framePointers reports that stacks are walked by their frame pointers
 // (TestCheckedStackUnwinder compares the walk with runtime.Callers).
 const framePointers = true

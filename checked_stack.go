@@ -8,7 +8,7 @@ import (
 )
 
 // Stacks in checked mode are captured on every Alloc and Free
-// (callStack, checked_depot.go), so symbolizing must wait: a stack is a fixed
+// (checked_depot.go), so symbolizing must wait: a stack is a fixed
 // array of return PCs, kept once in the stack depot and turned into text only
 // when an error or a Lookup reports it.
 
@@ -48,7 +48,7 @@ func internalFrame(fn string) bool {
 	if !ok {
 		return strings.HasPrefix(fn, "runtime.") // panics that reach Free
 	}
-	if strings.HasPrefix(rest, "(*checker).") || strings.HasPrefix(rest, "callStack") || strings.HasPrefix(rest, "fpStack") {
+	if strings.HasPrefix(rest, "(*checker).") || strings.HasPrefix(rest, "fpStack") {
 		return true
 	}
 	switch strings.TrimPrefix(rest, "(*Heap).") {

@@ -67,6 +67,15 @@ func resetDefault() {
 // sized when it is made.
 func (h *Heap) setQuarantine(blocks, bytes int) { h.chk.q.init(blocks, bytes) }
 
+// callStack returns the depot's name for the calling goroutine's stack, from
+// callStack's caller out, captured as allocSlow and freeSlow capture theirs.
+//
+//go:noinline
+func callStack() stackID {
+	var s stack
+	return intern(&s, s.fill(fpStack(&s.pcs)))
+}
+
 // callersStack is callStack through runtime.Callers, as on systems where
 // frame pointers are not walked: TestCheckedStackUnwinder compares the two.
 //
