@@ -114,10 +114,12 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 	// otherwise), with the stack walked from this frame: it starts at the
 	// caller of Alloc (checked.go).
 	var st stackID
-	checked := false
-	if c := h.chk; c != nil && c.takes(n) {
+	chk := h.chk
+	if chk != nil && chk.takes(n) {
 		var s stack
-		st, checked = intern(&s, s.fill(fpStack(&s.pcs))), true
+		st = intern(&s, s.fill(fpStack(&s.pcs)))
+	} else {
+		chk = nil
 	}
 	// A refusal by the limit is tried once more after the heap gets back
 	// the free memory it keeps (reclaim.go).
@@ -126,8 +128,8 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 		var b []byte
 		var err error
 		switch {
-		case checked:
-			b, err = h.chk.alloc(n, zero, st)
+		case chk != nil:
+			b, err = chk.alloc(n, zero, st)
 		case n > maxSmall:
 			b, err = h.allocBig(n, zero)
 		default:
