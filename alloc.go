@@ -118,6 +118,11 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 	if chk != nil && chk.takes(n) {
 		var s stack
 		st = intern(&s, s.fill(fpStack(&s.pcs)))
+		if chk.plainSmall(n) {
+			if b, err := chk.allocSmall(n, zero, st); err == nil {
+				return b, nil
+			} // else chk.alloc below tries again, and says why
+		}
 	} else {
 		chk = nil
 	}

@@ -160,18 +160,26 @@ func (c *checker) takes(n int) bool {
 }
 
 // owns reports whether the checker handles the Free of a: every Free in
-// checked mode, and the guarded blocks of a sampled heap. It reads the
+// checked mode, and the guarded blocks of a sampled heap.
+func (c *checker) owns(a uintptr) bool { return c.all || c.guarded(a) }
+
+// guarded reports whether a is on a guarded run's page. It reads the
 // pagemap pinned, with the heap seen open (closing.go).
-func (c *checker) owns(a uintptr) bool {
-	if c.all {
-		return true
-	}
+func (c *checker) guarded(a uintptr) bool {
 	h := c.h
 	pin.Pin()
 	page, ok := h.pages.pageOf(a)
 	ok = ok && !h.closed.Load() && uint8(*h.pages.entry(page)) == classGuarded
 	pin.Unpin()
 	return ok
+}
+
+// plainSmall reports whether an allocation of n bytes is a small block with
+// nothing else to decide (every allocation is checked, none guarded or
+// sampled), which allocSlow hands straight to allocSmall: a call fewer than
+// through alloc, in checked mode's commonest case.
+func (c *checker) plainSmall(n int) bool {
+	return c.all && !c.guard && c.rate == 0 && uint(n)-1 < maxSmall-canaryLen
 }
 
 // alloc serves an allocation the checker takes, for a caller at st.
@@ -213,15 +221,6 @@ func (c *checker) allocRun(n int, zero, guard bool, st stackID) ([]byte, error) 
 	c.fill(a, uint64(n), st)
 	canary(c.canaryKey(a), a+uintptr(n), a+uintptr(n)+canaryLen, true)
 	return bytesAt(a, n), nil
-}
-
-// free serves every Free the checker owns, of the block at a, for a caller
-// at st. It panics with a *MemoryError.
-func (c *checker) free(a uintptr, st stackID) {
-	if c.all && c.freeSmall(a, st) {
-		return
-	}
-	c.freeRun(a, st)
 }
 
 // freeRun frees a page run's block (large or guarded), between enter and

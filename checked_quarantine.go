@@ -103,37 +103,19 @@ func (q *quarantine) slot(p *ring, i uint32) *ringSlot {
 	return (*ringSlot)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(ring{})+uintptr(i&q.mask)*unsafe.Sizeof(ringSlot(0))))
 }
 
-// heldBytes is what the quarantined block at a, of pagemap class cl, holds
-// of the heap: its class's size, or its run's pages.
-func (c *checker) heldBytes(a uintptr, cl uint8) uintptr {
-	if cl < numClasses {
-		return uintptr(classSize[cl])
-	}
-	return c.runBytes(a, cl)
-}
-
-// runBytes is heldBytes for a run, guard page included.
-func (c *checker) runBytes(a uintptr, cl uint8) uintptr {
-	if cl == classGuarded {
-		a = guardBase(a)
-	}
-	return uintptr(c.h.pages.runPages(a)) << pageShift
-}
-
 // push puts the block at a, of pagemap class cl, at the back of p, counts
 // it, and reports whether p is now past its bounds. p is the caller's.
 func (c *checker) push(p *ring, a uintptr, cl uint8) bool {
 	q := &c.q
+	if cl < numClasses {
+		return q.pushSmall(p, a, cl)
+	}
 	*q.slot(p, p.head+p.n) = makeSlot(a, cl)
 	p.n++
-	n := c.heldBytes(a, cl)
+	n := c.runBytes(a, cl)
 	p.bytes += n
-	if cl < numClasses {
-		p.class[cl]++
-	} else {
-		p.runs++
-		p.runPages += uint64(n >> pageShift)
-	}
+	p.runs++
+	p.runPages += uint64(n >> pageShift)
 	return p.n > q.maxBlocks || p.bytes > q.maxBytes
 }
 
@@ -143,18 +125,47 @@ func (c *checker) push(p *ring, a uintptr, cl uint8) bool {
 func (c *checker) pop(p *ring) ringSlot {
 	q := &c.q
 	sl := *q.slot(p, p.head)
+	a, cl := sl.addr(), sl.class()
+	if cl < numClasses {
+		return q.popSmall(p)
+	}
 	p.head = (p.head + 1) & q.mask
 	p.n--
-	a, cl := sl.addr(), sl.class()
-	n := c.heldBytes(a, cl)
+	n := c.runBytes(a, cl)
 	p.bytes -= n
-	if cl < numClasses {
-		p.class[cl]--
-	} else {
-		p.runs--
-		p.runPages -= uint64(n >> pageShift)
-	}
+	p.runs--
+	p.runPages -= uint64(n >> pageShift)
 	return sl
+}
+
+// pushSmall and popSmall are push and pop for the small blocks of a P's
+// ring, which holds no other kind: no pagemap load, and they inline into
+// ringPush, on every checked Free.
+func (q *quarantine) pushSmall(p *ring, a uintptr, cl uint8) bool {
+	*q.slot(p, p.head+p.n) = makeSlot(a, cl)
+	p.n++
+	p.bytes += uintptr(classSize[cl])
+	p.class[cl]++
+	return p.n > q.maxBlocks || p.bytes > q.maxBytes
+}
+
+func (q *quarantine) popSmall(p *ring) ringSlot {
+	sl := *q.slot(p, p.head)
+	p.head = (p.head + 1) & q.mask
+	p.n--
+	cl := sl.class()
+	p.bytes -= uintptr(classSize[cl])
+	p.class[cl]--
+	return sl
+}
+
+// runBytes is what the quarantined run at a, of pagemap class cl, holds of
+// the heap: its pages, a guarded block's guard page included.
+func (c *checker) runBytes(a uintptr, cl uint8) uintptr {
+	if cl == classGuarded {
+		a = guardBase(a)
+	}
+	return uintptr(c.h.pages.runPages(a)) << pageShift
 }
 
 // drain pops every block of p, oldest first, onto out. p is the caller's.

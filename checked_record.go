@@ -85,7 +85,12 @@ func (c *checker) seal(a uintptr, size uint64) uint64 {
 // fill makes the record of the block at a, which the caller alone holds,
 // that of a live block of size bytes allocated at st. Plain stores.
 func (c *checker) fill(a uintptr, size uint64, st stackID) {
-	r := c.rec(a)
+	var r *record // rec(a), inline for region 0: fill is on every checked Alloc
+	if off := a - c.base; off < c.size {
+		r = (*record)(unsafe.Add(c.table, off&^(recGranule-1)))
+	} else {
+		r = c.recFar(a)
+	}
 	r.alloc = st
 	r.size = size
 	r.sum = c.seal(a, size)

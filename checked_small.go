@@ -149,10 +149,10 @@ func (c *checker) panicFree(a uintptr, start bool, r *record, st stackID) {
 // magazine has room, the common case; otherwise it is returned for
 // releaseOut. 0: nothing left to do.
 func (c *checker) ringPush(pid int, p *ring, a uintptr, cl uint8) ringSlot {
-	if !c.push(p, a, cl) {
+	if !c.q.pushSmall(p, a, cl) {
 		return 0
 	}
-	out := c.pop(p)
+	out := c.q.popSmall(p)
 	oa, ocl := out.addr(), out.class()
 	if m := c.h.mag(pid); m != nil && poisonedWords(oa, classSize[ocl]) && m.put(ocl, oa) {
 		c.rec(oa).state = stateNone

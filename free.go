@@ -80,7 +80,10 @@ func (h *Heap) freeSlow(b []byte) {
 	a := addrOf(b)
 	if c := h.chk; c != nil && c.owns(a) { // all in checked mode, guarded blocks otherwise
 		var s stack // walked from this frame: it starts at the caller of Free (checked.go)
-		c.free(a, intern(&s, s.fill(fpStack(&s.pcs))))
+		st := intern(&s, s.fill(fpStack(&s.pcs)))
+		if !c.all || !c.freeSmall(a, st) {
+			c.freeRun(a, st) // page runs, and every address the checker refuses
+		}
 		return
 	}
 	if !h.enter() {
