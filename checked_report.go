@@ -252,7 +252,8 @@ func (c *checker) writeAfterFree(a uintptr, cl uint8, n uintptr) *MemoryError {
 }
 
 // leaks lists every block still live, by address: the carved blocks of
-// every span and the block of every run whose record is live. Called by
+// every span and the block of every run whose record is live; in a sampled
+// heap, whose checker has records of guarded blocks alone, those. Called by
 // Close once nothing else runs on the heap.
 func (c *checker) leaks() []Leak {
 	var leaks []Leak
@@ -264,6 +265,7 @@ func (c *checker) leaks() []Leak {
 	ph := &c.h.pages
 	ph.inUse(func(page uint32, e uint64) {
 		switch cl := uint8(e); {
+		case !c.all && cl != classGuarded:
 		case cl < numClasses:
 			s := ph.span(uint32(e >> 32))
 			size := uintptr(classSize[cl])

@@ -714,3 +714,39 @@ func TestCheckedMagazinesDecline(t *testing.T) {
 		t.Fatal("control: with sampleAt past hits the fast path still declined")
 	}
 }
+
+// TestCheckedLeakRuns: Close finds the leaks of page runs too, large blocks
+// and guarded ones, by walking the pagemap, in regions after the first as in
+// region 0; a run freed, and one an arena holds, is none.
+func TestCheckedLeakRuns(t *testing.T) {
+	for _, opts := range []Options{{}, {GuardPages: true}} {
+		opts.Checked = true
+		h := newTestHeapFirstRegion(t, opts, 4<<20)
+		var want []int
+		for _, n := range []int{400_000, 3 << 20, 300_000} { // the second fills region 0: a later region
+			h.Alloc(n)
+			want = append(want, n)
+		}
+		h.Free(h.Alloc(500_000))
+		a := h.NewArena()
+		a.Alloc(100)
+		if h.regionCount() < 2 {
+			t.Fatalf("%+v: %d region: the test needs a later one", opts, h.regionCount())
+		}
+		err := h.Close()
+		var le *LeakError
+		if !errors.As(err, &le) || len(le.Leaks) != len(want) {
+			t.Fatalf("%+v: Close: %v, want %d leaks", opts, err, len(want))
+		}
+		got := map[int]bool{}
+		for _, l := range le.Leaks {
+			got[l.Size] = true
+			wantStack(t, "leak", l.Stack, "TestCheckedLeakRuns")
+		}
+		for _, n := range want {
+			if !got[n] {
+				t.Errorf("%+v: no leak of %d bytes in %v", opts, n, le.Leaks)
+			}
+		}
+	}
+}
