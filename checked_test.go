@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 )
@@ -748,5 +749,44 @@ func TestCheckedLeakRuns(t *testing.T) {
 				t.Errorf("%+v: no leak of %d bytes in %v", opts, n, le.Leaks)
 			}
 		}
+	}
+}
+
+// TestCheckedRacingDoubleFree: two Frees of one block at once, small, large
+// or guarded: the record's compare-and-swap lets exactly one proceed, and
+// the other panics with DoubleFree.
+func TestCheckedRacingDoubleFree(t *testing.T) {
+	for _, c := range []struct {
+		opts Options
+		n    int
+	}{{Options{}, 64}, {Options{}, 400_000}, {Options{GuardPages: true}, 64}} {
+		h := checkedHeap(t, c.opts)
+		for range 100 {
+			b := h.Alloc(c.n)
+			var panics atomic.Int32
+			var start, done sync.WaitGroup
+			start.Add(1)
+			for range 2 {
+				done.Go(func() {
+					defer func() {
+						if r := recover(); r != nil {
+							var me *MemoryError
+							if err, ok := r.(error); !ok || !errors.As(err, &me) || me.Kind != DoubleFree {
+								t.Errorf("%d bytes %+v: panic %v, want a double free", c.n, c.opts, r)
+							}
+							panics.Add(1)
+						}
+					}()
+					start.Wait()
+					h.Free(b)
+				})
+			}
+			start.Done()
+			done.Wait()
+			if p := panics.Load(); p != 1 {
+				t.Fatalf("%d bytes %+v: %d of two racing Frees panicked, want 1", c.n, c.opts, p)
+			}
+		}
+		closeClean(t, h)
 	}
 }
