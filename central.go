@@ -112,6 +112,13 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 	return n, fresh, err
 }
 
+// getOne is get for one block, with magazines off. It inlines.
+func (c *central) getOne(h *Heap) (uintptr, error) {
+	var one [1]uintptr
+	_, _, err := c.get(h, one[:])
+	return one[0], err
+}
+
 // put returns blocks to their spans (on a closed heap, drops them). Called
 // without mu.
 func (c *central) put(h *Heap, blocks []uintptr) {

@@ -216,9 +216,7 @@ func (h *Heap) smallBlock(c uint8) (uintptr, error) {
 	if h.mags.on {
 		return h.refill(c)
 	}
-	var one [1]uintptr
-	_, _, err := h.central[c].get(h, one[:])
-	return one[0], err
+	return h.central[c].getOne(h)
 }
 
 // refill serves an Alloc of class c that found its magazine empty: it takes a
