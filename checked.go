@@ -39,9 +39,9 @@ package offheap
 // two Frees of one block exactly one proceeds, so a double free is found
 // without a lock.
 //
-// A stack is the raw PCs walked from frame pointers (checked_stack.go),
-// kept once in a process-wide depot (checked_depot.go) and symbolized only
-// when reported. allocSlow and freeSlow walk it from their own frames, so
+// A stack is the raw PCs walked from frame pointers (checked_fp.go), kept
+// once in a process-wide depot (checked_depot.go) and symbolized only when
+// reported (checked_stack.go). allocSlow and freeSlow walk it from their own frames, so
 // that it starts at the caller of Alloc or Free: every frame between the
 // program and the walk would cost each capture a dependent load, and the
 // heap's own frames are trimmed when a stack is printed (internalFrame).
