@@ -110,31 +110,31 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 	case n == 0:
 		return []byte{}, nil
 	}
-	// The checker's allocations (all in checked mode, the sampled ones
-	// otherwise), with the stack walked from this frame: it starts at the
-	// caller of Alloc (checked.go).
-	var st stackID
-	chk := h.chk
-	if chk != nil && chk.takes(n) {
-		var s stack
-		st = intern(&s, s.fill(fpStack(&s.pcs)))
-		if chk.plainSmall(n) {
-			if b, err := chk.allocSmall(n, zero, st); err == nil {
-				return b, nil
-			} // else chk.alloc below tries again, and says why
-		}
-	} else {
-		chk = nil
-	}
 	// A refusal by the limit is tried once more after the heap gets back
 	// the free memory it keeps (reclaim.go).
 	var rc reclaimTry
+	if c := h.chk; c != nil && c.takes(n) {
+		// The checker's allocations (all in checked mode, the sampled ones
+		// otherwise), with the stack walked from this frame: it starts at
+		// the caller of Alloc (checked.go).
+		var s stack
+		st := intern(&s, s.fill(fpStack(&s.pcs)))
+		if c.plainSmall(n) {
+			if b, err := c.allocSmall(n, zero, st); err == nil {
+				return b, nil
+			} // else alloc tries again, and says why
+		}
+		for {
+			b, err := c.alloc(n, zero, st)
+			if err == nil || !errors.Is(err, ErrLimit) || !rc.again(h, n) {
+				return b, err
+			}
+		}
+	}
 	for {
 		var b []byte
 		var err error
 		switch {
-		case chk != nil:
-			b, err = chk.alloc(n, zero, st)
 		case n > maxSmall:
 			b, err = h.allocBig(n, zero)
 		default:

@@ -81,7 +81,8 @@ type Heap struct {
 	mags     magazines // per-P: the fast path reads mags.at
 
 	opts    Options // fixed at NewHeap
-	central [numClasses]central
+	_       [centralPad]byte
+	central [numClasses]central // on cache lines of their own (centralPad)
 	pages   pageHeap
 	reclaim reclaimState // the last reclaim under the Limit (reclaim.go)
 
@@ -102,6 +103,15 @@ type Heap struct {
 	// their frees.
 	chk *checker
 }
+
+// centralPad starts Heap.central on a cache line: a Heap, larger than a
+// page, is page-aligned by the Go allocator, and each central is three
+// lines long. It counts the fields before central, base to opts; the
+// assertion below holds it to them.
+const centralPad = (64 - (3*unsafe.Sizeof(uintptr(0))+unsafe.Sizeof(unsafe.Pointer(nil))+8+
+	unsafe.Sizeof(refKey{})+unsafe.Sizeof(magazines{})+unsafe.Sizeof(Options{}))%64) % 64
+
+var _ = [1]struct{}{}[unsafe.Offsetof(Heap{}.central)%64]
 
 var (
 	// ErrLimit is returned (or panicked, by Alloc) when an allocation would
