@@ -3,7 +3,9 @@ package offheap
 // An Arena is a bump allocator for request- and batch-scoped memory: many
 // goroutines allocate from it at once, and one call (Reset or Release) frees
 // everything it handed out. This comment is the design; read it before the
-// code.
+// code, which is here (types, census), in arena_alloc.go (the allocation
+// paths) and in arena_heap.go (the arena's memory in its heap: Reset,
+// Release, checked mode, the heap's Close).
 //
 // # The layers
 //
@@ -25,9 +27,9 @@ package offheap
 //     most arenaMaxLanes), so with one lane per P a chunk is filled by one
 //     P, and after Reset each lane takes back the chunks it used the round
 //     before: a P refills with memory its own core's cache last held. With
-//     one chunk shared by every P, the Ps got each other's memory after
-//     every Reset, and two workers filling 830 KiB rounds took longer than
-//     one (bench shape arena), their caches passing lines back and forth.
+//     one chunk shared by every P, the Ps would get each other's memory
+//     after every Reset, and their caches would pass lines back and forth
+//     (the arena shape of offheap bench; docs/DESIGN.md).
 //  3. Chunks (a lock, taken only at chunk exhaustion). A claim that finds its
 //     lane's chunk exhausted takes Arena.mu, and unless another goroutine
 //     has already replaced the chunk, installs a new one: a spare chunk the
@@ -55,13 +57,13 @@ package offheap
 //     alignment overshoot to give back (Zig's ArenaAllocator needs a CAS for
 //     that; a fixed alignment does not).
 //   - Zeroing: a claim is cleared right after it is made, by its claimer,
-//     before any of it is handed out (arenaZeroOnClaim); a chunk of its own
-//     comes zeroed from the heap (which clears only its dirty pages) or is
-//     cleared when reused. So chunks are taken from the heap unzeroed, Reset
-//     is O(chunks), and the clearing happens in 4 KiB runs on memory about to
-//     be used (it leaves it in cache). The measured alternatives, zeroing in
-//     Alloc and zeroing at Reset, are test-only arms of a.zero, compared by
-//     BenchmarkArenaZero.
+//     before any of it is handed out; a chunk of its own comes zeroed from
+//     the heap (which clears only its dirty pages) or is cleared when
+//     reused. So chunks are taken from the heap unzeroed, Reset is
+//     O(chunks), and the clearing happens in 4 KiB runs on memory about to
+//     be used (it leaves it in cache). Zeroing each allocation in Alloc
+//     costs more, and zeroing the used bytes at Reset no less
+//     (docs/DESIGN.md).
 //
 // # Why lock-free is correct here
 //
@@ -88,49 +90,12 @@ package offheap
 // A failed heap allocation leaves the exhausted chunk current: every
 // claimer gets the error (TryAlloc returns it, Alloc panics with it) and
 // nothing already handed out is touched.
-//
-// # Reset, Release and checked mode
-//
-// Reset and Release must not run concurrently with Alloc (nor with each
-// other); the caller's synchronization (a WaitGroup, a channel) orders them.
-// Reset empties every P's sub-chunk and keeps the chunks as spares; Release
-// gives every chunk and the per-P array back to the heap and clears
-// a.procs, so a later Alloc misses the fast path and panics in the slow one.
-// On a checked heap (Options.Checked), Reset gives every chunk back to the
-// heap too instead of keeping it: the checked heap poisons and quarantines
-// what it gets back (checker.quarantineArena), so a use of arena memory
-// after Reset is caught, where a private pool of chunks would blind the
-// detector.
-//
-// # The arena's memory in the heap
-//
-// Chunks and the per-P array are page runs of the heap (allocRun) whose
-// pagemap words carry classArena, whatever their size. So Heap.Free tells
-// arena memory from a block at any address in it: the fast path takes only
-// small-class pages, and the slow path refuses classArena pages by name,
-// in fast and checked mode alike. Were chunks ordinary blocks, Free of an
-// arena's first allocation (a chunk's start) would free the chunk under
-// the live arena and the heap would hand it out again.
-//
-// # The heap's Close
-//
-// Close takes an arena's per-P array out of service (Heap.arenasOutOfService,
-// under mu, which installProcs takes to install one) before it quiesces:
-// the fast path is nosplit from its load of a.procs to its unpin, so it
-// cannot use an array Close has unmapped; the slow paths load a.procs
-// pinned, and run between h.enter and h.exit (closing.go).
-// Every method on an arena of a closed heap then fails with an error that
-// wraps ErrClosed, except a second Release and Stats after Release.
 
 import (
-	"cmp"
-	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
-	"weak"
 
 	"github.com/offheap/offheap/internal/pin"
 )
@@ -184,11 +149,9 @@ type Arena struct {
 
 	// Fixed at creation.
 	h      *Heap
-	src    chunkSource // nil: the heap; tests substitute one that fails
-	chunk  uintptr     // bytes of a general chunk (the first one, if growing)
-	grow   bool        // general chunks double up to arenaChunkMax (NewArena)
-	bigMin uintptr     // rounded requests of this many bytes get a chunk of their own
-	zero   arenaZero   // who clears memory; tests and benchmarks change it
+	chunk  uintptr // bytes of a general chunk (the first one, if growing)
+	grow   bool    // general chunks double up to arenaChunkMax (NewArena)
+	bigMin uintptr // rounded requests of this many bytes get a chunk of their own
 
 	lanes    []arenaLane // fixed at creation; each lane's chunk is nil until its first claim
 	released atomic.Bool
@@ -237,30 +200,6 @@ type arenaChunk struct {
 	lane  int     // general chunks: the lane that last used it
 }
 
-// chunkSource is where an arena gets its memory: the heap, or in tests a
-// source that fails at chosen calls.
-type chunkSource interface {
-	alloc(n int, zero bool) ([]byte, error)
-	free(b []byte)
-}
-
-// arenaZero says who clears arena memory.
-type arenaZero uint8
-
-const (
-	// arenaZeroOnClaim: each claim is cleared by its claimer; chunks come
-	// from the heap unzeroed. The default, and the cheapest (see
-	// BenchmarkArenaZero).
-	arenaZeroOnClaim arenaZero = iota
-	// arenaZeroOnReset: chunks come zeroed from the heap and Reset clears
-	// the bytes that were claimed. Measurement arm only.
-	arenaZeroOnReset
-	// arenaZeroNone: nothing is cleared; the benchmark clears each
-	// allocation, which is what zeroing in Alloc costs. Measurement arm
-	// only: Alloc's contract does not hold.
-	arenaZeroNone
-)
-
 // ArenaStats is an arena's census. It is exact when no Alloc is running.
 type ArenaStats struct {
 	// AllocBytes is the bytes handed out since NewArena or the last Reset,
@@ -302,7 +241,7 @@ func arenaClosedError(op string) error { return closedError("Arena." + op) }
 // per P that allocates from it, since each P fills chunks of its own). Requests of 16 KiB or more
 // get a chunk of their own.
 func (h *Heap) NewArena() *Arena {
-	return newArena(h, arenaChunkDefault, true, nil)
+	return newArena(h, arenaChunkDefault, true)
 }
 
 // NewArenaSize returns an empty arena on h whose chunks are all chunkSize
@@ -314,12 +253,12 @@ func (h *Heap) NewArenaSize(chunkSize int) *Arena {
 	if chunkSize <= 0 || uint64(chunkSize) > maxAlloc {
 		panic(fmt.Sprintf("offheap: NewArenaSize: invalid chunk size %d", chunkSize))
 	}
-	return newArena(h, alignUp(max(uintptr(chunkSize), arenaChunkMin), pageSize), false, nil)
+	return newArena(h, alignUp(max(uintptr(chunkSize), arenaChunkMin), pageSize), false)
 }
 
-func newArena(h *Heap, chunk uintptr, grow bool, src chunkSource) *Arena {
+func newArena(h *Heap, chunk uintptr, grow bool) *Arena {
 	n := min(runtime.GOMAXPROCS(0), arenaMaxLanes)
-	return &Arena{h: h, src: src, chunk: chunk, grow: grow, bigMin: chunk / 4,
+	return &Arena{h: h, chunk: chunk, grow: grow, bigMin: chunk / 4,
 		lanes: make([]arenaLane, n), spareGen: make([][]*arenaChunk, n)}
 }
 
@@ -328,514 +267,6 @@ func (a *Arena) lane() int {
 	pid := pin.Pin()
 	pin.Unpin()
 	return pid % len(a.lanes)
-}
-
-// Alloc returns n zeroed bytes with len and cap n, 16-byte aligned. It is safe
-// for concurrent use. It panics with an error whose message starts
-// "offheap:" if n is negative, the heap cannot supply a chunk, or the arena
-// was released; TryAlloc returns that error instead. Alloc(0) returns an
-// empty, non-nil slice.
-//
-//go:nosplit
-func (a *Arena) Alloc(n int) []byte {
-	// allocFast, written out: with the two calls to pin it cannot inline,
-	// and a second call level costs a measurable nanosecond.
-	if ps := a.procs.Load(); ps != nil && n > 0 {
-		sz := uintptr(n+arenaAlign-1) &^ (arenaAlign - 1)
-		pid := pin.Pin()
-		if uint(pid) < uint(ps.n) {
-			p := &ps.p[uint(pid)%maxProcs] // pid < n <= maxProcs: the modulo only drops the bounds check
-			if x := p.next; p.end-x >= sz {
-				p.next = x + sz
-				pin.Unpin()
-				return bytesAt(x, n)
-			}
-		}
-		pin.Unpin()
-	}
-	return a.allocSlow(n)
-}
-
-// TryAlloc is Alloc returning an error instead of panicking: errors.Is(err,
-// ErrLimit) or ErrClosed when the heap cannot supply a chunk, ErrSize for a
-// negative or impossible n, ErrClosed after Release. What the arena handed
-// out before stays valid.
-func (a *Arena) TryAlloc(n int) ([]byte, error) {
-	if x := a.allocFast(n); x != 0 {
-		return bytesAt(x, n), nil
-	}
-	return a.alloc(n)
-}
-
-// allocFast bumps the current P's sub-chunk, or returns 0. This is the whole
-// fast path: one atomic load that is a plain load, the pin, a compare, a
-// store, the unpin. It and Alloc are nosplit: no safe point from the load
-// of procs to the unpin, so that Close, which takes procs out of service and
-// then quiesces, cannot unmap the array under them (closing.go, way 1).
-//
-//go:nosplit
-func (a *Arena) allocFast(n int) uintptr {
-	if ps := a.procs.Load(); ps != nil && n > 0 {
-		sz := uintptr(n+arenaAlign-1) &^ (arenaAlign - 1) // huge n wraps to a huge sz
-		pid := pin.Pin()
-		if uint(pid) < uint(ps.n) {
-			p := &ps.p[uint(pid)%maxProcs] // pid < n <= maxProcs: the modulo only drops the bounds check
-			if x := p.next; p.end-x >= sz {
-				p.next = x + sz
-				pin.Unpin()
-				return x
-			}
-		}
-		pin.Unpin()
-	}
-	return 0
-}
-
-// allocSlow is Alloc's slow path, out of line to keep Alloc's frame small.
-func (a *Arena) allocSlow(n int) []byte {
-	b, err := a.alloc(n)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-// alloc serves every request the fast path did not, between the heap's
-// enter and exit (closing.go).
-func (a *Arena) alloc(n int) ([]byte, error) {
-	if a.released.Load() {
-		return nil, arenaReleasedError{"Alloc"}
-	}
-	if !a.h.enter() {
-		return nil, arenaClosedError("Alloc")
-	}
-	defer a.h.exit()
-	switch {
-	case n < 0:
-		return nil, fmt.Errorf("%w: negative size %d", ErrSize, n)
-	case n == 0:
-		return []byte{}, nil
-	case uint64(n) > maxAlloc:
-		return nil, fmt.Errorf("%w: %d bytes is more than an arena can hold", ErrSize, n)
-	}
-	sz := alignUp(uintptr(n), arenaAlign)
-	var x uintptr
-	var err error
-	switch {
-	case sz >= a.bigMin:
-		x, err = a.allocOwn(sz, n)
-	case sz <= arenaFastMax:
-		x, err = a.allocSub(sz)
-	default:
-		x, err = a.allocShared(sz, n)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return bytesAt(x, n), nil
-}
-
-// allocSub serves a small request by refilling the current P's sub-chunk.
-func (a *Arena) allocSub(sz uintptr) (uintptr, error) {
-	if a.procs.Load() == nil && a.installProcs() == nil {
-		return a.allocShared(sz, int(sz))
-	}
-	pid := pin.Pin()
-	ps := a.procs.Load() // pinned: Close may take it out of service (closing.go)
-	if ps == nil || uint(pid) >= uint(ps.n) {
-		pin.Unpin()
-		return a.allocShared(sz, int(sz))
-	}
-	// Another goroutine on this P may have refilled it since the fast path
-	// looked, or the fast path ran before procs existed.
-	if p := &ps.p[pid]; p.end-p.next >= sz {
-		x := p.next
-		p.next = x + sz
-		pin.Unpin()
-		return x, nil
-	}
-	pin.Unpin()
-
-	lo, hi, c, err := a.claim(pid%len(a.lanes), arenaSub, sz)
-	if err != nil {
-		return 0, err
-	}
-	if a.zero == arenaZeroOnClaim {
-		clear(bytesAt(lo, int(hi-lo)))
-	}
-	x := lo
-	lo += sz
-	drop := hi - lo
-	pid = pin.Pin() // perhaps another P: install there
-	if ps := a.procs.Load(); ps != nil && uint(pid) < uint(ps.n) {
-		p := &ps.p[pid]
-		if hi-lo > p.end-p.next {
-			drop = p.end - p.next
-			p.next, p.end = lo, hi
-		}
-		// An atomic add on the chunk's waste would write the line every
-		// refill contends on; the P's own word costs nothing.
-		p.waste += drop
-		drop = 0
-	}
-	pin.Unpin()
-	if drop != 0 {
-		c.waste.Add(drop)
-	}
-	return x, nil
-}
-
-// allocShared claims exactly sz bytes from the calling P's lane for a request of
-// n bytes.
-func (a *Arena) allocShared(sz uintptr, n int) (uintptr, error) {
-	lo, _, _, err := a.claim(a.lane(), sz, sz)
-	if err != nil {
-		return 0, err
-	}
-	if a.zero == arenaZeroOnClaim {
-		clear(bytesAt(lo, n))
-	}
-	return lo, nil
-}
-
-// claim takes want bytes from lane's chunk with one atomic add, or fewer
-// (at least need) when the claim straddles the chunk's end. It returns the
-// claimed range and its chunk; the caller owns it alone.
-func (a *Arena) claim(lane int, want, need uintptr) (lo, hi uintptr, c *arenaChunk, err error) {
-	for {
-		c = a.lanes[lane].cur.Load()
-		if c != nil {
-			o := c.off.Add(want) - want
-			if o < c.size {
-				end := min(o+want, c.size)
-				if end-o >= need {
-					return c.base + o, c.base + end, c, nil
-				}
-				c.waste.Add(end - o) // a tail too short for this request
-			}
-		}
-		if err := a.growFrom(lane, c); err != nil {
-			return 0, 0, nil, err
-		}
-	}
-}
-
-// growFrom replaces the exhausted current chunk old with a new one, unless
-// another goroutine already has.
-func (a *Arena) growFrom(lane int, old *arenaChunk) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.released.Load() {
-		return arenaReleasedError{"Alloc"}
-	}
-	l := &a.lanes[lane]
-	if l.cur.Load() != old {
-		return nil
-	}
-	var c *arenaChunk
-	// The lane's own spares first, in the order of the last round, so that
-	// the same work takes the same chunks again; then any lane's.
-	for i := range a.spareGen {
-		k := (lane + i) % len(a.spareGen)
-		if s := a.spareGen[k]; len(s) > 0 {
-			c = s[0]
-			a.spareGen[k] = s[1:]
-			break
-		}
-	}
-	if c == nil {
-		size := a.chunk
-		if a.grow {
-			size = min(max(size, alignUp(a.held, pageSize)), max(size, arenaChunkMax))
-		}
-		var err error
-		if c, err = a.newChunk(size, a.zero == arenaZeroOnReset); err != nil {
-			return err
-		}
-	}
-	c.lane = lane
-	a.chunks = append(a.chunks, c)
-	l.cur.Store(c)
-	return nil
-}
-
-// allocOwn serves a request of at least bigMin bytes with a chunk of its
-// own: the smallest spare that fits, or a new chunk from the heap.
-func (a *Arena) allocOwn(sz uintptr, n int) (uintptr, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.released.Load() {
-		return 0, arenaReleasedError{"Alloc"}
-	}
-	var c *arenaChunk
-	// spareOwn is sorted largest first: the chunks of at least sz bytes are
-	// a prefix, and the last of them is the smallest that fits. General
-	// spares are left to general refills, so a repeated round takes no new
-	// chunk.
-	if k, _ := slices.BinarySearchFunc(a.spareOwn, sz, fitsFirst); k > 0 {
-		c = a.spareOwn[k-1]
-		a.spareOwn = slices.Delete(a.spareOwn, k-1, k)
-		if a.zero == arenaZeroOnClaim {
-			clear(bytesAt(c.base, n))
-		}
-	} else {
-		var err error
-		// Zeroed by the heap, which clears only the pages that were dirty.
-		if c, err = a.newChunk(alignUp(sz, pageSize), a.zero != arenaZeroNone); err != nil {
-			return 0, err
-		}
-	}
-	c.own = true
-	c.off.Store(c.size)
-	c.waste.Store(c.size - sz)
-	a.chunks = append(a.chunks, c)
-	return c.base, nil
-}
-
-// fitsFirst orders a chunk that holds sz bytes before one that does not.
-func fitsFirst(c *arenaChunk, sz uintptr) int {
-	if c.size >= sz {
-		return -1
-	}
-	return 1
-}
-
-// newChunk takes a chunk of size bytes from the source. Called with mu held.
-func (a *Arena) newChunk(size uintptr, zero bool) (*arenaChunk, error) {
-	b, err := a.mem(int(size), zero)
-	if err != nil {
-		return nil, err
-	}
-	a.held += size
-	return &arenaChunk{base: addrOf(b), size: size}, nil
-}
-
-// chunkBytes is the size of the block the heap would hand out for a request
-// of sz bytes (Buffer sizes its blocks so). An arena's chunk of its own is a
-// page run whatever its size (see The arena's memory in the heap):
-// alignUp(sz, pageSize).
-func chunkBytes(sz uintptr) uintptr {
-	if sz <= maxSmall {
-		return uintptr(classSize[sizeClass(int(sz))])
-	}
-	return alignUp(sz, pageSize)
-}
-
-// installProcs gives the arena its per-P array, sized for GOMAXPROCS now, or
-// returns nil if the heap has no room (the arena then claims from its lanes
-// alone, and tries again on the next refill).
-func (a *Arena) installProcs() *arenaProcs {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if ps := a.procs.Load(); ps != nil || a.released.Load() || a.h.closed.Load() {
-		return ps // on a closed heap nothing is installed: Close took it out of service under mu
-	}
-	np := min(runtime.GOMAXPROCS(0), maxProcs)
-	b, err := a.mem((np+2)*arenaLine, true) // the header, the states, and room to align
-	if err != nil {
-		return nil
-	}
-	ps := (*arenaProcs)(ptr(alignUp(addrOf(b), arenaLine)))
-	ps.n = uintptr(np)
-	a.procMem = b
-	a.h.registerArena(a)
-	a.procs.Store(ps)
-	return ps
-}
-
-// registerArena and forgetArena keep the set of arenas with a per-P array,
-// for arenasOutOfService. The set holds them weakly: an arena the program
-// dropped without Release cannot be called again.
-func (h *Heap) registerArena(a *Arena) {
-	h.arenaMu.Lock()
-	if h.arenas == nil {
-		h.arenas = make(map[weak.Pointer[Arena]]struct{})
-	}
-	h.arenas[weak.Make(a)] = struct{}{}
-	h.arenaMu.Unlock()
-}
-
-func (h *Heap) forgetArena(a *Arena) {
-	h.arenaMu.Lock()
-	delete(h.arenas, weak.Make(a))
-	h.arenaMu.Unlock()
-}
-
-// arenasOutOfService takes every arena's per-P array out of service, for
-// Close (see the arena's design comment, The heap's Close). Called after
-// the heap is marked closed, so that installProcs installs no other.
-func (h *Heap) arenasOutOfService() {
-	h.arenaMu.Lock()
-	var as []*Arena
-	for w := range h.arenas {
-		if a := w.Value(); a != nil {
-			as = append(as, a)
-		}
-	}
-	h.arenas = nil
-	h.arenaMu.Unlock()
-	for _, a := range as {
-		a.mu.Lock()
-		a.procs.Store(nil)
-		a.mu.Unlock()
-	}
-}
-
-// mem and free reach the chunk source: the heap's page runs marked
-// classArena, or a test's source.
-func (a *Arena) mem(n int, zero bool) ([]byte, error) {
-	if a.src != nil {
-		return a.src.alloc(n, zero)
-	}
-	return a.h.arenaRun(n, zero)
-}
-
-func (a *Arena) free(b []byte) {
-	if a.src != nil {
-		a.src.free(b)
-		return
-	}
-	a.h.freeArenaRun(addrOf(b), len(b))
-}
-
-// arenaRun takes a run of pages for n bytes of an arena, marked classArena.
-// Called between enter and exit.
-func (h *Heap) arenaRun(n int, zero bool) ([]byte, error) {
-	p, err := h.allocRun(n, zero, classArena)
-	if c := h.chk; err != nil && c != nil && errors.Is(err, ErrLimit) && c.flush(false) {
-		// The quarantine held the memory the limit refuses, as in
-		// checker.alloc: it gave it back, so try once more.
-		p, err = h.allocRun(n, zero, classArena)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return bytesAt(p, n), nil
-}
-
-// freeArenaRun gives back an arena's run of n bytes at p: to the page heap,
-// or on a checked heap to its quarantine, which poisons it and gives it
-// back when it leaves. Called between enter and exit.
-func (h *Heap) freeArenaRun(p uintptr, n int) {
-	if c := h.chk; c != nil && c.all {
-		c.quarantineArena(p, n)
-		return
-	}
-	h.freeRun(p, classArena)
-}
-
-// Reset forgets every allocation: the memory the arena handed out must not be
-// used again, and the next Alloc reuses it. The arena keeps its chunks for
-// reuse, except on a checked heap, where it gives them back so that the
-// heap's poisoning catches a use after Reset. Reset must not run concurrently
-// with any other method. It panics after Release, and after the heap's Close
-// (with an error that wraps ErrClosed).
-func (a *Arena) Reset() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.released.Load() {
-		panic(arenaReleasedError{"Reset"})
-	}
-	if !a.h.enter() {
-		panic(arenaClosedError("Reset"))
-	}
-	defer a.h.exit()
-	a.endRound()
-	a.dropSubChunks()
-	if a.h.chk != nil {
-		// Checked mode: no pool that would blind the detector.
-		a.freeChunks()
-		return
-	}
-	for _, c := range a.chunks {
-		if a.zero == arenaZeroOnReset {
-			clear(bytesAt(c.base, int(min(c.off.Load(), c.size))))
-		}
-		c.off.Store(0)
-		c.waste.Store(0)
-	}
-	used := make([][]*arenaChunk, len(a.lanes))
-	for _, c := range a.chunks {
-		if c.own {
-			a.spareOwn = append(a.spareOwn, c)
-		} else {
-			used[c.lane] = append(used[c.lane], c)
-		}
-	}
-	for i, u := range used {
-		a.spareGen[i] = append(u, a.spareGen[i]...) // the ones this round used come first
-	}
-	clear(a.chunks)
-	a.chunks = a.chunks[:0]
-	slices.SortStableFunc(a.spareOwn, func(x, y *arenaChunk) int {
-		return cmp.Compare(y.size, x.size) // largest first
-	})
-}
-
-// Release gives every chunk back to the heap. The memory the arena handed out
-// must not be used again, and a later Alloc, TryAlloc or Reset panics (or
-// returns an error wrapping ErrClosed). Release must not run concurrently
-// with any other method; a second Release does nothing. After the heap's
-// Close, which took the arena's memory with the rest, Release panics with
-// an error that wraps ErrClosed: release arenas before closing their heap.
-func (a *Arena) Release() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.released.Swap(true) {
-		return
-	}
-	a.h.forgetArena(a)
-	if !a.h.enter() {
-		a.procs.Store(nil)
-		a.chunks, a.spareGen, a.spareOwn, a.procMem, a.held = nil, nil, nil, nil, 0
-		panic(arenaClosedError("Release"))
-	}
-	defer a.h.exit()
-	a.endRound()
-	a.dropSubChunks()
-	a.procs.Store(nil) // the fast path now always misses
-	a.freeChunks()
-	if a.procMem != nil {
-		a.free(a.procMem)
-		a.procMem = nil
-	}
-}
-
-// endRound folds the round's AllocBytes into the peak, before Reset or
-// Release forgets the round. Called with mu held and no Alloc running.
-func (a *Arena) endRound() {
-	alloc, _ := a.allocBytes()
-	a.peak = max(a.peak, alloc)
-}
-
-// dropSubChunks empties every P's sub-chunk and the current chunk. Called
-// with mu held and no Alloc running.
-func (a *Arena) dropSubChunks() {
-	for i := range a.lanes {
-		a.lanes[i].cur.Store(nil)
-	}
-	if ps := a.procs.Load(); ps != nil {
-		for i := range ps.n {
-			ps.p[i].next, ps.p[i].end, ps.p[i].waste = 0, 0, 0
-		}
-	}
-}
-
-// freeChunks gives every chunk back to the source. Called with mu held.
-func (a *Arena) freeChunks() {
-	for _, c := range a.chunks {
-		a.free(bytesAt(c.base, int(c.size)))
-	}
-	for i, s := range a.spareGen {
-		for _, c := range s {
-			a.free(bytesAt(c.base, int(c.size)))
-		}
-		a.spareGen[i] = nil
-	}
-	for _, c := range a.spareOwn {
-		a.free(bytesAt(c.base, int(c.size)))
-	}
-	a.chunks, a.spareOwn, a.held = nil, nil, 0
 }
 
 // Stats returns the arena's census. It is exact when no Alloc is running, and

@@ -64,40 +64,6 @@ func BenchmarkHeapPair(b *testing.B) {
 	}
 }
 
-// BenchmarkArenaZero compares the three places zeroing can go, for 64-byte
-// allocations over a 1 MiB batch and its Reset: claim (the arena's choice:
-// each 4 KiB claim is cleared when taken), reset (chunks cleared by Reset
-// over the bytes used), alloc (each allocation cleared on its own, as
-// zeroing in Alloc would).
-func BenchmarkArenaZero(b *testing.B) {
-	h := newTestHeap(b, Options{})
-	for _, arm := range []struct {
-		name string
-		zero arenaZero
-	}{{"claim", arenaZeroOnClaim}, {"reset", arenaZeroOnReset}, {"alloc", arenaZeroNone}} {
-		for _, n := range arenaBenchSizes {
-			b.Run(fmt.Sprintf("%s/%d", arm.name, n), func(b *testing.B) {
-				a := newArena(h, arenaChunkDefault, true, nil)
-				a.zero = arm.zero
-				defer a.Release()
-				per := arenaCycle / n
-				i := 0
-				for b.Loop() {
-					p := a.Alloc(n)
-					if arm.zero == arenaZeroNone {
-						clear(p)
-					}
-					arenaSink = p
-					if i++; i == per {
-						a.Reset()
-						i = 0
-					}
-				}
-			})
-		}
-	}
-}
-
 // arenaScaleTotal is the fixed work of one op of the scale benchmarks, split
 // evenly over the workers: 1M allocations of 64 bytes (64 MiB, so memory
 // bandwidth, not the arena, bounds it; the arena shape of offheap bench runs

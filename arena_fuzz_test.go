@@ -9,18 +9,19 @@ import (
 )
 
 // FuzzArena plans operations from the input and runs them on several
-// goroutines at once against one arena whose chunk source fails at the calls
-// the input selects. The reference model is the list of every allocation
-// that succeeded, each filled with its own pattern: after each phase, and
-// after every injected failure, all of them must be aligned, disjoint and
-// intact, and the arena's census must match their rounded sizes. Phases end
-// with Reset; the last with Release, after which every chunk must be back in
-// the source.
+// goroutines at once against one arena whose heap refuses it memory during
+// the operations the input selects (as a heap at its Limit does). The
+// reference model is the list of every allocation that succeeded, each
+// filled with its own pattern: after each phase, and after every failure,
+// all of them must be aligned, disjoint and intact, and the arena's census
+// must match their rounded sizes. Phases end with Reset; the last with
+// Release, after which every chunk must be back in the heap.
 //
 // Input layout: byte 0 workers (2..4), byte 1 chunk size and growth, bytes
-// 2..9 the failure mask (source call i fails if bit i%64 is set, or every
-// call from bit 63's index on when byte 1's bit 7 is set), then two bytes per
-// operation: kind and size.
+// 2..9 the failure mask (the heap refuses memory from operation i on, until
+// an operation whose bit is clear, if bit i%64 is set, or from operation 63
+// on when byte 1's bit 7 is set), then two bytes per operation: kind and
+// size.
 func FuzzArena(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
 	f.Add([]byte{2, 1, 0xff, 0, 0, 0, 0, 0, 0, 0x80, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80})
@@ -56,13 +57,8 @@ func FuzzArena(f *testing.F) {
 		}
 
 		before := h.Stats().InUseBytes
-		src := newFailSource(h, func(call int) bool {
-			if failTail && call >= 63 {
-				return true
-			}
-			return mask>>(call%64)&1 != 0
-		})
-		a := newArena(h, chunk, grow, src)
+		fails := func(op int) bool { return failTail && op >= 63 || mask>>(op%64)&1 != 0 }
+		a := newArena(h, chunk, grow)
 
 		// Split the plan into phases at Reset ops, and each phase's
 		// operations round-robin over the workers.
@@ -86,11 +82,13 @@ func FuzzArena(f *testing.F) {
 			for w := range workers {
 				wg.Go(func() {
 					for i := w; i < len(phase); i += workers {
+						h.failRuns(fails(i))
 						runFuzzOp(a, &r, phase[i].kind, phase[i].size, chunk)
 					}
 				})
 			}
 			wg.Wait()
+			h.failRuns(false)
 			r.check(t)
 			if got, want := a.Stats().AllocBytes, r.bytes(); got != want {
 				t.Fatalf("phase %d: Stats().AllocBytes = %d, want %d", pi, got, want)
@@ -103,10 +101,7 @@ func FuzzArena(f *testing.F) {
 			}
 		}
 		a.Release()
-		if n := src.outstanding(); n != 0 {
-			t.Fatalf("%d chunks not given back after Release", n)
-		}
-		if got := h.Stats().InUseBytes; got != before {
+		if got := h.Stats().InUseBytes; got != before { // every chunk back in the heap
 			t.Fatalf("heap InUseBytes %d after Release, want %d", got, before)
 		}
 	})
@@ -147,8 +142,8 @@ func runFuzzOp(a *Arena, r *recorder, kind, size byte, chunk uintptr) {
 		b, err = a.TryAlloc(n)
 	}
 	if err != nil {
-		if !errors.Is(err, errInjected) {
-			r.fail(fmt.Errorf("allocation of %d bytes: %v, want the injected failure", n, err))
+		if !errors.Is(err, ErrLimit) {
+			r.fail(fmt.Errorf("allocation of %d bytes: %v, want the heap's ErrLimit", n, err))
 		}
 		return
 	}

@@ -373,87 +373,24 @@ func TestArenaTyped(t *testing.T) {
 	}
 }
 
-// failSource is a chunk source over a heap that fails the calls whose index
-// (from 0) fail selects, and checks that every block it gives is given back
-// exactly once.
-type failSource struct {
-	h     *Heap
-	fail  func(call int) bool
-	calls atomic.Int64
-	mu    sync.Mutex
-	out   map[uintptr]int // block -> length
-	// dup, a positive control: hand out the previous block again.
-	dup  bool
-	last []byte
-}
-
-var errInjected = fmt.Errorf("%w (injected by the test)", ErrLimit)
-
-func newFailSource(h *Heap, fail func(int) bool) *failSource {
-	return &failSource{h: h, fail: fail, out: map[uintptr]int{}}
-}
-
-func (s *failSource) alloc(n int, zero bool) ([]byte, error) {
-	if s.fail != nil && s.fail(int(s.calls.Add(1)-1)) {
-		return nil, errInjected
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dup && s.last != nil && len(s.last) >= n {
-		b := s.last[:n]
-		if zero {
-			clear(b)
-		}
-		return b, nil
-	}
-	b, err := s.h.allocSlow(n, zero)
-	if err != nil {
-		return nil, err
-	}
-	s.out[addrOf(b)] = n
-	s.last = b
-	return b, nil
-}
-
-func (s *failSource) free(b []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dup { // blocks went out more than once: free each once
-		if n, ok := s.out[addrOf(b)]; ok {
-			delete(s.out, addrOf(b))
-			s.h.Free(bytesAt(addrOf(b), n))
-		}
-		return
-	}
-	if n, ok := s.out[addrOf(b)]; !ok || n != len(b) {
-		panic(fmt.Sprintf("test source: free of %#x (%d bytes), which it did not hand out (or of another length)", addrOf(b), len(b)))
-	}
-	delete(s.out, addrOf(b))
-	s.h.Free(b)
-}
-
-func (s *failSource) outstanding() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.out)
-}
-
-func TestArenaSourceFailure(t *testing.T) {
+// TestArenaHeapFailure: when the heap refuses the arena a chunk, Alloc and
+// TryAlloc fail with the heap's error and lose nothing handed out before;
+// once the heap has room again, the arena recovers.
+func TestArenaHeapFailure(t *testing.T) {
 	h := newTestHeap(t, Options{})
-	var failing atomic.Bool
-	src := newFailSource(h, func(int) bool { return failing.Load() })
-	a := newArena(h, arenaChunkMin, false, src)
+	before := h.Stats().InUseBytes
+	a := newArena(h, arenaChunkMin, false)
 	var r recorder
 	for i := range 2000 {
 		r.add(t, a.Alloc(1+i%200))
 	}
-	failing.Store(true)
+	h.failRuns(true)
 	var errs int
 	for i := range 2000 {
 		b, err := a.TryAlloc(1 + i%200)
 		if err != nil {
-			if !errors.Is(err, errInjected) {
-				t.Fatalf("TryAlloc: %v, want the source's error", err)
+			if !errors.Is(err, ErrLimit) {
+				t.Fatalf("TryAlloc: %v, want the heap's ErrLimit", err)
 			}
 			errs++
 			continue
@@ -461,26 +398,26 @@ func TestArenaSourceFailure(t *testing.T) {
 		r.add(t, b)
 	}
 	if errs == 0 {
-		t.Fatal("the failing source never failed an allocation")
+		t.Fatal("the failing heap never failed an allocation")
 	}
 	expectPanic(t, "heap limit", func() {
 		for {
 			a.Alloc(100)
 		}
 	})
-	if _, err := a.TryAlloc(3 * arenaChunkMin); !errors.Is(err, errInjected) {
-		t.Fatalf("own-chunk TryAlloc: %v, want the source's error", err)
+	if _, err := a.TryAlloc(3 * arenaChunkMin); !errors.Is(err, ErrLimit) {
+		t.Fatalf("own-chunk TryAlloc: %v, want the heap's ErrLimit", err)
 	}
 	r.check(t) // nothing handed out before the failures was lost
 	if got, want := a.Stats().AllocBytes, r.bytes(); got != want {
 		t.Errorf("Stats().AllocBytes = %d, want %d", got, want)
 	}
-	failing.Store(false)
+	h.failRuns(false)
 	r.add(t, a.Alloc(100)) // recovers once the heap does
 	r.check(t)
 	a.Release()
-	if n := src.outstanding(); n != 0 {
-		t.Errorf("%d blocks not given back after Release", n)
+	if got := h.Stats().InUseBytes; got != before {
+		t.Errorf("heap InUseBytes after Release = %d, want %d: chunks not given back", got, before)
 	}
 }
 
@@ -515,22 +452,21 @@ func TestArenaProcsBeyondArray(t *testing.T) {
 	}
 }
 
-func TestArenaZeroArms(t *testing.T) {
+// TestArenaZeroesEveryRound: memory handed out after Reset, which the round
+// before dirtied, comes zeroed.
+func TestArenaZeroesEveryRound(t *testing.T) {
 	h := newTestHeap(t, Options{})
-	for _, z := range []arenaZero{arenaZeroOnClaim, arenaZeroOnReset} {
-		a := newArena(h, arenaChunkMin, false, nil)
-		a.zero = z
-		for round := range 3 {
-			var r recorder
-			for i := range 3000 {
-				r.add(t, a.Alloc(1+(i*round)%600)) // checks zero, then dirties
-			}
-			r.add(t, a.Alloc(9000))
-			r.check(t)
-			a.Reset()
+	a := newArena(h, arenaChunkMin, false)
+	for round := range 3 {
+		var r recorder
+		for i := range 3000 {
+			r.add(t, a.Alloc(1+(i*round)%600)) // checks zero, then dirties
 		}
-		a.Release()
+		r.add(t, a.Alloc(9000))
+		r.check(t)
+		a.Reset()
 	}
+	a.Release()
 }
 
 // TestArenaChecked: on a checked heap Reset gives the chunks back, so the
@@ -582,11 +518,24 @@ func TestArenaChecked(t *testing.T) {
 
 func TestArenaCheckerCatchesDuplicateChunk(t *testing.T) {
 	h := newTestHeap(t, Options{})
-	src := newFailSource(h, nil)
-	src.dup = true // every chunk is the same memory: offsets handed out twice
-	a := newArena(h, arenaChunkMin, false, src)
+	a := newArena(h, arenaChunkMin, false)
 	var r recorder
 	for i := range 3000 {
+		if i == 1500 {
+			// The planted bug: every chunk's offset back to 0 and the
+			// sub-chunks dropped, so the claims that follow hand out
+			// bytes handed out before.
+			a.dropSubChunks()
+			for _, c := range a.chunks {
+				c.off.Store(0)
+				c.waste.Store(0)
+			}
+			for l := range a.lanes {
+				if len(a.chunks) > 0 {
+					a.lanes[l].cur.Store(a.chunks[0])
+				}
+			}
+		}
 		b := a.Alloc(1 + i%100)
 		seed := r.seed.Add(1)
 		for j := range b { // fill without the zero check, which would fire first
@@ -733,4 +682,38 @@ func TestArenaPeakAllocBytes(t *testing.T) {
 	check("after its Reset", big)
 	a.Release()
 	check("after Release", big)
+}
+
+// TestArenaAllocAgrees holds Alloc's copy of the fast path to allocFast's
+// (TryAlloc's): on one P, alternating the two bumps one sub-chunk, each
+// allocation starting where the last one ended, rounded up to 16, except
+// where a refill starts a new sub-chunk.
+func TestArenaAllocAgrees(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	h := newTestHeap(t, Options{})
+	a := h.NewArena()
+	defer a.Release()
+	var end uintptr // where the last allocation ended
+	total, breaks := 0, 0
+	for i := range 20_000 {
+		n := 1 + i*7%arenaFastMax
+		var b []byte
+		if i%2 == 0 {
+			b = a.Alloc(n)
+		} else {
+			var err error
+			if b, err = a.TryAlloc(n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if addrOf(b) != end {
+			breaks++
+		}
+		end = addrOf(b) + alignUp(uintptr(n), arenaAlign)
+		total += n
+	}
+	// A refill drops at most arenaFastMax bytes of the sub-chunk it leaves.
+	if most := total/(arenaSub-arenaFastMax) + 2; breaks > most {
+		t.Fatalf("%d allocations started away from the last one's end, want at most %d (the refills)", breaks, most)
+	}
 }

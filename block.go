@@ -80,11 +80,10 @@ func (h *Heap) blockAt(a uintptr) (kind blockKind, usable uintptr, why string) {
 	if !ok {
 		return notBlock, 0, "this heap did not allocate (Go memory, or another heap's)"
 	}
-	off := a & (pageSize - 1) // regions are pageSize aligned: a's offset in its page
 	e := *h.pages.entry(page)
 	switch c := uint8(e); {
 	case c == classLarge:
-		if uint32(e)>>8 != 0 || off != 0 {
+		if uint32(e)>>8 != 0 || a&(pageSize-1) != 0 {
 			return notBlock, 0, "is not the start of a block: it is inside a large block"
 		}
 		return plainBlock, uintptr(e>>32) << pageShift, ""
@@ -93,22 +92,22 @@ func (h *Heap) blockAt(a uintptr) (kind blockKind, usable uintptr, why string) {
 	case c == 0 || c >= numClasses:
 		return notBlock, 0, "is not allocated (already freed, or never handed out)"
 	default:
-		o := off | uintptr(uint32(e)>>8)<<pageShift
-		size := uintptr(classSize[c])
-		if r := o % size; r != 0 {
-			return notBlock, 0, fmt.Sprintf("is not the start of a block: it is %d bytes into the %d-byte block at %#x", r, size, a-r)
+		ci := &classInfos[c]
+		q, into := blockIn(a, e, ci)
+		if into != 0 {
+			return notBlock, 0, fmt.Sprintf("is not the start of a block: it is %d bytes into the %d-byte block at %#x", into, ci.size, a-uintptr(into))
 		}
-		if o/size >= uintptr(classBlocks[c]) {
+		if q >= uint64(ci.blocks) {
 			return notBlock, 0, "is not allocated: it is past the last block of its span"
 		}
-		return plainBlock, size, ""
+		return plainBlock, uintptr(ci.size), ""
 	}
 }
 
 // tryAllocUnzeroed is AllocUnzeroed returning the error instead of
 // panicking, for Buffer, whose writes report a full heap as an error.
 func (h *Heap) tryAllocUnzeroed(n int) ([]byte, error) {
-	if a := h.allocFast(n); a != 0 {
+	if a := h.allocFast(n); a != 0 { // zeroed: Buffer's blocks are not hot enough for AllocUnzeroed's copy
 		return bytesAt(a, n), nil
 	}
 	return h.allocSlow(n, false)

@@ -71,9 +71,10 @@ func (h *Heap) Stats() Stats {
 		}
 		cen.mu.Unlock()
 	}
-	h.magMu.Lock()
+	ms := &h.mags
+	ms.mu.Lock()
 	if !h.closed.Load() {
-		for _, m := range h.allMags {
+		for _, m := range ms.all {
 			for c := 1; c < numClasses; c++ {
 				mc := &m.cls[c]
 				// The owner P writes these with plain stores; an aligned
@@ -86,13 +87,13 @@ func (h *Heap) Stats() Stats {
 			}
 		}
 	} else {
-		s.MagazineHits = h.closedMagHits
+		s.MagazineHits = ms.closedHits
 		for c := 1; c < numClasses; c++ {
-			s.Classes[c-1].Allocs += h.closedClass[c].hits
-			s.Classes[c-1].Frees += h.closedClass[c].frees
+			s.Classes[c-1].Allocs += ms.closedClass[c].hits
+			s.Classes[c-1].Frees += ms.closedClass[c].frees
 		}
 	}
-	h.magMu.Unlock()
+	ms.mu.Unlock()
 	for c := range s.Classes {
 		cs := &s.Classes[c]
 		// Clamped: a double free that no check saw (fast mode sees most,
@@ -160,14 +161,14 @@ func (h *Heap) InUse() (bytes, blocks uint64) {
 	// The magazines are read between enter and exit: Close unmaps them
 	// (closing.go).
 	if !h.enter() {
-		h.magMu.Lock()
+		h.mags.mu.Lock()
 		for c := 1; c < numClasses; c++ {
-			net[c] += h.closedClass[c].hits - h.closedClass[c].frees
+			net[c] += h.mags.closedClass[c].hits - h.mags.closedClass[c].frees
 		}
-		h.magMu.Unlock()
+		h.mags.mu.Unlock()
 	} else {
 		defer h.exit()
-		if mags := h.magList.Load(); mags != nil {
+		if mags := h.mags.list.Load(); mags != nil {
 			for _, m := range *mags {
 				for c := 1; c < numClasses; c++ {
 					mc := &m.cls[c]
@@ -212,16 +213,6 @@ func (ph *pageHeap) publishMapped() {
 	if ph.mapped.Swap(v) != v && goLimits.on.Load() {
 		followGoLimit()
 	}
-}
-
-// addMagazine records a new magazine in allMags, for Stats and Close, and
-// publishes the list for InUse, which reads it without magMu: allMags only
-// grows, and an append writes only past the length of every list published
-// before. Called with magMu held.
-func (h *Heap) addMagazine(m *magazine) {
-	h.allMags = append(h.allMags, m)
-	list := h.allMags
-	h.magList.Store(&list)
 }
 
 // String summarizes s on one line, for logs: the operations, then the

@@ -223,9 +223,9 @@ func TestInUseConcurrent(t *testing.T) {
 func TestInUseClamps(t *testing.T) {
 	h := newTestHeap(t, Options{})
 	h.Free(h.Alloc(64))
-	h.magMu.Lock()
-	m := h.allMags[0]
-	h.magMu.Unlock()
+	h.mags.mu.Lock()
+	m := h.mags.all[0]
+	h.mags.mu.Unlock()
 	mc := &m.cls[sizeClass(64)]
 	mc.frees += 3
 	bytes, blocks := h.InUse()

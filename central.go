@@ -3,6 +3,7 @@ package offheap
 import (
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // central is the heap-wide store of free blocks of one size class, under one
@@ -22,6 +23,14 @@ import (
 // a depot batch, or a span's free list (or not yet carved). Blocks in
 // magazines and depot batches count as live for their span.
 type central struct {
+	centralLists
+	// Three cache lines a class, the lock and the list on the first two, so
+	// that no two classes share a line: Heap starts the array on a line.
+	_ [3*64 - unsafe.Sizeof(centralLists{})]byte
+}
+
+// centralLists is a central's state, which central pads.
+type centralLists struct {
 	mu       sync.Mutex
 	class    uint8
 	partial  uint32   // first span id of the partial list; 0 = empty list
@@ -34,8 +43,6 @@ type central struct {
 	hits  atomic.Uint64 // Allocs served from a span's free list
 	fresh atomic.Uint64 // Allocs served by carving a new block
 	frees atomic.Uint64 // Frees that came here directly (magazines off or bypassed)
-
-	_ [64]byte // keep neighbouring classes' locks off this cache line
 }
 
 // batch is a run of free blocks moved between a magazine and the depot in
@@ -112,6 +119,13 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 	return n, fresh, err
 }
 
+// getOne is get for one block, with magazines off. It inlines.
+func (c *central) getOne(h *Heap) (uintptr, error) {
+	var one [1]uintptr
+	_, _, err := c.get(h, one[:])
+	return one[0], err
+}
+
 // put returns blocks to their spans (on a closed heap, drops them). Called
 // without mu.
 func (c *central) put(h *Heap, blocks []uintptr) {
@@ -167,7 +181,7 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 	if s.empty() {
 		if c.empty >= keepEmpty {
 			c.unlink(h, s)
-			h.freeSpan(id, s)
+			h.pages.freeSpan(id, s)
 		} else {
 			c.empty++
 		}
@@ -176,7 +190,7 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 
 // grow adds a new span to the front of the partial list.
 func (c *central) grow(h *Heap) error {
-	id, s, err := h.newSpan(c.class)
+	id, s, err := h.pages.allocSpan(c.class)
 	if err != nil {
 		return err
 	}
@@ -229,7 +243,7 @@ func (c *central) trim(h *Heap) {
 		next := s.next
 		if s.empty() {
 			c.unlink(h, s)
-			h.freeSpan(id, s)
+			h.pages.freeSpan(id, s)
 			c.empty--
 		}
 		id = next

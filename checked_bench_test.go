@@ -14,19 +14,16 @@ import (
 //	go test -run XXX -bench 'Checked' -count 5 .
 //
 // arm=fast is the zero Options; arm=checked is Options{Checked: true};
-// arm=sampled is Options{SampleRate: 1000}; arm=checked-callers is checked
-// mode capturing stacks with runtime.Callers instead of frame pointers, to
-// show what the frame-pointer walk saves.
+// arm=sampled is Options{SampleRate: 1000}. BenchmarkCallStack shows what
+// the frame-pointer walk saves over runtime.Callers.
 
 var checkedArms = []struct {
-	name    string
-	opts    Options
-	callers bool
+	name string
+	opts Options
 }{
-	{"fast", Options{}, false},
-	{"checked", Options{Checked: true}, false},
-	{"sampled", Options{SampleRate: 1000}, false},
-	{"checked-callers", Options{Checked: true}, true},
+	{"fast", Options{}},
+	{"checked", Options{Checked: true}},
+	{"sampled", Options{SampleRate: 1000}},
 }
 
 // BenchmarkCheckedPair64 is one goroutine allocating and freeing 64 bytes.
@@ -34,10 +31,6 @@ var checkedArms = []struct {
 func BenchmarkCheckedPair64(b *testing.B) {
 	for _, arm := range checkedArms {
 		b.Run("arm="+arm.name, func(b *testing.B) {
-			if arm.callers {
-				framePointers = false
-				defer func() { framePointers = fpDefault }()
-			}
 			h := newTestHeap(b, arm.opts)
 			for b.Loop() {
 				h.Free(h.Alloc(64))
@@ -62,14 +55,14 @@ func BenchmarkCheckedPair64(b *testing.B) {
 // operation, one P. If this costs more than 3x a fast pair, so does any
 // checked mode that does all of it.
 type checkedFloor struct {
-	c     checker // for its id: canaryKey, recSum
+	c     checker // for its id: canaryKey, seal
 	base  uintptr // floorBlocks blocks of floorSize bytes
 	mem   []byte
 	stock []uint32 // the free blocks' indexes: the magazine
 	ring  [1024]uint32
 	head  uint32
 	n     uint32
-	recs  [floorBlocks]smallRec
+	recs  [floorBlocks]record
 }
 
 const (
@@ -97,9 +90,8 @@ func (f *checkedFloor) alloc(n int) []byte {
 	r := &f.recs[i]
 	var st stack // walked from this frame, as allocSmall does
 	r.alloc = intern(&st, st.fill(fpStack(&st.pcs)))
-	r.size = uint32(n)
-	r.addr = a
-	r.sum = f.c.recSum(a, uint32(n))
+	r.size = uint64(n)
+	r.sum = f.c.seal(a, uint64(n))
 	r.free = 0
 	r.state = stateLive
 	canary(f.c.canaryKey(a), a+uintptr(n), a+floorSize, true)
@@ -115,7 +107,7 @@ func (f *checkedFloor) free(b []byte) {
 	if !atomic.CompareAndSwapUint32(&r.state, stateLive, stateFreeing) {
 		panic("floor: double free")
 	}
-	if r.sum != f.c.recSum(a, r.size) || r.addr != a {
+	if r.sum != f.c.seal(a, r.size) {
 		panic("floor: corrupted")
 	}
 	if !canary(f.c.canaryKey(a), a+uintptr(r.size), a+floorSize, false) {
@@ -148,14 +140,24 @@ func BenchmarkCheckedLiveK(b *testing.B) {
 	const k = 8
 	for _, arm := range checkedArms {
 		b.Run(fmt.Sprintf("k=%d/arm=%s", k, arm.name), func(b *testing.B) {
-			if arm.callers {
-				framePointers = false
-				defer func() { framePointers = fpDefault }()
-			}
 			liveKRounds(b, newTestHeap(b, arm.opts), k, sizes)
 		})
 	}
 }
 
-// fpDefault is framePointers as the build set it.
-var fpDefault = framePointers
+// BenchmarkCallStack is one stack captured and interned, as checked mode
+// does twice per pair: arm=frame-pointers is callStack's walk, arm=callers
+// runtime.Callers, which systems without the walk use.
+func BenchmarkCallStack(b *testing.B) {
+	initDepot()
+	b.Run("arm=frame-pointers", func(b *testing.B) {
+		for b.Loop() {
+			callStack()
+		}
+	})
+	b.Run("arm=callers", func(b *testing.B) {
+		for b.Loop() {
+			callersStack()
+		}
+	})
+}

@@ -13,15 +13,13 @@ import (
 //
 // A checked heap captures two stacks per block, but a program allocates from
 // few call sites, so most stacks repeat. A record keeps a 4-byte stackID and
-// the depot keeps each distinct stack once, as the sanitizers do. That
-// shrank a small block's record from 360 bytes (two stacks of 20 PCs) to 32,
-// half a cache line, small enough for a record table with one record per
-// 32 bytes of the heap (checked_small.go), and the record of a block coming
-// back cold from a quarantine of 1024 costs one miss instead of six. Speed did not change (BenchmarkCheckedPair64 and
-// CheckedLiveK, interleaved A/B against the code before the depot, 2-vCPU
-// VM): the hash and the lookup cost what the misses did. That took the walk
-// in assembly (checked_fp_amd64.s), hashing as it goes; with the same walk in
-// Go, live-k pairs took 97-136 ns against 83-104.
+// the depot keeps each distinct stack once, as the sanitizers do: a record
+// is 32 bytes where two stacks of 20 PCs would be 360, small enough for a
+// record table with one record per 32 bytes of the heap
+// (checked_record.go), and the record of a block coming back cold from a
+// quarantine costs one miss instead of six. The hash and the lookup cost
+// what the misses would, because the walk (checked_fp_amd64.s) hashes as it
+// goes (BenchmarkCheckedPair64, BenchmarkCheckedLiveK; docs/DESIGN.md).
 //
 // The depot is process-wide, shared by every checked heap, and off-heap:
 // an index of depotSlots slots (a stack's hash and its entry number, looked
@@ -78,21 +76,12 @@ func initDepot() {
 	})
 }
 
-// callStack returns the depot's name for the calling goroutine's stack,
-// from callStack's caller out. The heap's own frames at the top are dropped
-// when a stack is printed (internalFrame).
-//
 // Stacks are captured on every checked Alloc and Free, so capturing must be
-// cheap: callStack walks frame pointers (checked_fp.go) where the
-// architecture allows, and uses runtime.Callers elsewhere. The small-block
-// paths (checked_small.go) do what callStack does in their own frames, one
-// call and one frame fewer to walk.
-//
-//go:noinline
-func callStack() stackID {
-	var s stack
-	return intern(&s, s.fill(fpStack(&s.pcs)))
-}
+// cheap: allocSlow and freeSlow, in their own frames, call fpStack, which
+// walks frame pointers (checked_fp.go) where the architecture allows, and
+// fill, which falls back on runtime.Callers elsewhere, and intern the stack
+// here. The heap's own frames at the top are dropped when a stack is
+// printed (internalFrame).
 
 // fill completes s with what fpStack, called by fill's caller, found: n
 // PCs, whose hash h it returns. Where frame pointers are not walked
@@ -100,17 +89,17 @@ func callStack() stackID {
 // instead.
 func (s *stack) fill(n int, h uint64) uint64 {
 	if !framePointers {
-		return s.callers()
+		return s.callers(4) // Callers, callers, fill, its caller
 	}
 	s.n = int32(n)
 	return h
 }
 
 // callers fills s from runtime.Callers with the frames fpStack would have
-// walked for the caller of fill (inlined, it still counts as a frame), and
-// returns their hash.
-func (s *stack) callers() uint64 {
-	s.n = int32(runtime.Callers(4, s.pcs[:])) // Callers, callers, fill, its caller
+// walked, skipping skip frames (runtime.Callers itself and callers are two;
+// an inlined frame counts), and returns their hash.
+func (s *stack) callers(skip int) uint64 {
+	s.n = int32(runtime.Callers(skip, s.pcs[:]))
 	return s.hash()
 }
 

@@ -18,13 +18,13 @@ package offheap
 // caller's out (its caller's own PC is not among them) and returns how many
 // it found and their hash (stack.hash), computed as it goes: the hash's
 // multiply chain runs beside the walk's chain of loads, where as a loop of
-// its own it was a third of the stacks' cost. A saved frame pointer that is
+// its own it would be a third of the stacks' cost. A saved frame pointer that is
 // not above the one before, or is more than 1 GiB above it, ends the walk.
 //
 // Reading the stack through raw addresses is safe because nothing can move
 // it meanwhile: the walk calls nothing (so the stack cannot grow and be
 // copied), and it only reads the calling goroutine's own stack.
 
-// framePointers reports that callStack walks frame pointers; the tests turn
-// it off to compare with runtime.Callers.
-var framePointers = true
+// framePointers reports that stacks are walked by their frame pointers
+// (TestCheckedStackUnwinder compares the walk with runtime.Callers).
+const framePointers = true

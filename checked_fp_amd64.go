@@ -1,8 +1,9 @@
 package offheap
 
 // fpStack walks frame pointers (checked_fp.go, checked_fp_amd64.s). In
-// assembly on amd64, where the walk in Go kept its pointers in memory (to
-// keep vet's unsafe.Pointer check quiet) and took twice as long.
+// assembly on amd64: a walk in Go must keep its pointers in memory to keep
+// vet's unsafe.Pointer check quiet, which makes it twice as slow
+// (BenchmarkCallStack; docs/DESIGN.md).
 //
 //go:noescape
 func fpStack(pcs *[stackDepth]uintptr) (n int, h uint64)

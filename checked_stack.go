@@ -8,13 +8,13 @@ import (
 )
 
 // Stacks in checked mode are captured on every Alloc and Free
-// (callStack, checked_depot.go), so symbolizing must wait: a stack is a fixed
+// (checked_depot.go), so symbolizing must wait: a stack is a fixed
 // array of return PCs, kept once in the stack depot and turned into text only
 // when an error or a Lookup reports it.
 
-// stackDepth is how many frames a stack keeps. The innermost three or four
-// are this package's own (Alloc, allocSlow, the checker); String drops
-// them.
+// stackDepth is how many frames a stack keeps. The innermost is usually
+// this package's own (Alloc or Free, whose slow path walks the stack);
+// String drops such frames.
 const stackDepth = 20
 
 // stack is a captured call stack: n return PCs, innermost first.
@@ -48,12 +48,11 @@ func internalFrame(fn string) bool {
 	if !ok {
 		return strings.HasPrefix(fn, "runtime.") // panics that reach Free
 	}
-	if strings.HasPrefix(rest, "(*checker).") || strings.HasPrefix(rest, "callStack") || strings.HasPrefix(rest, "fpStack") {
+	if strings.HasPrefix(rest, "(*checker).") || strings.HasPrefix(rest, "fpStack") {
 		return true
 	}
 	switch strings.TrimPrefix(rest, "(*Heap).") {
-	case "Alloc", "AllocUnzeroed", "TryAlloc", "allocSlow", "allocChecked", "allocBig", "allocFast",
-		"Free", "freeSmall", "freeSlow", "allocGuarded":
+	case "Alloc", "AllocUnzeroed", "TryAlloc", "allocSlow", "allocBig", "allocFast", "Free", "freeSlow":
 		return true
 	}
 	return false

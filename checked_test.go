@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 )
@@ -25,6 +26,9 @@ func checkedHeap(t testing.TB, opts Options) *Heap {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
+	if q := testQuarantine; q.on {
+		h.setQuarantine(q.blocks, q.bytes)
+	}
 	return h
 }
 
@@ -64,11 +68,16 @@ func closeClean(t *testing.T, h *Heap) {
 	}
 }
 
-// withKnobs sets the checker's test knobs for one test.
-func withKnobs(t *testing.T, blocks, bytes int, poison bool) {
-	b, by, p := quarantineBlocks, quarantineBytes, checkedPoison
-	quarantineBlocks, quarantineBytes, checkedPoison = blocks, bytes, poison
-	t.Cleanup(func() { quarantineBlocks, quarantineBytes, checkedPoison = b, by, p })
+// testQuarantine, when on, bounds the quarantine rings of the heaps
+// checkedHeap makes (setQuarantine): withQuarantine sets it for one test.
+var testQuarantine struct {
+	on            bool
+	blocks, bytes int
+}
+
+func withQuarantine(t *testing.T, blocks, bytes int) {
+	testQuarantine.on, testQuarantine.blocks, testQuarantine.bytes = true, blocks, bytes
+	t.Cleanup(func() { testQuarantine.on = false })
 }
 
 // onOneP runs the test with GOMAXPROCS 1, for tests that count on the
@@ -163,12 +172,17 @@ func TestCheckedForeignFree(t *testing.T) {
 
 func TestCheckedWriteAfterFree(t *testing.T) {
 	const q = 8
-	run := func(t *testing.T, n int, bug bool) *MemoryError {
+	// restore, the positive control: the write puts back what it
+	// overwrote, which the poison check cannot tell from no write.
+	run := func(t *testing.T, n int, bug, restore bool) *MemoryError {
 		h := checkedHeap(t, Options{})
 		b := h.Alloc(n)
 		h.Free(b)
 		if bug {
 			b[n/2] = 1 // the write after free
+		}
+		if restore {
+			b[n/2] = poisonByte
 		}
 		var me *MemoryError
 		// Push b out of the quarantine with blocks of its own kind: small
@@ -196,24 +210,25 @@ func TestCheckedWriteAfterFree(t *testing.T) {
 		closeClean(t, h)
 		return me
 	}
-	withKnobs(t, q, 1<<20, true)
+	withQuarantine(t, q, 1<<20)
 	onOneP(t) // the small blocks' quarantine is per P: stay on one
 	for _, n := range []int{16, 1000, 100_000} {
-		me := run(t, n, true)
+		me := run(t, n, true, false)
 		if me == nil || me.Kind != WriteAfterFree || me.Size != n {
 			t.Fatalf("n=%d: %v, want a write after free", n, me)
 		}
 		wantStack(t, "alloc", me.AllocStack, "TestCheckedWriteAfterFree")
 		wantStack(t, "free", me.FreeStack, "TestCheckedWriteAfterFree")
-		if me := run(t, n, false); me != nil { // control: no write
+		if me := run(t, n, false, false); me != nil { // control: no write
 			t.Fatalf("n=%d: control: %v", n, me)
 		}
 	}
-	// Positive control: with poisoning off the same bug goes unseen, so it
-	// is the poison check that catches it.
-	withKnobs(t, q, 1<<20, false)
-	if me := run(t, 1000, true); me != nil {
-		t.Fatalf("poisoning off, yet: %v", me)
+	// Positive control: a write that leaves the poison as it was goes
+	// unseen, so it is the poison check that catches the bug.
+	for _, n := range []int{16, 1000, 100_000} {
+		if me := run(t, n, true, true); me != nil {
+			t.Fatalf("n=%d: poison restored, yet: %v", n, me)
+		}
 	}
 }
 
@@ -276,28 +291,26 @@ func TestCheckedWritePastLen(t *testing.T) {
 }
 
 func TestCheckedCorruptedMetadata(t *testing.T) {
-	h := checkedHeap(t, Options{})
-	b := h.Alloc(64)
-	r, _, _ := h.chk.recOf(addrOf(b))
-	r.size = 1 << 20 // a stray write into the record table
-	me := memoryError(t, func() { h.Free(b) })
-	if me.Kind != Corrupted || !strings.Contains(me.Error(), "metadata") {
-		t.Fatalf("%v", me)
+	// A small block, a large one and a guarded one: their records are all
+	// in the record table.
+	for _, c := range []struct {
+		opts Options
+		n    int
+	}{{Options{}, 64}, {Options{}, 400_000}, {Options{GuardPages: true}, 100}} {
+		h := checkedHeap(t, c.opts)
+		b := h.Alloc(c.n)
+		r, _, _ := h.chk.smallRecord(addrOf(b))
+		if c.n > maxSmall || c.opts.GuardPages {
+			r = h.chk.rec(addrOf(b))
+		}
+		r.size = 1 << 20 // a stray write into the record table
+		me := memoryError(t, func() { h.Free(b) })
+		if me.Kind != Corrupted || !strings.Contains(me.Error(), "metadata") {
+			t.Fatalf("%d bytes %+v: %v", c.n, c.opts, me)
+		}
+		// Control: an untouched record frees.
+		noPanic(t, func() { h.Free(h.Alloc(c.n)) })
 	}
-	// Control: an untouched record frees.
-	noPanic(t, func() { h.Free(h.Alloc(64)) })
-
-	// The same for a large block, whose record is in the shards.
-	b = h.Alloc(400_000)
-	sh := h.chk.shard(addrOf(b))
-	sh.mu.Lock()
-	sh.recs[addrOf(b)].size = 1 << 20
-	sh.mu.Unlock()
-	me = memoryError(t, func() { h.Free(b) })
-	if me.Kind != Corrupted || !strings.Contains(me.Error(), "metadata") {
-		t.Fatalf("large: %v", me)
-	}
-	noPanic(t, func() { h.Free(h.Alloc(400_000)) })
 }
 
 func TestCheckedLeak(t *testing.T) {
@@ -366,7 +379,7 @@ func TestCheckedLeakAfterReuse(t *testing.T) {
 }
 
 func TestCheckedStats(t *testing.T) {
-	withKnobs(t, 16, 1<<20, true)
+	withQuarantine(t, 16, 1<<20)
 	h := checkedHeap(t, Options{})
 	var live [][]byte
 	var inUse uint64
@@ -450,9 +463,7 @@ func TestCheckedStackUnwinder(t *testing.T) {
 	var fpID, rcID stackID
 	func() {
 		fpID = callStack()
-		framePointers = false
-		defer func() { framePointers = true }()
-		rcID = callStack()
+		rcID = callersStack()
 	}()
 	if fpID == 0 || rcID == 0 {
 		t.Fatalf("stack ids %d and %d", fpID, rcID)
@@ -544,11 +555,11 @@ func TestErrorKindString(t *testing.T) {
 
 func TestSampleRateOffCostsNothing(t *testing.T) {
 	if buildChecked {
-		t.Skip("checked mode has no magazines")
+		t.Skip("checked mode's magazines decline every allocation: TestCheckedMagazinesDecline")
 	}
 	h := newTestHeap(t, Options{})
 	h.Free(h.Alloc(64)) // installs this P's magazine
-	for _, m := range h.allMags {
+	for _, m := range h.mags.all {
 		for c := 1; c < numClasses; c++ {
 			if m.cls[c].sampleAt != math.MaxUint64 {
 				t.Fatalf("class %d: sampleAt %d in a heap that does not sample", c, m.cls[c].sampleAt)
@@ -658,5 +669,124 @@ func TestPoisonWords(t *testing.T) {
 		if !poisonedWords(a, n) || !poisoned(b) {
 			t.Fatalf("class size %d: poison restored, still reported", n)
 		}
+	}
+}
+
+// TestCheckedMagazinesDecline: a checked heap's magazines hold blocks, which
+// the checker takes, yet the fast path declines every allocation, since
+// take keeps sampleAt equal to hits. Positive control: with sampleAt moved
+// past hits, the fast path pops a block the checker never saw.
+func TestCheckedMagazinesDecline(t *testing.T) {
+	withQuarantine(t, 1, 1<<20) // freed blocks reach the magazine at once
+	h := checkedHeap(t, Options{})
+	var bs [][]byte
+	for range 64 {
+		bs = append(bs, h.Alloc(64))
+	}
+	for _, b := range bs {
+		h.Free(b)
+	}
+	cl := checkedClass(64)
+	n := int(classSize[cl])
+	stocked := 0
+	for _, m := range h.mags.all {
+		mc := &m.cls[cl]
+		stocked += int(mc.n)
+		if mc.hits != mc.sampleAt {
+			t.Fatalf("class %d: sampleAt %d, hits %d", cl, mc.sampleAt, mc.hits)
+		}
+	}
+	if stocked == 0 {
+		t.Fatal("no block of the class in any magazine: the test cannot tell")
+	}
+	for range 2 * stocked {
+		if a := h.allocFast(n); a != 0 {
+			t.Fatalf("the fast path took %#x from a checked heap's magazine", a)
+		}
+	}
+	for _, m := range h.mags.all {
+		m.cls[cl].sampleAt++
+	}
+	a := h.allocFast(n)
+	for _, m := range h.mags.all {
+		m.cls[cl].sampleAt--
+	}
+	if a == 0 {
+		t.Fatal("control: with sampleAt past hits the fast path still declined")
+	}
+}
+
+// TestCheckedLeakRuns: Close finds the leaks of page runs too, large blocks
+// and guarded ones, by walking the pagemap, in regions after the first as in
+// region 0; a run freed, and one an arena holds, is none.
+func TestCheckedLeakRuns(t *testing.T) {
+	for _, opts := range []Options{{}, {GuardPages: true}} {
+		opts.Checked = true
+		h := newTestHeapFirstRegion(t, opts, 4<<20)
+		var want []int
+		for _, n := range []int{400_000, 3 << 20, 300_000} { // the second fills region 0: a later region
+			h.Alloc(n)
+			want = append(want, n)
+		}
+		h.Free(h.Alloc(500_000))
+		a := h.NewArena()
+		a.Alloc(100)
+		if h.regionCount() < 2 {
+			t.Fatalf("%+v: %d region: the test needs a later one", opts, h.regionCount())
+		}
+		err := h.Close()
+		var le *LeakError
+		if !errors.As(err, &le) || len(le.Leaks) != len(want) {
+			t.Fatalf("%+v: Close: %v, want %d leaks", opts, err, len(want))
+		}
+		got := map[int]bool{}
+		for _, l := range le.Leaks {
+			got[l.Size] = true
+			wantStack(t, "leak", l.Stack, "TestCheckedLeakRuns")
+		}
+		for _, n := range want {
+			if !got[n] {
+				t.Errorf("%+v: no leak of %d bytes in %v", opts, n, le.Leaks)
+			}
+		}
+	}
+}
+
+// TestCheckedRacingDoubleFree: two Frees of one block at once, small, large
+// or guarded: the record's compare-and-swap lets exactly one proceed, and
+// the other panics with DoubleFree.
+func TestCheckedRacingDoubleFree(t *testing.T) {
+	for _, c := range []struct {
+		opts Options
+		n    int
+	}{{Options{}, 64}, {Options{}, 400_000}, {Options{GuardPages: true}, 64}} {
+		h := checkedHeap(t, c.opts)
+		for range 100 {
+			b := h.Alloc(c.n)
+			var panics atomic.Int32
+			var start, done sync.WaitGroup
+			start.Add(1)
+			for range 2 {
+				done.Go(func() {
+					defer func() {
+						if r := recover(); r != nil {
+							var me *MemoryError
+							if err, ok := r.(error); !ok || !errors.As(err, &me) || me.Kind != DoubleFree {
+								t.Errorf("%d bytes %+v: panic %v, want a double free", c.n, c.opts, r)
+							}
+							panics.Add(1)
+						}
+					}()
+					start.Wait()
+					h.Free(b)
+				})
+			}
+			start.Done()
+			done.Wait()
+			if p := panics.Load(); p != 1 {
+				t.Fatalf("%d bytes %+v: %d of two racing Frees panicked, want 1", c.n, c.opts, p)
+			}
+		}
+		closeClean(t, h)
 	}
 }

@@ -1,6 +1,7 @@
 package offheap
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -20,12 +21,13 @@ import (
 // heap's records and rings) is made in one of four ways, each of which Close
 // waits out before it unmaps:
 //
-//  1. Pinned, with a per-P structure in service: a magazine from h.mags (or
-//     the checker's), an arena's per-P array from a.procs, loaded inside the
-//     pinned section. The fast paths. Close takes every such structure out
-//     of service, under the lock that installs it (which refuses to install
-//     on a closed heap), then quiesces (quiesce.go): a pinned section that
-//     began before cannot outlast the stop of the world, and one that
+//  1. Pinned, with a per-P structure in service: a magazine from h.mags
+//     (which a checked heap's checker uses too), a checked heap's quarantine
+//     ring, an arena's per-P array from a.procs, loaded inside the pinned
+//     section. The fast paths. Close takes every such structure out of
+//     service, under the lock that installs it (which refuses to install on
+//     a closed heap: perP), then quiesces (quiesce.go): a pinned section
+//     that began before cannot outlast the stop of the world, and one that
 //     begins after finds nothing in service.
 //  2. Pinned, having seen the heap open inside the pinned section (h.closed
 //     false): the section began before Close marked the heap closed, so
@@ -42,9 +44,9 @@ import (
 //     they reach. Close takes every central lock after it waits out the
 //     rest. The page heap's own lock and closed flag guard its timer.
 //  4. Between h.enter and h.exit: everything long or rare (large blocks,
-//     checked mode's other paths, arenas' slow paths, Trim, Lookup, the
-//     double-free check). enter,
-//     pinned, fails once the heap is closed, and otherwise counts the
+//     checked mode's other paths and its runs' quarantine ring, arenas'
+//     slow paths, Trim, Lookup, the double-free check). enter, pinned,
+//     fails once the heap is closed, and otherwise counts the
 //     operation on the P it runs on; exit uncounts it on whichever P it runs
 //     on then, so a P's count may go negative, but the sum over the Ps is
 //     the number of operations in progress. Close marks the heap closed
@@ -56,8 +58,9 @@ import (
 //     the pass until one does.
 //
 // Close's order: mark closed; take the per-P structures out of service and
-// zero fastSize; quiesce; wait for the counts; take each central lock; mark
-// the page heap closed under its lock; unmap. No pinned section takes a lock, and code
+// zero fastSize; quiesce; wait for the counts; take each central lock; let
+// the checker report; mark the page heap closed under its lock; unmap. No
+// pinned section takes a lock, and code
 // between enter and exit must not wait for anything Close holds while it
 // waits (closeMu), nor run the program's code: an OnRelease callback may
 // call Close, so callbacks run outside (shared.go). Every exit is deferred,
@@ -143,4 +146,54 @@ func (h *Heap) waitIdle() {
 // and names the call.
 func closedError(call string) error {
 	return fmt.Errorf("%w: %s after the heap's Close (or during it: Close must not run concurrently with other calls)", ErrClosed, call)
+}
+
+// Close unmaps all of the heap's memory. Every slice it handed out becomes
+// invalid: touching one faults. Later calls on the heap, its Arenas and its
+// Shareds fail with ErrClosed (or panic with an error wrapping it). Close
+// must not run concurrently with other calls on the heap; a program that
+// breaks that rule gets the same errors from the calls that meet the
+// closing heap, and only its own accesses to the memory may fault. A second
+// Close returns nil. In checked mode Close returns a *LeakError when blocks
+// are still live.
+func (h *Heap) Close() error {
+	h.closeMu.Lock()
+	defer h.closeMu.Unlock()
+	if h.closed.Swap(true) {
+		return nil
+	}
+	// Take every per-P structure out of service and wait until no
+	// goroutine can be inside a fast path or a slow path (closing.go).
+	chk := h.chk
+	h.mags.outOfService()
+	if chk != nil {
+		chk.outOfService()
+	}
+	atomic.StoreUintptr(&h.fastSize, 0) // Free's fast path: see there
+	h.arenasOutOfService()
+	quiesce()
+	h.waitIdle()
+	for c := range h.central {
+		// Taking the lock is the point: it waits out the operation that
+		// holds it, and every later one sees the heap closed (central.get).
+		h.central[c].mu.Lock()
+		h.central[c].mu.Unlock() //lint:ignore SA2001 the critical section is empty on purpose
+	}
+
+	var leaks error
+	if chk != nil {
+		leaks = chk.close()
+	}
+	mags := h.closeMagazines()
+	h.pages.close()
+	var errs []error
+	for _, m := range mags {
+		errs = append(errs, osmem.Unmap(unsafe.Pointer(m), unsafe.Sizeof(*m)))
+	}
+	errs = append(errs, h.pages.unmap())
+	errs = append(errs, osmem.Unmap(h.busy, maxProcs*busyStride))
+	if err := errors.Join(errs...); err != nil {
+		return errors.Join(leaks, err)
+	}
+	return leaks
 }

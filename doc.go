@@ -59,13 +59,17 @@
 //
 // # The layers
 //
-// For readers of the code: memory flows through four layers; each is a file
-// of this package.
+// For readers of the code: heap.go holds Heap, its Options, NewHeap, Default
+// and Trim; alloc.go and free.go hold Alloc's and Free's paths, each a fast
+// path a few lines long and a slow path of its own. Memory flows through
+// four layers; each is a file of this package.
 //
 //   - magazine.go: each P (see runtime.GOMAXPROCS) has a magazine, a capped
 //     stack of free blocks per size class. Alloc pops and Free pushes with the
 //     goroutine pinned to its P: no lock, no atomic, no shared cache line.
-//     This is the fast path; it also counts every operation for Stats.
+//     This is the fast path; it also counts every operation for Stats. The
+//     magazines are a per-P set (perp.go), as a checked heap's quarantine
+//     rings are.
 //   - central.go: per size class, under one lock, a depot of whole batches
 //     and the spans that have free blocks. An empty magazine refills from it
 //     in a batch; a full one hands half of itself over as one batch, which
@@ -74,38 +78,53 @@
 //     touching spans. With magazines off (Options.MagazineDepth < 0) every
 //     operation comes here: that is the control every speed claim is
 //     measured against.
-//   - span.go, sizeclass_table.go: a span is a run of pages cut into blocks of
-//     one of the size classes (8 bytes to 256 KiB, at most 1/8 waste above
-//     128 bytes). Blocks are carved on demand and kept on the span's free list.
-//     An empty span goes back to the page heap.
-//   - pages.go, region.go, large.go: the page heap cuts the heap's address
-//     space, regions reserved with mmap as the heap grows, into 8 KiB pages,
-//     commits runs of them on demand, and gives free runs back to the
-//     operating system (madvise) after Options.ReleaseDelay or at Trim.
-//     Blocks above 256 KiB are page runs of their own.
+//   - span.go, sizeclass.go, sizeclass_table.go: a span is a run of pages cut
+//     into blocks of one of the size classes (8 bytes to 256 KiB, at most
+//     1/8 waste above 128 bytes). Blocks are carved on demand and kept on
+//     the span's free list. An empty span goes back to the page heap.
+//     blockIn (sizeclass.go) turns an address into its block's start, for
+//     every caller that needs one.
+//   - pages.go, region.go, release.go, large.go: the page heap cuts the
+//     heap's address space, regions reserved with mmap as the heap grows,
+//     into 8 KiB pages, commits runs of them on demand, and gives free runs
+//     back to the operating system (madvise) after Options.ReleaseDelay or
+//     at Trim. Blocks above 256 KiB are page runs of their own, as are an
+//     arena's chunks and a guarded block's pages; the page heap allocates
+//     and frees every such run, and counts it (allocRun, freeRun).
 //
 // Trim takes every P's magazine out of service, waits until no goroutine can
 // be inside one (quiesce.go: a stop of the world, which cannot complete while
 // a goroutine is pinned), and empties them into the central lists.
+// closing.go holds Close and the protocol by which every access to the
+// heap's memory is one that Close waits out before it unmaps.
 //
 // census.go sums every counter into Stats, and into InUse without a lock;
-// resident.go asks the operating system which committed pages are resident;
-// golimit.go keeps the Go runtime's memory limit clear of what the heaps map
-// (LimitGoMemory). The subpackage offheapexpvar and the module offheapprom
-// export Stats to expvar and Prometheus. The unsafe conversions between
-// addresses and pointers are in unsafe.go, the one runtime linkname (procPin)
-// in internal/pin, and the system calls in internal/osmem.
+// doublefree.go is fast mode's double-free key; reclaim.go gives back free
+// memory before an allocation fails at the Limit; resident.go asks the
+// operating system which committed pages are resident; golimit.go keeps the
+// Go runtime's memory limit clear of what the heaps map (LimitGoMemory).
+// The subpackage offheapexpvar and the module offheapprom export Stats to
+// expvar and Prometheus. The unsafe conversions between addresses and
+// pointers are in unsafe.go, the one runtime linkname (procPin) in
+// internal/pin, and the system calls in internal/osmem.
 //
 // Built on the heap:
 //
-//   - checked.go, checked_small.go, guard.go: checked mode (Options.Checked,
-//     the offheapchecked build tag): per-block records with stacks, poison
-//     and a quarantine, canaries past the end, leaks at Close, and guard pages
-//     for every allocation (GuardPages) or a sample of them (SampleRate).
-//   - arena.go: Arena, a bump allocator many goroutines fill at once, freed
-//     by one Reset or Release.
-//   - shared.go: Shared, reference-counted buffers, with immortal (Static)
-//     handles and per-P counting (Hot) for handles every core retains.
+//   - Checked mode (Options.Checked, the offheapchecked build tag), reached
+//     from the heap only where a fast path declined: checked.go (the design,
+//     and the checker's entry points), checked_small.go (the small blocks'
+//     lock-free paths), checked_record.go (one record per block, in a table
+//     that mirrors the heap), checked_quarantine.go (the quarantine and its
+//     poison), checked_report.go (the errors, Lookup and leaks),
+//     checked_stack.go, checked_depot.go and checked_fp*.go (stacks),
+//     guard.go (guard pages for every allocation, GuardPages, or a sample of
+//     them, SampleRate) and ref_checked.go (Ref and Bytes of checked blocks).
+//   - arena.go, arena_alloc.go, arena_heap.go: Arena, a bump allocator many
+//     goroutines fill at once, freed by one Reset or Release.
+//   - shared.go, shared_slow.go, shared_hot.go, shared_drain.go: Shared,
+//     reference-counted buffers, with immortal (Static) handles, per-P
+//     counting (Hot) for handles every core retains, and OnRelease callbacks
+//     run outside every lock.
 //   - typed.go: New, MakeSlice, ReallocSlice, Free and FreeSlice for
 //     pointer-free types.
 //   - realloc.go: Realloc, in place when the new size needs the same block.

@@ -79,21 +79,22 @@ func (h *Heap) freeState(a uintptr, c uint8) int {
 	cen := &h.central[c]
 	cen.mu.Lock()
 	defer cen.mu.Unlock()
-	h.magMu.Lock()
-	defer h.magMu.Unlock()
+	ms := &h.mags
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
 	// Out of service and quiesced, the magazines hold still; installing
-	// new ones waits for magMu, and every refill and spill of class c for
-	// the central lock.
+	// new ones waits for mu, and every refill and spill of class c for the
+	// central lock.
 	var taken []*magazine
 	var pids []int
-	for pid := range h.mags {
-		if m := h.mags[pid].Swap(nil); m != nil {
+	for pid := range ms.at {
+		if m := ms.at[pid].Swap(nil); m != nil {
 			taken, pids = append(taken, m), append(pids, pid)
 		}
 	}
 	defer func() {
 		for i, m := range taken {
-			h.mags[pids[i]].Store(m)
+			ms.at[pids[i]].Store(m)
 		}
 	}()
 	if len(taken) > 0 {
@@ -116,7 +117,7 @@ func (h *Heap) freeState(a uintptr, c uint8) int {
 	page, _ := h.pages.pageOf(a) // a is a block start (freeSlow)
 	e := *h.pages.entry(page)
 	s := h.pages.span(uint32(e >> 32))
-	if (a-s.start)/uintptr(classSize[c]) >= uintptr(s.carved) {
+	if q, _ := blockIn(a, e, &classInfos[c]); q >= uint64(s.carved) {
 		return blockUncarved
 	}
 	b := s.free

@@ -1,6 +1,9 @@
 package offheap
 
-import "testing"
+import (
+	"sync/atomic"
+	"testing"
+)
 
 // Test hooks: what tests reach inside the heap, kept out of the production
 // paths.
@@ -56,4 +59,71 @@ func resetDefault() {
 		h.Close()
 	}
 	defaultHeap.opts = Options{}
+}
+
+// setQuarantine bounds each of the checker's quarantine rings to blocks
+// blocks and bytes bytes, for tests that push a block out with a few Frees.
+// Call it on a new checked heap, before its first Free: a ring's slots are
+// sized when it is made.
+func (h *Heap) setQuarantine(blocks, bytes int) { h.chk.q.init(blocks, bytes) }
+
+// callStack returns the depot's name for the calling goroutine's stack, from
+// callStack's caller out, captured as allocSlow and freeSlow capture theirs.
+//
+//go:noinline
+func callStack() stackID {
+	var s stack
+	return intern(&s, s.fill(fpStack(&s.pcs)))
+}
+
+// callersStack is callStack through runtime.Callers, as on systems where
+// frame pointers are not walked: TestCheckedStackUnwinder compares the two.
+//
+//go:noinline
+func callersStack() stackID {
+	var s stack
+	return intern(&s, s.callers(3)) // Callers, callers, callersStack
+}
+
+// failRuns makes every allocation of a run of pages of h (an arena's chunks,
+// a large block, a new span) fail with ErrLimit from now until
+// failRuns(false), as a heap at its Limit does: it sets the page heap's
+// limit below what the heap maps. Blocks already in the heap's magazines,
+// depots and spans are still handed out.
+func (h *Heap) failRuns(fail bool) {
+	ph := &h.pages
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	ph.limit = 0
+	if h.opts.Limit > 0 {
+		ph.limit = max(uint64(h.opts.Limit)>>pageShift, 1)
+	}
+	if fail {
+		ph.limit = 1
+	}
+}
+
+// releaseLosingSlot is the creator's Release of a Hot handle whose fold
+// forgets the first slot that holds a nonzero count: the bug
+// TestSharedHotStressCatchesBrokenFold plants, made of seal's own steps but
+// for the lost slot. The handle's heap must be open.
+func (s Shared) releaseLosingSlot() {
+	if raceOn {
+		raceRelease(s.data) // as drop does before it seals
+	}
+	a := s.hotArea()
+	if !atomic.CompareAndSwapUint32(modeAt(a), hotPerP, hotSealed) {
+		panic("test: the handle was sealed already")
+	}
+	var sum int64
+	lost := false
+	for i := range s.nslots(a) {
+		v := atomic.SwapInt64(slotAt(a, i), slotSealed)
+		if !lost && v != 0 {
+			lost = true // the deliberate bug: this slot's count is lost
+			continue
+		}
+		sum += v
+	}
+	s.finish(s.sealed(sum))
 }

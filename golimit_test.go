@@ -97,7 +97,7 @@ func TestLimitGoMemoryReleaseTimer(t *testing.T) {
 	}
 	tol := int64(2 << 20)
 	if h.chk != nil {
-		tol += int64(h.chk.qmaxBytes) // checked mode: the quarantine keeps the last blocks freed
+		tol += int64(h.chk.q.maxBytes) // checked mode: the quarantine keeps the last blocks freed
 	}
 	waitLimit(t, "freed, after the release delay", 1<<30, tol)
 }

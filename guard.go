@@ -10,7 +10,7 @@ package offheap
 // 16 bytes so that it keeps Alloc's alignment: a read or write past its end
 // reaches the guard page within 15 bytes (those 15 are a canary, checked at
 // Free). When the block is freed its data pages become inaccessible too and
-// the run waits in the checker's quarantine (checked.go), so the address is
+// the run waits in the checker's quarantine (checked_quarantine.go), so the address is
 // not reused at once; when it leaves, the pages are made accessible again and
 // go back to the page heap; a one-page run (a block of up to 8 KiB, the usual
 // sample) is kept instead, all of it still inaccessible, for the next guarded
@@ -19,9 +19,10 @@ package offheap
 // The pagemap marks every page of the run, guard page included, with
 // classGuarded: Free's fast path takes no such block for a small one and falls
 // to freeSlow, which hands it to the checker (checker.owns). Words have the
-// large-block layout: the first page holds the number of data pages in bits
-// 32-63, the others have bit 8 set. The runs table maps a run's first page to
-// its block's start, for Lookup.
+// layout of every run of its own (pages.go): the first page holds the run's
+// length, guard page included, in bits 32-63, the others have bit 8 set.
+// The block's record is at its start, as every checked block's is
+// (checked_record.go); Lookup finds it from any page of the run.
 //
 // # What a fault looks like
 //
@@ -61,19 +62,14 @@ package offheap
 // large block) are sampled by a shared counter instead.
 //
 // A sample costs system calls, and they, not the bookkeeping, set the price
-// of sampling. Measured on a 2-vCPU VM whose page tables the hypervisor
-// shadows (a null system call, getpid, takes 1 µs there): mprotect of one
-// page to PROT_NONE takes 12-70 µs when the page has been touched (the TLB
-// flush) and 4-6 µs when it has not; back to read-write 5.5 µs; the first
-// write after that faults, about 5 µs. A sample on a spare run makes two
-// of those calls (read-write at Alloc, PROT_NONE at Free) and takes the
-// fault; a sample on a new run made three (its guard page, PROT_NONE at
-// Free, read-write when it left the quarantine). In BenchmarkCheckedPair64
-// a sample costs about 21 µs with spare runs and 25 µs without, so
-// SampleRate 1000 adds about 21 ns to every allocation, 2.7-3.0x a 12 ns
-// fast pair; SampleRate 20000 is within 10%. The PROT_NONE at Free alone is ten
-// times the 1.2 µs per sample that would keep SampleRate 1000 within 1.1x
-// there.
+// of sampling: an mprotect to PROT_NONE of a touched page (its TLB flush)
+// most of all, then the mprotect back to read-write and the fault of the
+// first write after it. A sample on a spare run makes two of those calls
+// (read-write at Alloc, PROT_NONE at Free) and takes the fault; a sample on
+// a new run makes three (its guard page, PROT_NONE at Free, read-write when
+// it leaves the quarantine). So the price of a SampleRate is about the cost
+// of a sample over SampleRate pairs (BenchmarkCheckedPair64, arm=sampled,
+// and internal/osmem's BenchmarkSample; the figures are in docs/DESIGN.md).
 // Deferring the PROT_NONE of freed blocks to batch it would cut that cost
 // but leave a window in which a use after free does not fault.
 
@@ -93,7 +89,7 @@ const classGuarded = 0xfe
 const guardAlign = 16
 
 // allocGuarded allocates n bytes on pages of their own, followed by a guard
-// page, for a block allocated at st.
+// page, for a block allocated at st. Called between enter and exit.
 func (c *checker) allocGuarded(n int, zero bool, st stackID) ([]byte, error) {
 	span := (uint64(n) + guardAlign - 1) &^ (guardAlign - 1)
 	np, ok := pagesFor(int(min(span, math.MaxInt64)))
@@ -109,15 +105,8 @@ func (c *checker) allocGuarded(n int, zero bool, st stackID) ([]byte, error) {
 	if zero && dirty {
 		clear(b)
 	}
-	c.runMu.Lock()
-	c.runs[base] = a
-	c.runMu.Unlock()
-	r := record{addr: a, size: n, usable: uint32(span), pages: np, kind: kindGuarded}
-	if span > math.MaxUint32 {
-		r.usable = 0 // too long to note: no canary check
-	}
-	c.fillCanary(&r)
-	c.insert(&r, st)
+	c.fill(a, uint64(n), st)
+	canary(c.canaryKey(a), a+uintptr(n), a+uintptr(span), true)
 	return b, nil
 }
 
@@ -126,8 +115,7 @@ func (c *checker) allocGuarded(n int, zero bool, st stackID) ([]byte, error) {
 // whether its data pages may hold old bytes: a spare run if there is one,
 // else a new run from the page heap.
 func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
-	h := c.h
-	ph := &h.pages
+	ph := &c.h.pages
 	if np == 1 {
 		c.runMu.Lock()
 		if k := len(c.spareRuns); k > 0 {
@@ -136,47 +124,25 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 		}
 		c.runMu.Unlock()
 		if base != 0 {
-			ph.mu.Lock()
-			if ph.closed { // Close unmapped it
-				ph.mu.Unlock()
-				return 0, false, ErrClosed
+			if err := ph.reuseRun(2); err != nil {
+				return 0, false, err
 			}
-			ph.largeAllocs.Add(1)
-			ph.largePages.Add(2)
-			ph.mu.Unlock()
 			if err := osmem.Commit(ptr(base), pageSize); err != nil {
-				c.releaseGuarded(base, 1) // counts it freed: Allocs and Frees stay paired
+				c.releaseGuarded(base) // counts it freed: Allocs and Frees stay paired
 				return 0, false, err
 			}
 			return base, true, nil
 		}
 	}
-	ph.mu.Lock()
-	if ph.closed {
-		ph.mu.Unlock()
-		return 0, false, ErrClosed
-	}
-	first, nd, err := ph.alloc(np+1, func(i uint32) uint64 {
-		if i == 0 {
-			return classGuarded | uint64(np)<<32
-		}
-		return classGuarded | 1<<8
-	})
-	if err == nil {
-		// Counted as a large block: Stats.Large, and InUseBytes by pages.
-		ph.largeAllocs.Add(1)
-		ph.largePages.Add(uint64(np + 1))
-	}
-	ph.mu.Unlock()
+	base, dirty, err = ph.allocRun(np+1, classGuarded)
 	if err != nil {
 		return 0, false, err
 	}
-	base = ph.addr(first)
 	if err := osmem.Protect(ptr(base+uintptr(np)<<pageShift), pageSize); err != nil {
-		c.releaseGuarded(base, np)
+		c.releaseGuarded(base)
 		return 0, false, err
 	}
-	return base, nd > 0, nil
+	return base, dirty, nil
 }
 
 // guardBase is the first page of the guarded run that holds the block at a.
@@ -185,47 +151,51 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 // (a may also be the first page itself.)
 func guardBase(a uintptr) uintptr { return a &^ (pageSize - 1) }
 
+// guardedBlock finds the block of the guarded run that starts at base: it
+// starts in the run's first page, guardAlign-aligned, and its record is the
+// only one of that page that is not none. It returns 0 and nil for a run
+// that holds none (a spare). Lookup and leaks, not Free, need it.
+func (c *checker) guardedBlock(base uintptr) (uintptr, *record) {
+	for a := base; a < base+pageSize; a += guardAlign {
+		if r := c.rec(a); r.state != stateNone && r.sum == c.seal(a, r.size) {
+			return a, r
+		}
+	}
+	return 0, nil
+}
+
 // protectFreed makes the data pages of the freed guarded block at a
 // inaccessible. If that fails (the kernel's mapping limit) the block is
 // still quarantined, only unprotected.
-func (c *checker) protectFreed(a uintptr, np uint32) {
-	_ = osmem.Protect(ptr(guardBase(a)), uintptr(np)<<pageShift)
+func (c *checker) protectFreed(a uintptr) {
+	base := guardBase(a)
+	_ = osmem.Protect(ptr(base), uintptr(c.h.pages.runPages(base)-1)<<pageShift)
 }
 
 // releaseGuarded gives back the run of the guarded block at a (or of the
-// run starting at a) with np data pages, counting it freed: a one-page run
-// to the spares, inaccessible as it is, while there is room; any other
-// accessible again, to the page heap.
-func (c *checker) releaseGuarded(a uintptr, np uint32) {
+// run starting at a), counting it freed: a one-page run to the spares,
+// inaccessible as it is, while there is room; any other accessible again,
+// to the page heap.
+func (c *checker) releaseGuarded(a uintptr) {
 	base := guardBase(a)
+	ph := &c.h.pages
+	np := ph.runPages(base) // guard page included
 	c.runMu.Lock()
-	delete(c.runs, base)
-	spare := np == 1 && len(c.spareRuns) < maxSpareRuns
+	spare := np == 2 && len(c.spareRuns) < maxSpareRuns
 	if spare {
 		c.spareRuns = append(c.spareRuns, base)
 	}
 	c.runMu.Unlock()
-	ph := &c.h.pages
 	if spare {
-		ph.mu.Lock()
-		ph.largeFrees.Add(1)
-		ph.largePages.Add(^uint64(2 - 1)) // minus 2
-		ph.mu.Unlock()
+		ph.keepRun(2)
 		return
 	}
 	// The page heap's free pages are read-write: its next user writes them.
 	// Should this fail, the pages stay out of the page heap (and counted).
-	if err := osmem.Commit(ptr(base), uintptr(np+1)<<pageShift); err != nil {
+	if err := osmem.Commit(ptr(base), uintptr(np)<<pageShift); err != nil {
 		return
 	}
-	ph.mu.Lock()
-	ph.largeFrees.Add(1)
-	ph.largePages.Add(-uint64(np + 1))
-	if !ph.closed {
-		first, _ := ph.pageOf(base)
-		ph.release(first, np+1)
-	}
-	ph.mu.Unlock()
+	ph.freeRun(base, classGuarded)
 }
 
 // maxSpareRuns is how many one-page guarded runs a checker keeps for reuse:
@@ -240,17 +210,11 @@ func (c *checker) dropSpareRuns() bool {
 	spares := c.spareRuns
 	c.spareRuns = nil
 	c.runMu.Unlock()
-	ph := &c.h.pages
 	for _, base := range spares {
 		if osmem.Commit(ptr(base), 2*pageSize) != nil {
 			continue // stays out of the page heap, as in releaseGuarded
 		}
-		ph.mu.Lock()
-		if !ph.closed {
-			first, _ := ph.pageOf(base)
-			ph.release(first, 2)
-		}
-		ph.mu.Unlock()
+		c.h.pages.dropRun(base)
 	}
 	return len(spares) > 0
 }
@@ -264,7 +228,7 @@ func (c *checker) sampleDue(n int) bool {
 		return false
 	}
 	h := c.h
-	if n > maxSmall || !h.magazines {
+	if n > maxSmall || !h.mags.on {
 		return c.ticks.Add(1)%c.rate == 0
 	}
 	cl := sizeClass(n)
@@ -292,10 +256,15 @@ func (c *checker) interval() uint64 {
 	return 1 + rand.Uint64N(2*c.rate-1)
 }
 
-// sampleStart is the sampleAt of a new magazine's classes: the first
-// interval for a sampled heap, never for any other.
+// sampleStart is the sampleAt of a new magazine's classes: in a checked
+// heap 0, its hits, so that the fast path declines every allocation (see
+// magazine.take); in a sampled heap the first interval; in any other never.
 func (h *Heap) sampleStart() uint64 {
-	if c := h.chk; c != nil && !c.all && c.rate > 0 {
+	switch c := h.chk; {
+	case c == nil:
+	case c.all:
+		return 0
+	case c.rate > 0:
 		return c.interval() - 1
 	}
 	return math.MaxUint64

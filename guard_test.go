@@ -134,7 +134,7 @@ func TestGuardLookup(t *testing.T) {
 // stays inaccessible after it leaves the quarantine, the next guarded block
 // gets it zeroed with its guard page still in place, and Trim gives it back.
 func TestGuardSpareRuns(t *testing.T) {
-	withKnobs(t, 1, 1<<20, true) // a quarantine of one block
+	withQuarantine(t, 1, 1<<20) // a quarantine of one block
 	h := checkedHeap(t, Options{GuardPages: true})
 	b1 := h.Alloc(100)
 	for i := range b1 {
@@ -177,7 +177,7 @@ func TestGuardSpareRuns(t *testing.T) {
 }
 
 func TestGuardPagesBasics(t *testing.T) {
-	withKnobs(t, 4, 1<<20, true)
+	withQuarantine(t, 4, 1<<20)
 	h := checkedHeap(t, Options{GuardPages: true})
 	for _, n := range []int{1, 15, 16, 17, 4000, pageSize, pageSize + 1, 100_000} {
 		b := h.Alloc(n)
@@ -218,7 +218,7 @@ func TestSampleRate(t *testing.T) {
 	// SampleRate 1: every allocation on guard pages, in a heap with
 	// magazines.
 	h := newTestHeap(t, Options{SampleRate: 1})
-	if !h.magazines {
+	if !h.mags.on {
 		t.Fatal("a sampled heap lost its magazines")
 	}
 	for _, n := range []int{64, 64, 64, 100_000, 64, 64} {

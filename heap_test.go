@@ -408,20 +408,17 @@ func TestTrimAllPs(t *testing.T) {
 			}
 			return n
 		}
-		for _, m := range h.allMags {
+		for _, m := range h.mags.all {
 			blocks += count(m)
 		}
 		for i := range maxProcs {
 			var n uint32
-			if m := h.mags[i].Load(); m != nil {
+			if m := h.mags.at[i].Load(); m != nil {
 				n += count(m)
 			}
 			if h.chk != nil {
-				if m := h.chk.mags[i].Load(); m != nil {
-					n += count(m)
-				}
-				if p := h.chk.procs[i].Load(); p != nil {
-					n += p.qlen
+				if p := h.chk.q.rings.at[i].Load(); p != nil {
+					n += p.n
 				}
 			}
 			if n > 0 {
@@ -429,8 +426,8 @@ func TestTrimAllPs(t *testing.T) {
 			}
 		}
 		if h.chk != nil {
-			for _, p := range h.chk.allProcs {
-				blocks += p.qlen
+			for _, p := range h.chk.q.rings.all {
+				blocks += p.n
 			}
 		}
 		return ps, blocks
@@ -480,9 +477,9 @@ func TestTrimAllPs(t *testing.T) {
 	fill(h2)
 	if ps, _ := held(h2); ps >= 2 {
 		if h2.chk != nil {
-			h2.chk.flush(false)
+			h2.chk.flushLocal()
 		} else {
-			h2.drainFrom(h2.mag)
+			h2.drainLocalMagazine()
 		}
 		if _, blocks := held(h2); blocks == 0 {
 			t.Fatal("control: draining one P emptied every magazine: the test cannot tell")
@@ -736,6 +733,57 @@ func TestBigClassesCached(t *testing.T) {
 		// Alloc misses once: most pairs hit.
 		if hits := s.MagazineHits - before.MagazineHits; s.Large != before.Large || hits < 90 {
 			t.Fatalf("%d-byte pairs: %d of 100 from a magazine, %d large", n, hits, s.Large-before.Large)
+		}
+	}
+}
+
+// TestAllocUnzeroedAgrees holds AllocUnzeroed's copy of the fast path to
+// allocFast's (heap.go): on one P, each pops the block the other's Free
+// pushed, of every class, counts a magazine hit, leaves the double-free key
+// cleared, and declines when the magazine is to sample.
+func TestAllocUnzeroedAgrees(t *testing.T) {
+	if buildChecked {
+		t.Skip("a checked heap's fast paths decline every allocation (TestCheckedMagazinesDecline)")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P: every pop and push on its magazine
+	h := newTestHeap(t, Options{})
+	allocs := []struct {
+		name  string
+		alloc func(int) []byte
+	}{{"Alloc", h.Alloc}, {"AllocUnzeroed", h.AllocUnzeroed}}
+	for c := 1; c < numClasses; c++ {
+		for _, n := range []int{int(classSize[c-1]) + 1, int(classSize[c])} {
+			prev := h.Alloc(n)
+			for i := range 4 {
+				x := allocs[i%2]
+				h.Free(prev)
+				hits := h.Stats().MagazineHits
+				b := x.alloc(n)
+				if addrOf(b) != addrOf(prev) || h.Stats().MagazineHits != hits+1 {
+					t.Fatalf("%s(%d) after Free of %#x: %#x, %d magazine hits, want the freed block and 1",
+						x.name, n, addrOf(prev), addrOf(b), h.Stats().MagazineHits-hits)
+				}
+				if n > 8 && (*[2]uint64)(ptr(addrOf(b)))[1] == h.key {
+					t.Fatalf("%s(%d): the double-free key is left in the block", x.name, n)
+				}
+				prev = b
+			}
+			// A magazine about to sample: both decline to the slow path.
+			h.Free(prev)
+			for _, x := range allocs {
+				for _, m := range h.mags.all {
+					m.cls[sizeClass(n)].sampleAt = m.cls[sizeClass(n)].hits
+				}
+				hits := h.Stats().MagazineHits
+				b := x.alloc(n)
+				if h.Stats().MagazineHits != hits {
+					t.Fatalf("%s(%d) took a block from a magazine about to sample", x.name, n)
+				}
+				h.Free(b)
+			}
+			for _, m := range h.mags.all {
+				m.cls[sizeClass(n)].sampleAt = math.MaxUint64
+			}
 		}
 	}
 }

@@ -2,6 +2,8 @@ package offheap
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 
 	"github.com/offheap/offheap/internal/osmem"
 )
@@ -26,48 +28,25 @@ import (
 
 // zeroResidentMin is the smallest block zeroed through mincore. Below it a
 // clear costs less than the system call, and a clear makes at most this many
-// bytes of never-touched pages resident. BenchmarkZeroPages, a 2-vCPU VM: a
-// block all in memory takes 1.1-1.4x a plain clear through mincore at 1 MiB
-// (16-21 µs against 15-20), 2x at 512 KiB and 1.7-2.8x at 264 KiB; with one
-// byte written, 7.5 µs against the 15.5 of a clear at 1 MiB, and 11-14
-// against 120-220 at 8 MiB.
+// bytes of never-touched pages resident. At it, a block all in memory costs
+// little more through mincore than a plain clear, and a block barely
+// touched costs half (BenchmarkZeroPages; docs/DESIGN.md).
 const zeroResidentMin = 1 << 20
 
-// allocLarge returns the address of a new block of n > maxSmall bytes.
-func (h *Heap) allocLarge(n int, zero bool) (uintptr, error) {
-	return h.allocRun(n, zero, classLarge)
-}
-
-// allocRun returns the address of a new run of pages for n bytes whose
-// pagemap words carry class: classLarge, or classArena for an arena's
-// memory (arena.go). Both are counted as large blocks.
-func (h *Heap) allocRun(n int, zero bool, class uint8) (uintptr, error) {
+// allocLarge returns the address of a new run of pages for n bytes whose
+// pagemap words carry class: classLarge for a block above maxSmall,
+// classArena for an arena's memory (arena.go). With zero, its bytes read as
+// zeros.
+func (h *Heap) allocLarge(n int, zero bool, class uint8) (uintptr, error) {
 	np, ok := pagesFor(n)
 	if !ok {
 		return 0, fmt.Errorf("%w: %d bytes is more than a heap can hold", ErrSize, n)
 	}
-	ph := &h.pages
-	ph.mu.Lock()
-	if ph.closed {
-		ph.mu.Unlock()
-		return 0, ErrClosed
-	}
-	first, dirty, err := ph.alloc(np, func(i uint32) uint64 {
-		if i == 0 {
-			return uint64(class) | uint64(np)<<32
-		}
-		return uint64(class) | 1<<8
-	})
-	if err == nil {
-		ph.largeAllocs.Add(1)
-		ph.largePages.Add(uint64(np))
-	}
-	ph.mu.Unlock()
+	a, dirty, err := h.pages.allocRun(np, class)
 	if err != nil {
 		return 0, err
 	}
-	a := ph.addr(first)
-	if zero && dirty > 0 {
+	if zero && dirty {
 		zeroPages(a, uintptr(n))
 	}
 	return a, nil
@@ -117,24 +96,16 @@ func zeroResident(a, n uintptr) {
 	flush(end)
 }
 
-// freeLarge frees the large block that starts at a, or panics if a is not
-// the start of one.
-func (h *Heap) freeLarge(a uintptr) { h.freeRun(a, classLarge) }
-
-// freeRun frees the run of class that starts at a (see allocRun), or panics
-// if a is not the start of one.
-func (h *Heap) freeRun(a uintptr, class uint8) {
-	ph := &h.pages
-	ph.mu.Lock()
-	page, _ := ph.pageOf(a)
-	e := *ph.entry(page)
-	if uint8(e) != class || uint32(e)>>8 != 0 || a&(pageSize-1) != 0 {
-		ph.mu.Unlock()
+// freeLarge frees the run of class that starts at a (see allocLarge), or
+// panics if a is not the start of one.
+func (h *Heap) freeLarge(a uintptr, class uint8) {
+	if !h.pages.freeRun(a, class) {
 		panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is inside a large block", a))
 	}
-	np := uint32(e >> 32)
-	ph.release(page, np)
-	ph.largeFrees.Add(1)
-	ph.largePages.Add(-uint64(np))
-	ph.mu.Unlock()
+}
+
+// pagesFor is the number of pages n bytes need, or false if that overflows.
+func pagesFor(n int) (uint32, bool) {
+	p := (uint64(n) + pageSize - 1) >> pageShift
+	return uint32(p), p <= math.MaxUint32 && bits.Len64(p) < 32
 }

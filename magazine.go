@@ -28,10 +28,9 @@ import (
 // MiB per P. A block that big is written for microseconds by its user, so
 // the central round trip a shallow magazine adds (tens of ns) is small
 // beside it; what the magazine saves is the page heap's lock and the
-// zeroing of a fresh run. BenchmarkLiveKBig (48-256 KiB, k blocks per class
-// live, unzeroed): 16 ns a pair at k=1, 30 at k=2, 41 at k=3 and 97 at k=8,
-// against 230-370 at every k when these sizes were page runs. The bound for
-// the default depth is MagazineBound(0).
+// zeroing of a fresh run, several times the pair's cost as a page run
+// (BenchmarkLiveKBig; docs/DESIGN.md). The bound for the default depth is
+// MagazineBound(0).
 //
 // The magazine also holds the P's share of the census: every Alloc it serves
 // and every Free it takes is counted here, so Stats sees the fast path.
@@ -49,22 +48,36 @@ type magClass struct {
 	// sampleAt is the hits count at which the fast path declines, so that
 	// the allocation reaches the slow path and is sampled (guard.go). Only
 	// the owning P touches it. The maximum uint64, never reached, in a heap
-	// that does not sample.
+	// that does not sample; in a checked heap, whose checker takes every
+	// allocation from these same magazines, always hits (take keeps the two
+	// equal), so the fast path declines every one.
 	sampleAt uint64
+}
+
+// magazines is a heap's set of per-P magazines and how they are sized: the
+// fast path's, and in a checked heap the checker's, which stocks them and
+// gives blocks back through them as the fast path does (checked.go).
+type magazines struct {
+	perP[magazine] // at is read by the fast path; the rest under mu
+
+	// Fixed at NewHeap.
+	on    bool               // MagazineDepth > 0: blocks pass through magazines
+	caps  [numClasses]uint32 // blocks a magazine holds per class
+	batch [numClasses]uint32 // blocks moved per refill or spill; 1 when off
+
+	// The census of the magazines, saved under mu by Close before it unmaps
+	// them.
+	closedHits  uint64
+	closedClass [numClasses]struct{ hits, frees uint64 }
 }
 
 const (
 	// DefaultMagazineDepth is the depth a heap uses when Options.MagazineDepth
-	// is 0. Seed measurements: depth 1 wins alloc/free pairs and loses 2x as
-	// soon as three blocks per class are live. Measured with offheap bench
-	// (-arms offheap-depth64,offheap,offheap-depth256, 5 runs; the README
-	// has the command): pairs, binsplit, live-k up to k = 32, scratch and
-	// larson take the same time at every depth from 64 up; a producer
-	// handing blocks to a consumer moves them in batches of half a
-	// magazine, and took 21.6, 18.9 and 19.0 ns a block with one producer
-	// (23.0, 20.6, 20.1 in a second run). 128 takes that for 7% more bytes
-	// per P than 64 (MagazineBound: 6.6 MiB, 7.1, 7.4, of which the classes
-	// above 32 KiB hold 3.2 at every depth).
+	// is 0. Every shape of offheap bench takes the same time at every depth
+	// from 64 up but one: a producer handing blocks to a consumer, which
+	// moves them in batches of half a magazine and is a tenth faster at 128
+	// than at 64, for 7% more bytes per P (MagazineBound; the figures are in
+	// docs/DESIGN.md).
 	DefaultMagazineDepth = 128
 
 	// MaxMagazineDepth is the largest depth Options.MagazineDepth accepts.
@@ -109,49 +122,101 @@ func MagazineBound(depth int) int {
 	return total
 }
 
-// mag returns P pid's magazine, or nil if it has none (yet, or ever: a P
-// id at or above maxProcs must not alias another P's magazine).
+// init sizes the magazines for MagazineDepth depth and the depots they
+// trade batches with.
+func (ms *magazines) init(depth int, central *[numClasses]central) {
+	if depth == 0 {
+		depth = DefaultMagazineDepth
+	}
+	ms.on = depth > 0
+	for c := 1; c < numClasses; c++ {
+		ms.batch[c] = 1
+		if ms.on {
+			ms.caps[c] = classCap(depth, c)
+			ms.batch[c] = max(ms.caps[c]/2, 1)
+			central[c].depotMax = max(depotBytes/int(ms.batch[c]*classSize[c]), minDepotBatches)
+		}
+	}
+}
+
+// mag returns P pid's magazine, or nil if it has none (see perP.get).
 func (h *Heap) mag(pid int) *magazine {
 	if uint(pid) < maxProcs {
-		return h.mags[pid].Load()
+		return h.mags.at[pid].Load()
 	}
 	return nil
 }
 
 // installMagazine gives P pid a magazine if it has none. Called unpinned: it
 // may block on the lock and the mmap. On a closed heap it installs nothing
-// and returns ErrClosed: Close takes the magazines out of service under the
-// same lock (closing.go).
+// and returns ErrClosed (closing.go).
 func (h *Heap) installMagazine(pid int) error {
-	if pid >= maxProcs {
-		return nil
+	return h.mags.install(pid, &h.closed, func() (*magazine, error) {
+		p, err := osmem.Map(unsafe.Sizeof(magazine{}))
+		if err != nil {
+			return nil, err
+		}
+		m := (*magazine)(p)
+		for c := 1; c < numClasses; c++ {
+			m.cls[c].cap = h.mags.caps[c]
+			m.cls[c].sampleAt = h.sampleStart() // sampled and checked heaps: guard.go
+		}
+		return m, nil
+	})
+}
+
+// pop takes a block of class c for the fast path, or returns 0: the stack
+// is empty, or this allocation is to be sampled (sampleAt). The caller is
+// pinned to m's P. It inlines into the fast paths.
+func (m *magazine) pop(c uint8) uintptr {
+	mc := &m.cls[c]
+	if k := mc.n; k != 0 && mc.hits != mc.sampleAt {
+		k--
+		a := m.slots[c][k%maxDepth]
+		mc.n = k
+		mc.hits++
+		return a
 	}
-	h.magMu.Lock()
-	defer h.magMu.Unlock()
-	if h.closed.Load() {
-		return ErrClosed
+	return 0
+}
+
+// take is pop for a checked heap's checker, to which every allocation
+// comes: it ignores sampleAt and keeps it equal to hits, so that the fast
+// path keeps declining.
+func (m *magazine) take(c uint8) uintptr {
+	mc := &m.cls[c]
+	if k := mc.n; k != 0 {
+		k--
+		a := m.slots[c][k%maxDepth]
+		mc.n = k
+		mc.hits++
+		mc.sampleAt = mc.hits
+		return a
 	}
-	if h.mags[pid].Load() != nil {
-		return nil
+	return 0
+}
+
+// put stacks freed block b of class c and counts the Free if the stack has
+// room, and reports whether it had. The caller is pinned to m's P.
+func (m *magazine) put(c uint8, b uintptr) bool {
+	mc := &m.cls[c]
+	if k := mc.n; k < mc.cap {
+		m.slots[c][k%maxDepth] = b
+		mc.n = k + 1
+		mc.frees++
+		return true
 	}
-	if k := len(h.spareMags); k > 0 {
-		// Empty, with its census, which Stats keeps summing.
-		h.mags[pid].Store(h.spareMags[k-1])
-		h.spareMags = h.spareMags[:k-1]
-		return nil
+	return false
+}
+
+// smallBlock is a block of class c for an allocation that the P's magazine
+// could not serve: from a refill, or with magazines off straight from the
+// central list.
+func (h *Heap) smallBlock(c uint8) (uintptr, error) {
+	if h.mags.on {
+		return h.refill(c)
 	}
-	p, err := osmem.Map(unsafe.Sizeof(magazine{}))
-	if err != nil {
-		return err
-	}
-	m := (*magazine)(p)
-	for c := 1; c < numClasses; c++ {
-		m.cls[c].cap = h.caps[c]
-		m.cls[c].sampleAt = h.sampleStart() // checked mode: guard.go
-	}
-	h.addMagazine(m)
-	h.mags[pid].Store(m)
-	return nil
+	return h.central[c].getOne(h)
 }
 
 // refill serves an Alloc of class c that found its magazine empty: it takes a
@@ -159,28 +224,22 @@ func (h *Heap) installMagazine(pid int) error {
 // stacks the rest in the magazine of whichever P the goroutine is on once the
 // lock is released. The central lock is never taken while pinned.
 func (h *Heap) refill(c uint8) (uintptr, error) {
-	return h.refillFrom(c, h.batch[c], h.mag, h.installMagazine)
-}
-
-// refillFrom is refill for any set of per-P magazines: the heap's, or the
-// checker's (checked_small.go), found with mag and made with install.
-func (h *Heap) refillFrom(c uint8, batch uint32, mag func(pid int) *magazine, install func(pid int) error) (uintptr, error) {
 	pid := pin.Pin()
-	m := mag(pid)
+	m := h.mag(pid)
 	pin.Unpin()
 	if m == nil {
-		if err := install(pid); err != nil {
+		if err := h.installMagazine(pid); err != nil {
 			return 0, err
 		}
 	}
 	var buf [maxDepth/2 + 1]uintptr
-	n, _, err := h.central[c].get(h, buf[:batch])
+	n, _, err := h.central[c].get(h, buf[:h.mags.batch[c]])
 	if err != nil {
 		return 0, err
 	}
 	k := 1
 	pid = pin.Pin()
-	if m := mag(pid); m != nil {
+	if m := h.mag(pid); m != nil {
 		mc := &m.cls[c]
 		for ; k < n && mc.n < mc.cap; k++ {
 			m.slots[c][mc.n] = buf[k]
@@ -213,7 +272,7 @@ func (h *Heap) spill(b uintptr, c uint8) error {
 			continue
 		}
 		var buf [maxDepth / 2]uintptr
-		k := m.push(c, b, h.batch[c], &buf)
+		k := m.push(c, b, h.mags.batch[c], &buf)
 		pin.Unpin()
 		if k > 0 {
 			h.central[c].putBatch(h, buf[:k])
@@ -248,14 +307,7 @@ func (m *magazine) push(c uint8, b uintptr, batch uint32, spilled *[maxDepth / 2
 // using one (quiesce), empties them and keeps them as spares, which the Ps
 // get back the next time they need a magazine (installMagazine).
 func (h *Heap) drainAllMagazines() {
-	h.magMu.Lock()
-	var taken []*magazine
-	for i := range h.mags {
-		if m := h.mags[i].Swap(nil); m != nil {
-			taken = append(taken, m)
-		}
-	}
-	h.magMu.Unlock()
+	taken := h.mags.takeAll()
 	if len(taken) == 0 {
 		return
 	}
@@ -263,11 +315,7 @@ func (h *Heap) drainAllMagazines() {
 	for _, m := range taken {
 		h.emptyMagazine(m)
 	}
-	h.magMu.Lock()
-	if !h.closed.Load() {
-		h.spareMags = append(h.spareMags, taken...)
-	}
-	h.magMu.Unlock()
+	h.mags.keep(taken, &h.closed)
 }
 
 // emptyMagazine gives every block in m to the central lists. m is out of
@@ -282,13 +330,14 @@ func (h *Heap) emptyMagazine(m *magazine) {
 	}
 }
 
-// drainFrom empties the calling P's magazine, found with mag, into the
-// central lists: the checker's Trim for its own magazines (checked_small.go).
-func (h *Heap) drainFrom(mag func(pid int) *magazine) {
+// drainLocalMagazine empties the calling P's magazine into the central
+// lists, without a stop of the world: a checked heap at its limit
+// (checker.flush).
+func (h *Heap) drainLocalMagazine() {
 	var buf [maxDepth]uintptr
 	for c := 1; c < numClasses; c++ {
 		pid := pin.Pin()
-		m := mag(pid)
+		m := h.mag(pid)
 		if m == nil {
 			pin.Unpin()
 			return
@@ -302,4 +351,21 @@ func (h *Heap) drainFrom(mag func(pid int) *magazine) {
 			h.central[c].put(h, buf[:k])
 		}
 	}
+}
+
+// closeMagazines saves the magazines' census and returns them, for Close,
+// which has taken them out of service and waited out their users, and
+// unmaps them.
+func (h *Heap) closeMagazines() []*magazine {
+	ms := &h.mags
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	for _, m := range ms.all {
+		for c := 1; c < numClasses; c++ {
+			ms.closedHits += m.cls[c].hits
+			ms.closedClass[c].hits += m.cls[c].hits
+			ms.closedClass[c].frees += m.cls[c].frees
+		}
+	}
+	return ms.all
 }

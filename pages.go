@@ -21,32 +21,21 @@ import (
 // memory) or clean (given back to the operating system with madvise, or
 // never touched: it reads as zeros). A freed page stays dirty for
 // ReleaseDelay, so that a heap that frees and reallocates does not pay a
-// system call each time; then the release timer gives it back.
+// system call each time; then the release timer gives it back (release.go).
 //
 // Every page has one pagemap word, the only structure Free reads without a
 // lock:
 //
-//	bits  0-7   class: 0 free, 1..numClasses-1 a small span, classLarge a
-//	            large block, classGuarded a guarded run (guard.go)
-//	bits  8-31  the page's index within its span (small), 0 or 1 (large:
+//	bits  0-7   class: 0 free, 1..numClasses-1 a small span, or the class
+//	            of a run of its own: classLarge, classArena, classGuarded
+//	bits  8-31  the page's index within its span (small), 0 or 1 (a run:
 //	            first page or not); on a free page, pageDirty or 0
-//	bits 32-63  the span's id (small), the block's page count (large, on
-//	            its first page); on a dirty free page, the tick it was freed in
+//	bits 32-63  the span's id (small), the run's page count (a run, on its
+//	            first page); on a dirty free page, the tick it was freed in
 //
 // The pagemap changes only under pageHeap.mu, and the word of a page that
 // holds a live block does not change until the block is freed, so a Free of
 // a live block reads a stable word.
-//
-// # Release timing
-//
-// Time is counted in ticks of ReleaseDelay/releaseTicks (at least
-// minReleaseTick). A dirty free page's word holds the tick it was freed in,
-// whatever runs it has merged with since, and the timer gives back the pages
-// of a tick once ReleaseDelay has passed since the tick ended: a page goes
-// back between ReleaseDelay and ReleaseDelay plus one tick after its Free,
-// plus the timer's own latency. Each free run keeps a lower bound of its
-// dirty pages' ticks (freeRun.oldest), so the timer visits only the runs with
-// pages due, and it is armed for when the oldest dirty page falls due.
 
 const (
 	pageShift = 13
@@ -58,9 +47,6 @@ const (
 	// bucketCount is the longest run kept in an exact-length bucket; longer
 	// runs are found by a first-fit scan of one list.
 	bucketCount = 128
-
-	releaseTicks   = 64
-	minReleaseTick = time.Millisecond
 )
 
 // freeRun describes a free run, keyed by its first page.
@@ -82,8 +68,9 @@ type pageHeap struct {
 	metaBytes uintptr        // bytes reserved at pmap: the pagemap and the span array
 	delay     time.Duration  // how long a free page stays dirty
 	tick      int64          // nanoseconds per release tick
-	// shadowed: the heap is checked, and each region has its part of the
-	// checker's record table (region.shadow), released with its pages.
+	// shadowed: the heap has a checker (checked or sampled), and each region
+	// has its part of the checker's record table (region.shadow), mapped
+	// with the region and released with its pages.
 	shadowed bool
 	// regions is every region; replaced whole, under mu.
 	regions atomic.Pointer[regionSet]
@@ -271,6 +258,166 @@ func (ph *pageHeap) release(first, n uint32) {
 	ph.arm(now, t)
 }
 
+// Runs of their own: a large block (classLarge), an arena's chunk or per-P
+// array (classArena, arena.go) and a guarded block with its guard page
+// (classGuarded, guard.go) each take a run of whole pages, its class in
+// every page's word. The census counts every such run as a large block
+// (Stats.Large, and InUseBytes by pages) from allocRun to freeRun: these
+// and keepRun and reuseRun are the only writers of that census.
+
+// allocRun takes a run of np pages marked class and counts it. It reports
+// whether any of its pages may hold old bytes; the others read as zeros.
+func (ph *pageHeap) allocRun(np uint32, class uint8) (a uintptr, dirty bool, err error) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	if ph.closed {
+		return 0, false, ErrClosed
+	}
+	first, d, err := ph.alloc(np, func(i uint32) uint64 {
+		if i == 0 {
+			return uint64(class) | uint64(np)<<32
+		}
+		return uint64(class) | 1<<8
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	ph.countRun(np)
+	return ph.addr(first), d > 0, nil
+}
+
+// freeRun gives back the run of class that starts at a, counted freed, and
+// reports false, changing nothing, if a does not start one.
+func (ph *pageHeap) freeRun(a uintptr, class uint8) bool {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	page, ok := ph.runAt(a, class)
+	if !ok {
+		return false
+	}
+	np := uint32(*ph.entry(page) >> 32)
+	ph.release(page, np)
+	ph.uncountRun(np)
+	return true
+}
+
+// runAt is the first page of the run of class that starts at a, or false if
+// no such run starts at a. Exact for a run the caller holds; a snapshot
+// otherwise, unless mu is held.
+func (ph *pageHeap) runAt(a uintptr, class uint8) (uint32, bool) {
+	page, ok := ph.pageOf(a)
+	if !ok || a&(pageSize-1) != 0 {
+		return 0, false
+	}
+	e := *ph.entry(page)
+	return page, uint8(e) == class && uint32(e)>>8 == 0
+}
+
+// runHolding finds the run of its own that holds address a: its first
+// byte and its class. Under mu, so that the run cannot change meanwhile
+// (the checker's reports, Lookup).
+func (ph *pageHeap) runHolding(a uintptr) (first uintptr, class uint8, ok bool) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	page, ok := ph.pageOf(a)
+	if !ok || ph.closed {
+		return 0, 0, false
+	}
+	e := *ph.entry(page)
+	switch class = uint8(e); class {
+	case classLarge, classArena, classGuarded:
+	default:
+		return 0, 0, false
+	}
+	for uint32(e)>>8 != 0 && page > 0 {
+		page--
+		e = *ph.entry(page)
+	}
+	return ph.addr(page), class, true
+}
+
+// inUse calls f with the first page and the pagemap word of every span and
+// every run of its own in use, with mu held: f must not call the page heap.
+// For a checked heap's Close, once nothing else can change the page heap
+// (closing.go).
+func (ph *pageHeap) inUse(f func(page uint32, e uint64)) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	rs := ph.regions.Load().byPage
+	for i, r := range rs {
+		end := r.first + r.pages
+		if i == len(rs)-1 {
+			end = r.first + ph.frontier // the rest was never used
+		}
+		for p := r.first; p < end; {
+			if fr, ok := ph.free[p]; ok {
+				p += fr.pages
+				continue
+			}
+			e := *ph.entry(p)
+			n := uint32(1)
+			switch cl := uint8(e); {
+			case cl == 0 || uint32(e)>>8 != 0: // free, or not a first page
+			case cl < numClasses:
+				f(p, e)
+				n = uint32(classPages[cl])
+			default:
+				f(p, e)
+				n = max(uint32(e>>32), 1)
+			}
+			p += n
+		}
+	}
+}
+
+// runPages is the length in pages of the run that starts at a, which the
+// caller holds.
+func (ph *pageHeap) runPages(a uintptr) uint32 {
+	page, _ := ph.pageOf(a)
+	return uint32(*ph.entry(page) >> 32)
+}
+
+// keepRun counts a run of np pages freed while its owner keeps it out of
+// the free set, marked as it is, to use again (guard.go's spare runs);
+// reuseRun counts it allocated again, and dropRun gives the kept run that
+// starts at a to the free set.
+func (ph *pageHeap) keepRun(np uint32) {
+	ph.mu.Lock()
+	ph.uncountRun(np)
+	ph.mu.Unlock()
+}
+
+func (ph *pageHeap) reuseRun(np uint32) error {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	if ph.closed { // Close unmapped it
+		return ErrClosed
+	}
+	ph.countRun(np)
+	return nil
+}
+
+func (ph *pageHeap) dropRun(a uintptr) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	if !ph.closed {
+		page, _ := ph.pageOf(a)
+		ph.release(page, uint32(*ph.entry(page)>>32))
+	}
+}
+
+// countRun and uncountRun add a run of np pages to the census and take it
+// out. Called with mu held.
+func (ph *pageHeap) countRun(np uint32) {
+	ph.largeAllocs.Add(1)
+	ph.largePages.Add(uint64(np))
+}
+
+func (ph *pageHeap) uncountRun(np uint32) {
+	ph.largeFrees.Add(1)
+	ph.largePages.Add(-uint64(np))
+}
+
 // addRun adds the n free pages at first, whose words are already set and
 // which r describes, to the free set, merged with the free runs on either
 // side. The gap page after each region is never free, so no merge crosses
@@ -301,143 +448,4 @@ func merged(a, b freeRun) freeRun {
 		return b
 	}
 	return a
-}
-
-// before reports whether tick a comes before tick b: ticks are compared
-// modulo 2^32, which is exact while they are less than 2^31 ticks apart.
-func before(a, b uint32) bool { return int32(a-b) < 0 }
-
-// tickAt is the release tick that holds clock time ns.
-func (ph *pageHeap) tickAt(ns int64) uint32 { return uint32(max(ns, 0) / ph.tick) }
-
-// arm makes sure the timer will release the pages freed in tick t, now or
-// earlier being the clock's time. Called with mu held.
-func (ph *pageHeap) arm(now int64, t uint32) {
-	if ph.timer != nil || ph.closed {
-		return // an armed timer is due no later than any page freed since
-	}
-	// Tick t unwrapped (it is at most now's), then its end, then a whole
-	// delay on.
-	nowT := max(now, 0) / ph.tick
-	full := nowT + int64(int32(t-uint32(nowT)))
-	ph.timerAt = (full+1)*ph.tick + int64(ph.delay)
-	ph.timer = time.AfterFunc(time.Duration(max(ph.timerAt-now, 0)), ph.onTimer)
-}
-
-// onTimer releases the pages due and re-arms itself for the oldest dirty
-// page left.
-func (ph *pageHeap) onTimer() {
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
-	ph.timer, ph.timerAt = nil, 0
-	if ph.closed {
-		return
-	}
-	now := ph.clock()
-	next, left, failed := ph.releaseDue(ph.tickAt(now-int64(ph.delay)), false)
-	if !left {
-		return
-	}
-	ph.arm(now, next)
-	if failed && ph.timerAt < now+int64(ph.delay) {
-		// madvise refused some pages: try them again a delay later, not at
-		// once.
-		ph.timer.Reset(ph.delay)
-		ph.timerAt = now + int64(ph.delay)
-	}
-}
-
-// releaseAll releases every dirty page now and returns how many it released.
-// Called with mu held.
-func (ph *pageHeap) releaseAll() uint64 {
-	was := ph.released
-	ph.releaseDue(0, true)
-	return ph.released - was
-}
-
-// releaseDue gives back to the operating system the dirty free pages freed
-// before tick cutoff (all of them, if all), and reports the oldest tick of
-// the dirty pages left, whether there are any, and whether a release failed.
-// Called with mu held.
-func (ph *pageHeap) releaseDue(cutoff uint32, all bool) (next uint32, left, failed bool) {
-	for first, r := range ph.free {
-		if !r.dirty {
-			continue
-		}
-		if all || before(r.oldest, cutoff) {
-			failed = !ph.releaseRun(first, &r, cutoff, all) || failed
-			ph.free[first] = r
-		}
-		if r.dirty {
-			if !left || before(r.oldest, next) {
-				next = r.oldest
-			}
-			left = true
-		}
-	}
-	ph.publishMapped()
-	return next, left, failed
-}
-
-// releaseRun gives back the dirty pages of free run r at first that were
-// freed before tick cutoff (all, if all), in as few madvise calls as there
-// are stretches of them, and brings r's dirty and oldest up to date. It
-// reports false if a release failed (those pages stay dirty). Called with
-// mu held.
-func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool) bool {
-	due := func(e uint64) bool { return e&pageDirty != 0 && (all || before(uint32(e>>32), cutoff)) }
-	ok := true
-	r.dirty = false
-	keep := func(e uint64) {
-		if t := uint32(e >> 32); !r.dirty || before(t, r.oldest) {
-			r.oldest = t
-		}
-		r.dirty = true
-	}
-	for i := uint32(0); i < r.pages; {
-		e := *ph.entry(first + i)
-		if !due(e) {
-			if e&pageDirty != 0 {
-				keep(e)
-			}
-			i++
-			continue
-		}
-		j := i + 1
-		for j < r.pages && due(*ph.entry(first + j)) {
-			j++
-		}
-		if err := osmem.Release(ptr(ph.addr(first+i)), uintptr(j-i)<<pageShift); err != nil {
-			// The pages stay usable; count them as still mapped.
-			for k := i; k < j; k++ {
-				keep(*ph.entry(first + k))
-			}
-			ok = false
-		} else {
-			for k := i; k < j; k++ {
-				*ph.entry(first + k) = 0
-			}
-			ph.released += uint64(j - i)
-			if ph.shadowed { // their records are all none: zero pages say so too
-				rg := ph.region(first + i)
-				_ = osmem.Release(unsafe.Add(rg.shadow, uintptr(first+i-rg.first)<<pageShift), uintptr(j-i)<<pageShift)
-			}
-		}
-		i = j
-	}
-	return ok
-}
-
-// newSpanID hands out a span struct. Called with mu held.
-func (ph *pageHeap) newSpanID() (uint32, bool) {
-	if n := len(ph.spanIDs); n > 0 {
-		id := ph.spanIDs[n-1]
-		ph.spanIDs = ph.spanIDs[:n-1]
-		return id, true
-	}
-	if ph.nextSpan >= ph.maxSpan {
-		return 0, false
-	}
-	ph.nextSpan++
-	return ph.nextSpan, true
 }

@@ -84,8 +84,7 @@ func (h *Heap) checkNotFree(a uintptr) {
 	case c == 0:
 		panic(fmt.Sprintf("offheap: Realloc of %#x, which is not allocated (already freed, or never handed out)", a))
 	case c-1 < numClasses-1 && c != 1:
-		o := uint64(a&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
-		if o%uint64(classSize[c]) == 0 && *(*uint64)(ptr(a + 8)) == h.key {
+		if _, into := blockIn(a, e, &classInfos[c]); into == 0 && *(*uint64)(ptr(a + 8)) == h.key {
 			h.checkFree(a, c) // the key: free, or live data that holds it
 		}
 	}
@@ -103,12 +102,13 @@ func resizeInPlace(b []byte, n int) []byte {
 // keeps reports whether the block of a fast heap that starts at a is the
 // size a block for n bytes would be, so that Realloc can hand it back as it
 // is. It is false for anything Free would refuse, for a block that holds the
-// double-free key, and for a block the checker owns (every block of a
-// checked heap, the guarded ones of a sampled heap).
-// The block is the caller's, so its pagemap entry cannot change meanwhile.
+// double-free key, and for a block the checker owns: every block of a
+// checked heap (its fastSize is 0), the guarded ones of a sampled heap
+// (their class is neither large nor small). The block is the caller's, so
+// its pagemap entry cannot change meanwhile.
 func (h *Heap) keeps(a uintptr, n int) bool {
 	off := a - h.base
-	if off >= atomic.LoadUintptr(&h.fastSize) || (h.chk != nil && h.chk.owns(a)) {
+	if off >= atomic.LoadUintptr(&h.fastSize) {
 		return false
 	}
 	e := *h.pages.entry(uint32(off >> pageShift))
@@ -118,12 +118,11 @@ func (h *Heap) keeps(a uintptr, n int) bool {
 		// The first page of a run holds its length; a later page has 1<<8.
 		return ok && n > maxSmall && uint32(e)>>8 == 0 && off&(pageSize-1) == 0 && uint32(e>>32) == np
 	case c-1 < numClasses-1:
-		o := uint64(off&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
 		ci := &classInfos[c]
-		q := o * ci.divMul >> 40
+		q, into := blockIn(a, e, ci)
 		// A block whose second word holds the double-free key (doublefree.go)
 		// is probably free: Realloc moves it, and its Free says.
-		return q*uint64(ci.size) == o && q < uint64(ci.blocks) && n <= maxSmall && sizeClass(n) == c &&
+		return into == 0 && q < uint64(ci.blocks) && n <= maxSmall && sizeClass(n) == c &&
 			(c == 1 || *(*uint64)(ptr(a + 8)) != h.key)
 	}
 	return false

@@ -34,30 +34,19 @@ func (c *checker) checkRef(a uintptr, n uint64, op string) {
 // starts at a. A small block's record is read without a lock, as Lookup
 // reads it: the state with an atomic load, and the rest are only reported.
 func (c *checker) refRecord(a uintptr) (state uint32, size int, alloc, free stackID, known bool) {
-	if c.all {
-		if r, start, _ := c.recOf(a); r != nil {
-			state = atomic.LoadUint32(&r.state)
-			if !start || r.addr != a {
-				return 0, 0, 0, 0, false
-			}
-			return state, int(r.size), r.alloc, r.free, state != stateNone
-		}
-	}
-	sh := c.shard(a)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	r := sh.recs[a]
-	if r == nil {
+	start, _, r := c.blockOf(a)
+	if r == nil || start != a {
 		return 0, 0, 0, 0, false
 	}
-	return uint32(r.state), r.size, r.alloc, r.free, true
+	state = atomic.LoadUint32(&r.state)
+	return state, int(r.size), r.alloc, r.free, state != stateNone
 }
 
 // refUnknown says why no live block starts at a, completing "... of %#x,
 // which ...".
 func (c *checker) refUnknown(a uintptr) string {
-	if a-c.base < c.size {
-		if start, ok := c.blockStart(a); ok && start != a {
+	if c.h.pages.contains(a) {
+		if start, _, _ := c.blockOf(a); start != 0 && start != a {
 			return fmt.Sprintf("is not the start of a block: it is %d bytes into the block at %#x", a-start, start)
 		}
 		return "is not a live block of this heap (never handed out, or freed long ago and out of quarantine)"

@@ -51,9 +51,9 @@ type region struct {
 	bytes uintptr // bytes reserved: pages << pageShift
 	first uint32  // virtual page of base
 	pages uint32
-	// shadow is, in a checked heap, the region's part of the checker's
-	// record table: bytes long, mirroring the region byte for byte
-	// (checked_small.go). nil otherwise.
+	// shadow is, in a heap with a checker, the region's part of the
+	// checker's record table: bytes long, mirroring the region byte for
+	// byte (checked_record.go). nil otherwise.
 	shadow unsafe.Pointer
 }
 
@@ -141,6 +141,17 @@ func mapRegion(n uintptr) (unsafe.Pointer, error) {
 	return ptr(a + head), nil
 }
 
+// mapShadow maps a checked heap's part of the record table for a region of
+// n bytes (region.shadow), read-write and zero, backed only as records are
+// written.
+func mapShadow(n uintptr) (unsafe.Pointer, error) {
+	p, err := osmem.Map(n)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errNoMeta, err)
+	}
+	return p, nil
+}
+
 // unmapRegion gives back a region mapRegion made.
 func unmapRegion(p unsafe.Pointer, n uintptr) error {
 	return osmem.Unmap(p, n)
@@ -211,9 +222,9 @@ func (ph *pageHeap) addRegion(n uint32) error {
 		return err
 	}
 	if ph.shadowed {
-		if r.shadow, err = osmem.Map(r.bytes); err != nil {
+		if r.shadow, err = mapShadow(r.bytes); err != nil {
 			unmapRegion(p, r.bytes)
-			return fmt.Errorf("%w: %w", errNoMeta, err)
+			return err
 		}
 	}
 	// The rest of the old region becomes a free run of zero pages.

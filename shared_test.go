@@ -501,7 +501,7 @@ func TestSharedOnReleasePanics(t *testing.T) {
 // Release), so when OnRelease runs legitimately it is exactly 0. It returns
 // an error describing every violation: OnRelease early, twice or never, a
 // panic in a worker, a leaked block.
-func sharedStressTrial(h *Heap, rng *rand.Rand, workers, rounds int, growProcs bool) error {
+func sharedStressTrial(h *Heap, rng *rand.Rand, workers, rounds int, growProcs bool, release func(Shared)) error {
 	var (
 		outstanding atomic.Int64
 		calls       atomic.Int32
@@ -567,7 +567,7 @@ func sharedStressTrial(h *Heap, rng *rand.Rand, workers, rounds int, growProcs b
 		runtime.Gosched() // a random moment: before, during or after the workers
 	}
 	outstanding.Add(-1)
-	if msg := sharedPanic(s.Release); msg != "" {
+	if msg := sharedPanic(func() { release(s) }); msg != "" {
 		fail("the creator's Release panicked: %s", msg)
 	}
 	wg.Wait()
@@ -588,18 +588,16 @@ func TestSharedHotStress(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range trials {
-		if err := sharedStressTrial(h, rng, 8, rounds, i%4 == 3); err != nil {
+		if err := sharedStressTrial(h, rng, 8, rounds, i%4 == 3, Shared.Release); err != nil {
 			t.Fatalf("trial %d: %v", i, err)
 		}
 	}
 }
 
 // TestSharedHotStressCatchesBrokenFold is the stress test's positive control:
-// with a fold that loses one slot, the trial must report a failure within a
-// bounded number of tries.
+// with a fold that loses one slot (releaseLosingSlot), the trial must report
+// a failure within a bounded number of tries.
 func TestSharedHotStressCatchesBrokenFold(t *testing.T) {
-	sharedBrokenFold = true
-	defer func() { sharedBrokenFold = false }()
 	rng := rand.New(rand.NewPCG(3, 4))
 	const tries = 50
 	for i := range tries {
@@ -609,7 +607,7 @@ func TestSharedHotStressCatchesBrokenFold(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = sharedStressTrial(h, rng, 8, 100, false)
+		err = sharedStressTrial(h, rng, 8, 100, false, Shared.releaseLosingSlot)
 		h.Close()
 		if err != nil {
 			t.Logf("caught after %d tries: %v", i+1, err)

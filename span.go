@@ -45,3 +45,49 @@ func (s *span) put(block uintptr) {
 	s.free = block
 	s.nfree++
 }
+
+// allocSpan makes a span for class c from the page heap's pages.
+func (ph *pageHeap) allocSpan(c uint8) (uint32, *span, error) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	if ph.closed {
+		return 0, nil, ErrClosed
+	}
+	id, ok := ph.newSpanID()
+	if !ok {
+		return 0, nil, ph.outOfSpace(uint64(classPages[c])<<pageShift, nil)
+	}
+	first, _, err := ph.alloc(uint32(classPages[c]), func(i uint32) uint64 {
+		return uint64(c) | uint64(i)<<8 | uint64(id)<<32
+	})
+	if err != nil {
+		ph.spanIDs = append(ph.spanIDs, id)
+		return 0, nil, err
+	}
+	s := ph.span(id)
+	*s = span{start: ph.addr(first), class: c}
+	return id, s, nil
+}
+
+// freeSpan gives an empty span's pages back to the page heap.
+func (ph *pageHeap) freeSpan(id uint32, s *span) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	first, _ := ph.pageOf(s.start)
+	ph.release(first, uint32(classPages[s.class]))
+	ph.spanIDs = append(ph.spanIDs, id)
+}
+
+// newSpanID hands out a span struct. Called with mu held.
+func (ph *pageHeap) newSpanID() (uint32, bool) {
+	if n := len(ph.spanIDs); n > 0 {
+		id := ph.spanIDs[n-1]
+		ph.spanIDs = ph.spanIDs[:n-1]
+		return id, true
+	}
+	if ph.nextSpan >= ph.maxSpan {
+		return 0, false
+	}
+	ph.nextSpan++
+	return ph.nextSpan, true
+}

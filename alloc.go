@@ -1,0 +1,197 @@
+package offheap
+
+// Alloc and its variants: the fast path (a pop from the P's magazine) and
+// the slow path, which serves everything else and is where checked mode,
+// sampling and the limit's reclaim come in.
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/offheap/offheap/internal/pin"
+)
+
+// Alloc returns n zeroed bytes with len and cap n, aligned to 16 bytes (8 for
+// n <= 8). It panics with an error whose message starts "offheap:" if n is
+// negative, the limit is reached or the heap is closed; TryAlloc returns that
+// error instead. Alloc(0) returns an empty, non-nil slice that Free ignores.
+//
+//go:nosplit
+func (h *Heap) Alloc(n int) []byte {
+	if a := h.allocFast(n); a != 0 {
+		return bytesAt(a, n)
+	}
+	b, err := h.allocSlow(n, true)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// AllocUnzeroed is Alloc without the zeroing, for callers that overwrite
+// every byte: the contents are whatever the block last held.
+//
+//go:nosplit
+func (h *Heap) AllocUnzeroed(n int) []byte {
+	// allocFast written out for a block left as it is: a call level costs
+	// a pair a nanosecond or two (BenchmarkPair64). TestAllocUnzeroedAgrees
+	// holds the two together.
+	if uint(n)-1 < maxSmall && n > 8 { // an 8-byte block has no word for the key: zeroing it costs no more
+		c := sizeClass(n)
+		pid := pin.Pin()
+		if m := h.mag(pid); m != nil {
+			if a := m.pop(c); a != 0 {
+				(*[2]uint64)(ptr(a))[1] = 0 // the double-free key (doublefree.go)
+				pin.Unpin()
+				return bytesAt(a, n)
+			}
+		}
+		pin.Unpin()
+	} else if a := h.allocFast(n); a != 0 {
+		return bytesAt(a, n)
+	}
+	b, err := h.allocSlow(n, false)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// TryAlloc is Alloc returning an error instead of panicking: errors.Is(err,
+// ErrLimit), ErrClosed or ErrSize.
+func (h *Heap) TryAlloc(n int) ([]byte, error) {
+	if a := h.allocFast(n); a != 0 {
+		return bytesAt(a, n), nil
+	}
+	return h.allocSlow(n, true)
+}
+
+// allocFast pops a block for a small request from the current P's magazine
+// and zeroes it, or returns 0. This and Free's first half are the fast
+// path: read them top to bottom.
+//
+// The fast path's functions (Alloc, AllocUnzeroed, allocFast, Free) are
+// nosplit: no stack check in their prologue, which the linker allows since
+// their frames are small and every call they make is nosplit or a slow path
+// that checks its own; and no safe point before that call, which Free needs
+// (see there).
+//
+//go:nosplit
+func (h *Heap) allocFast(n int) uintptr {
+	if uint(n)-1 >= maxSmall {
+		return 0 // 0, negative or large
+	}
+	c := sizeClass(n)
+	pid := pin.Pin()
+	if m := h.mag(pid); m != nil {
+		if a := m.pop(c); a != 0 {
+			// Zeroed while pinned, since a racing Close may unmap the block
+			// once we are not (closing.go): at most maxSmall bytes, which
+			// is what the runtime itself clears between preemption points.
+			// The double-free key goes too (doublefree.go): n > 8 bytes
+			// from the start reach its word.
+			clear(bytesAt(a, n))
+			pin.Unpin()
+			return a
+		}
+	}
+	pin.Unpin()
+	return 0
+}
+
+// allocSlow serves every Alloc the fast path did not: an empty magazine,
+// magazines off, a large or odd size, a closed heap.
+func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
+	switch {
+	case h.closed.Load():
+		return nil, ErrClosed
+	case n < 0:
+		return nil, fmt.Errorf("%w: negative size %d", ErrSize, n)
+	case n == 0:
+		return []byte{}, nil
+	}
+	// A refusal by the limit is tried once more after the heap gets back
+	// the free memory it keeps (reclaim.go).
+	var rc reclaimTry
+	if c := h.chk; c != nil && c.takes(n) {
+		// The checker's allocations (all in checked mode, the sampled ones
+		// otherwise), with the stack walked from this frame: it starts at
+		// the caller of Alloc (checked.go).
+		var s stack
+		st := intern(&s, s.fill(fpStack(&s.pcs)))
+		if c.plainSmall(n) {
+			if b, err := c.allocSmall(n, zero, st); err == nil {
+				return b, nil
+			} // else alloc tries again, and says why
+		}
+		for {
+			b, err := c.alloc(n, zero, st)
+			if err == nil || !errors.Is(err, ErrLimit) || !rc.again(h, n) {
+				return b, err
+			}
+		}
+	}
+	for {
+		var b []byte
+		var err error
+		switch {
+		case n > maxSmall:
+			b, err = h.allocBig(n, zero)
+		default:
+			c := sizeClass(n)
+			var a uintptr
+			if h.mags.on { // smallBlock, written out: a call fewer (BenchmarkPair64, arm=offheap-nomag)
+				a, err = h.refill(c)
+			} else {
+				a, err = h.central[c].getOne(h)
+			}
+			if err == nil {
+				if !h.prepare(a, n, zero) {
+					return nil, ErrClosed
+				}
+				b = bytesAt(a, n)
+			}
+		}
+		if err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, ErrLimit) || !rc.again(h, n) {
+			return nil, err
+		}
+	}
+}
+
+// prepare readies the n bytes at a that the central list handed out, unless
+// the heap is closed: it zeroes them (the key too, as allocFast does), or
+// with zero false clears only the key. A racing Close may have unmapped the
+// block since the central lock was released, so prepare is nosplit, as
+// Free, and sees the heap open before it touches the block (closing.go):
+// memclr is its only call, and is not preemptible.
+//
+//go:nosplit
+//go:noinline
+func (h *Heap) prepare(a uintptr, n int, zero bool) bool {
+	if h.closed.Load() {
+		return false
+	}
+	if zero {
+		clear(bytesAt(a, n))
+	} else if n > 8 {
+		*(*uint64)(ptr(a + 8)) = 0
+	}
+	return true
+}
+
+// allocBig serves a large block, between enter and exit: it may clear
+// gigabytes, too long to hold a P pinned.
+func (h *Heap) allocBig(n int, zero bool) ([]byte, error) {
+	if !h.enter() {
+		return nil, ErrClosed
+	}
+	defer h.exit()
+	a, err := h.allocLarge(n, zero, classLarge)
+	if err != nil {
+		return nil, err
+	}
+	return bytesAt(a, n), nil
+}

@@ -1,0 +1,317 @@
+package offheap
+
+// What checked mode reports: the errors Free panics with and Close returns,
+// and Lookup's view of a block, built from the records (checked_record.go)
+// and the stacks they name (checked_depot.go).
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// ErrorKind says what a MemoryError caught.
+type ErrorKind int
+
+const (
+	// DoubleFree is a Free of a block that was already freed.
+	DoubleFree ErrorKind = iota + 1
+	// InvalidFree is a Free of an address that is not the start of a live
+	// block of any checked heap: a slice of the Go heap, b[1:], or a block
+	// freed so long ago that the heap has forgotten it.
+	InvalidFree
+	// ForeignFree is a Free of a block that another heap allocated.
+	ForeignFree
+	// WriteAfterFree is a write into a block after it was freed, found when
+	// the block leaves the quarantine or at Close.
+	WriteAfterFree
+	// Corrupted is a block whose trailing canary (an unsafe write past its
+	// length) or whose metadata was overwritten.
+	Corrupted
+	// UseAfterFree is a handle to a freed block resolved: Heap.Ref of a
+	// freed block, or Heap.Bytes of a Ref to one.
+	UseAfterFree
+)
+
+// String names the kind in words: "double free", "invalid free", and so on.
+func (k ErrorKind) String() string {
+	switch k {
+	case DoubleFree:
+		return "double free"
+	case InvalidFree:
+		return "invalid free"
+	case ForeignFree:
+		return "foreign free"
+	case WriteAfterFree:
+		return "write after free"
+	case Corrupted:
+		return "corrupted block"
+	case UseAfterFree:
+		return "use after free"
+	}
+	return fmt.Sprintf("ErrorKind(%d)", int(k))
+}
+
+// MemoryError is what a checked heap's Free panics with (and Close returns,
+// for writes after free found in quarantine; Ref and Bytes panic with it for
+// a freed block). Recover it with errors.As.
+type MemoryError struct {
+	Kind       ErrorKind // what went wrong
+	Addr       uintptr   // the address freed, or the block written after free
+	Size       int       // the block's size in bytes, 0 if unknown
+	AllocStack string    // where the block was allocated ("" if unknown)
+	FreeStack  string    // where it was first freed, for DoubleFree and WriteAfterFree
+	// AgainStack is where the Free that was refused was called, for
+	// DoubleFree: the second Free, the one to look at first.
+	AgainStack string
+	detail     string
+}
+
+// Error names the kind, address and size, and prints the stacks.
+func (e *MemoryError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "offheap: %s of %#x", e.Kind, e.Addr)
+	if e.Size > 0 {
+		fmt.Fprintf(&b, " (%d bytes)", e.Size)
+	}
+	if e.detail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.detail)
+	}
+	for _, st := range [...]struct{ head, stack string }{
+		{"\n\nallocated at:\n", e.AllocStack},
+		{"\nfirst freed at:\n", e.FreeStack},
+		{"\nfreed again at:\n", e.AgainStack},
+	} {
+		if st.stack != "" {
+			b.WriteString(st.head)
+			b.WriteString(st.stack)
+		}
+	}
+	return b.String()
+}
+
+// Leak is a block still live when its heap was closed.
+type Leak struct {
+	Addr  uintptr // the block's start
+	Size  int     // the size it was allocated with
+	Stack string  // where it was allocated
+}
+
+// LeakError is what Close returns for a checked (or sampled) heap that still
+// has live blocks: every one, by address. A sampled heap knows only its
+// sampled blocks.
+type LeakError struct {
+	Leaks []Leak
+}
+
+// maxLeaksShown is how many leaks Error prints with their stacks.
+const maxLeaksShown = 10
+
+// Error counts the leaks and prints the first few with their stacks.
+func (e *LeakError) Error() string {
+	total := 0
+	for _, l := range e.Leaks {
+		total += l.Size
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "offheap: %d blocks (%d bytes) still live at Close", len(e.Leaks), total)
+	for i, l := range e.Leaks {
+		if i == maxLeaksShown {
+			fmt.Fprintf(&b, "\n\n... and %d more", len(e.Leaks)-i)
+			break
+		}
+		fmt.Fprintf(&b, "\n\n%d bytes at %#x, allocated at:\n%s", l.Size, l.Addr, l.Stack)
+	}
+	return b.String()
+}
+
+// BlockInfo describes a checked block: see Heap.Lookup.
+type BlockInfo struct {
+	Start      uintptr // the block's first byte
+	Size       int     // the size it was allocated with
+	Freed      bool    // freed, and still in quarantine (its address not yet reused)
+	Guarded    bool    // on pages of its own, with a guard page after it
+	AllocStack string  // where it was allocated
+	FreeStack  string  // where it was freed, if Freed
+}
+
+// Lookup reports the checked block that addr falls in (anywhere from its
+// start to the end of its underlying block; for a guard-page block, its guard
+// page included), live or freed but still in quarantine. It is how to name
+// the block behind a fault address (see GuardPages in guard.go). A fast heap,
+// a closed heap, and an address of no known block report false.
+func (h *Heap) Lookup(addr uintptr) (BlockInfo, bool) {
+	c := h.chk
+	if c == nil || !h.enter() {
+		return BlockInfo{}, false
+	}
+	defer h.exit()
+	return c.info(addr)
+}
+
+// allocStack returns where the block containing addr was allocated, or "" if
+// the heap does not know (fast mode). Shared uses it to name a handle's
+// origin when it is released past zero.
+func (h *Heap) allocStack(addr uintptr) string {
+	if info, ok := h.Lookup(addr); ok {
+		return info.AllocStack
+	}
+	return ""
+}
+
+// info describes the checked block that a falls in, if the checker knows
+// it. Called between enter and exit. A racy read of the record, fine for a
+// report: it is copied before it is formatted.
+func (c *checker) info(a uintptr) (BlockInfo, bool) {
+	start, cl, r := c.blockOf(a)
+	if r == nil {
+		return BlockInfo{}, false
+	}
+	st, size, alloc, free := atomic.LoadUint32(&r.state), r.size, r.alloc, r.free
+	if st != stateLive && st != stateFreed {
+		return BlockInfo{}, false
+	}
+	info := BlockInfo{Start: start, Size: int(size), Freed: st == stateFreed, Guarded: cl == classGuarded, AllocStack: alloc.String()}
+	if info.Freed {
+		info.FreeStack = free.String()
+	}
+	return info, true
+}
+
+// unknownFree builds the error for a Free of an address with no live or
+// freed record. Called between enter and exit.
+func (c *checker) unknownFree(a uintptr) *MemoryError {
+	if c.h.pages.contains(a) {
+		if start, _, _ := c.blockOf(a); start != 0 && start != a {
+			if sharedBlock(start, a) {
+				return &MemoryError{Kind: InvalidFree, Addr: a,
+					detail: "the bytes of a Shared: a Shared is freed by its last Release, not by Free"}
+			}
+			if info, ok := c.info(start); ok {
+				return &MemoryError{Kind: InvalidFree, Addr: a, Size: info.Size, AllocStack: info.AllocStack,
+					detail: fmt.Sprintf("not the start of a block: it is %d bytes into the block at %#x", a-start, start)}
+			}
+		}
+		return &MemoryError{Kind: InvalidFree, Addr: a,
+			detail: "not allocated: not a live block of this heap (never handed out, or freed long ago and out of quarantine)"}
+	}
+	if other := lookupHeap(a); other != nil {
+		e := &MemoryError{Kind: ForeignFree, Addr: a, detail: "this heap did not allocate it: the block belongs to another heap"}
+		if info, ok := other.h.Lookup(a); ok {
+			e.Size, e.AllocStack = info.Size, info.AllocStack
+		}
+		return e
+	}
+	return &MemoryError{Kind: InvalidFree, Addr: a,
+		detail: "this heap did not allocate it, nor did any other checked heap (Go memory, or a fast heap's): " + appendMoved}
+}
+
+// notLive builds the error for a Free, by a caller at again, of the block a
+// whose record r is not live. Called between enter and exit.
+func (c *checker) notLive(a uintptr, r *record, again stackID) *MemoryError {
+	switch atomic.LoadUint32(&r.state) {
+	case stateFreed, stateFreeing:
+		e := &MemoryError{Kind: DoubleFree, Addr: a, Size: int(r.size), detail: "the block is not allocated (already freed)"}
+		e.AllocStack, e.FreeStack, e.AgainStack = r.alloc.String(), r.free.String(), again.String()
+		return e
+	case stateNone:
+		return c.unknownFree(a)
+	}
+	return &MemoryError{Kind: Corrupted, Addr: a, detail: "its metadata was overwritten (invalid state); the block is left as it is"}
+}
+
+// corrupted is the error for a Free of the block at a whose record's seal
+// does not hold.
+func corrupted(a uintptr) *MemoryError {
+	return &MemoryError{Kind: Corrupted, Addr: a, detail: "its metadata was overwritten (checksum mismatch); the block is left as it is"}
+}
+
+// overrun is the error for a Free of the block at a, of size bytes and
+// allocated at alloc, whose canary was overwritten.
+func overrun(a uintptr, size uint64, alloc stackID) *MemoryError {
+	return &MemoryError{Kind: Corrupted, Addr: a, Size: int(size), AllocStack: alloc.String(),
+		detail: "the bytes past its length were overwritten (an unsafe write past len); the block is freed"}
+}
+
+// writeAfterFree is the error for the block at a, of pagemap class cl, that
+// left the quarantine with the first n bytes' poison overwritten.
+func (c *checker) writeAfterFree(a uintptr, cl uint8, n uintptr) *MemoryError {
+	e := &MemoryError{Kind: WriteAfterFree, Addr: a, detail: "a freed block in quarantine was written to"}
+	if cl != classArena { // an arena's run has no record
+		r := c.rec(a)
+		e.Size, e.AllocStack, e.FreeStack = int(r.size), r.alloc.String(), r.free.String()
+	}
+	if first := firstDiff(bytesAt(a, int(n))); first >= 0 {
+		e.detail = fmt.Sprintf("byte %d of the freed block was overwritten (found when it left the quarantine)", first)
+	}
+	return e
+}
+
+// leaks lists every block still live, by address: the carved blocks of
+// every span and the block of every run whose record is live; in a sampled
+// heap, whose checker has records of guarded blocks alone, those. Called by
+// Close once nothing else runs on the heap.
+func (c *checker) leaks() []Leak {
+	var leaks []Leak
+	found := func(a uintptr, r *record) {
+		if c.live(r, a) {
+			leaks = append(leaks, Leak{Addr: a, Size: int(r.size), Stack: r.alloc.String()})
+		}
+	}
+	ph := &c.h.pages
+	ph.inUse(func(page uint32, e uint64) {
+		switch cl := uint8(e); {
+		case !c.all && cl != classGuarded:
+		case cl < numClasses:
+			s := ph.span(uint32(e >> 32))
+			size := uintptr(classSize[cl])
+			for q := uintptr(0); q < uintptr(s.carved); q++ {
+				found(s.start+q*size, c.rec(s.start+q*size))
+			}
+		case cl == classLarge:
+			found(ph.addr(page), c.rec(ph.addr(page)))
+		case cl == classGuarded:
+			if a, r := c.guardedBlock(ph.addr(page)); r != nil {
+				found(a, r)
+			}
+		}
+	})
+	slices.SortFunc(leaks, func(x, y Leak) int { return cmp.Compare(x.Addr, y.Addr) })
+	return leaks
+}
+
+// The registry of checked heaps, for ForeignFree.
+var registry struct {
+	mu    sync.Mutex
+	heaps []*checker
+}
+
+func register(c *checker) {
+	registry.mu.Lock()
+	registry.heaps = append(registry.heaps, c)
+	registry.mu.Unlock()
+}
+
+func unregister(c *checker) {
+	registry.mu.Lock()
+	if i := slices.Index(registry.heaps, c); i >= 0 {
+		registry.heaps = slices.Delete(registry.heaps, i, i+1)
+	}
+	registry.mu.Unlock()
+}
+
+// lookupHeap returns the checked heap whose address range holds a, or nil.
+func lookupHeap(a uintptr) *checker {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	for _, c := range registry.heaps {
+		if c.h.pages.contains(a) {
+			return c
+		}
+	}
+	return nil
+}

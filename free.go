@@ -1,0 +1,162 @@
+package offheap
+
+// Free: the fast path (the block start checked against the pagemap, the
+// double-free key, a push onto the P's magazine) and the slow path, which
+// serves everything else, refuses what is not a block of this heap, and is
+// where checked mode comes in.
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/offheap/offheap/internal/pin"
+)
+
+// Free returns the block that b starts to the heap. b must start where a
+// slice returned by this heap's Alloc started; its length does not matter:
+// a slice with a nonzero capacity frees the block it starts, b[:0]
+// included, and only a slice of capacity 0 (nil, or Alloc(0)'s) is ignored.
+// b must not be used afterwards. Free panics, leaving the heap intact, when
+// b was not allocated by this heap, does not start at a block, belongs to
+// an Arena or a Shared, or is already free (what fast mode checks, and
+// what it does not, is in the package doc: What Free checks).
+//
+//go:nosplit
+//go:noinline
+func (h *Heap) Free(b []byte) {
+	if cap(b) == 0 {
+		return
+	}
+	a := addrOf(b)
+	// Free is nosplit: up to its first call that can be preempted
+	// (freeToCentral, freeSlow), a stop of the world waits for it as for a
+	// pinned section. So the pagemap and the block, read after fastSize was
+	// seen nonzero (Close zeroes it, then quiesces), stay mapped meanwhile
+	// (closing.go).
+	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
+		e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
+		c := uint8(e)
+		if k := c - 2; k < numClasses-2 { // classes 2 and up: blocks of 16 bytes and more
+			ci := &(*[numClasses - 2]classInfo)(classInfos[2:])[k] // classInfos[c], no bounds check
+			if q, into := blockIn(a, e, ci); into != 0 || q >= uint64(ci.blocks) {
+				goto slow // not a block start
+			}
+			// The key in the block's second word marks it freed
+			// (doublefree.go): finding it sends the Free to the slow
+			// path's exact check.
+			kw := &(*[2]uint64)(ptr(a))[1]
+			if *kw == h.key {
+				goto slow
+			}
+			*kw = h.key
+		} else if q, into := blockIn(a, e, &classInfos[1]); c != 1 || into != 0 || q >= uint64(classInfos[1].blocks) {
+			goto slow // not a small block's start; 8-byte blocks have no second word, so no key
+		}
+		pid := pin.Pin()
+		if m := h.mag(pid); m != nil {
+			mc := &m.cls[c]
+			if k := mc.n; k < mc.cap {
+				m.slots[c][k%maxDepth] = a
+				mc.n = k + 1
+				mc.frees++
+				pin.Unpin()
+				return
+			}
+		}
+		pin.Unpin()
+		h.freeToCentral(a, c) // a full or missing magazine, or magazines off
+		return
+	}
+slow:
+	h.freeSlow(b)
+}
+
+// freeSlow handles every Free the fast path did not take: large blocks,
+// small blocks of the regions after the first (region.go), the key found, a
+// closed heap, and the addresses that are not a block start of this heap,
+// which panic.
+func (h *Heap) freeSlow(b []byte) {
+	a := addrOf(b)
+	if c := h.chk; c != nil && c.owns(a) { // all in checked mode, guarded blocks otherwise
+		var s stack // walked from this frame: it starts at the caller of Free (checked.go)
+		st := intern(&s, s.fill(fpStack(&s.pcs)))
+		if !c.all || !c.freeSmall(a, st) {
+			c.freeRun(a, st) // page runs, and every address the checker refuses
+		}
+		return
+	}
+	if !h.enter() {
+		panic(fmt.Errorf("%w: Free of %#x", ErrClosed, a))
+	}
+	defer h.exit()
+	page, ok := h.pages.pageOf(a)
+	if ok && uint8(*h.pages.entry(page)) == classArena {
+		panic(arenaFree(a))
+	}
+	if !ok {
+		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which this heap did not allocate: %s", a, cap(b), appendMoved))
+	}
+	e := *h.pages.entry(page)
+	c := uint8(e)
+	switch {
+	case c == classLarge:
+		h.freeLarge(a, classLarge)
+		return
+	case c-1 >= numClasses-1:
+		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which is not allocated (already freed, or never handed out)", a, cap(b)))
+	}
+	// A small block, found as Free's fast path finds one.
+	ci := &classInfos[c]
+	q, into := blockIn(a, e, ci)
+	if into == 0 && q < uint64(ci.blocks) {
+		h.freeSmall(a, c)
+		return
+	}
+	start := a - uintptr(into)
+	if sharedBlock(start, a) {
+		panic(fmt.Sprintf("offheap: Free of %#x, the bytes of a Shared: a Shared is freed by its last Release, not by Free", a))
+	}
+	panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %d bytes into the %d-byte block at %#x",
+		a, a-start, ci.size, start))
+}
+
+// arenaFree is what Free panics with for an address of an Arena's memory.
+func arenaFree(a uintptr) string {
+	return fmt.Sprintf("offheap: Free of %#x, which belongs to an Arena: an arena's memory is freed all at once, by the arena's Reset or Release", a)
+}
+
+// freeSmall frees the verified start a of a block of class c whose second
+// word holds the key: the exact check, then the key and the block's way to
+// the magazine or the central list. Called between enter and exit.
+func (h *Heap) freeSmall(a uintptr, c uint8) {
+	if c != 1 {
+		kw := (*uint64)(ptr(a + 8))
+		if *kw == h.key {
+			h.checkFree(a, c) // panics if the block is already free
+		}
+		*kw = h.key
+	}
+	h.freeToCentral(a, c)
+}
+
+// freeToCentral frees the verified start a of a block of class c, its key
+// written, that the magazine did not take: spilling half of a full
+// magazine, or straight to the central list with magazines off or none to
+// be had.
+func (h *Heap) freeToCentral(a uintptr, c uint8) {
+	if !h.mags.on || h.spill(a, c) != nil {
+		h.central[c].freeDirect(h, a)
+	}
+}
+
+// freeDirect frees one block straight into the central list and counts it;
+// on a closed heap it drops it (see get).
+func (c *central) freeDirect(h *Heap, a uintptr) {
+	c.mu.Lock()
+	if !h.closed.Load() {
+		c.putLocked(h, a)
+		c.frees.Add(1)
+	}
+	c.mu.Unlock()
+}
