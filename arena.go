@@ -13,8 +13,12 @@ package offheap
 //     advances next, unpins. No lock, no atomic, no shared cache line: the
 //     per-P states are padded to arenaLine bytes (two cache lines, because
 //     the adjacent-line prefetcher pairs lines) and live off-heap, in one
-//     heap block, like the heap's magazines. The race detector does not see
-//     off-heap memory; pinning is the synchronization.
+//     heap block, like the heap's magazines. Pinning is the
+//     synchronization, which the race detector cannot see: in race builds,
+//     where the heap's memory is Go memory it does see (race.go), the
+//     functions that touch a P's state pinned (Alloc, allocFast, allocSub)
+//     are go:norace, and the accesses they make, their clearing of claims
+//     included, are the allocator's own, hidden from it.
 //  2. Lanes of shared chunks (one atomic per refill). A P whose sub-chunk is
 //     too short claims the next arenaSub bytes of its lane's current chunk
 //     with one atomic add on the chunk's offset, clears them, and installs
@@ -337,6 +341,7 @@ func (a *Arena) lane() int {
 // empty, non-nil slice.
 //
 //go:nosplit
+//go:norace
 func (a *Arena) Alloc(n int) []byte {
 	// allocFast, written out: with the two calls to pin it cannot inline,
 	// and a second call level costs a measurable nanosecond.
@@ -374,6 +379,7 @@ func (a *Arena) TryAlloc(n int) ([]byte, error) {
 // then quiesces, cannot unmap the array under them (closing.go, way 1).
 //
 //go:nosplit
+//go:norace
 func (a *Arena) allocFast(n int) uintptr {
 	if ps := a.procs.Load(); ps != nil && n > 0 {
 		sz := uintptr(n+arenaAlign-1) &^ (arenaAlign - 1) // huge n wraps to a huge sz
@@ -436,6 +442,8 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 }
 
 // allocSub serves a small request by refilling the current P's sub-chunk.
+//
+//go:norace
 func (a *Arena) allocSub(sz uintptr) (uintptr, error) {
 	if a.procs.Load() == nil && a.installProcs() == nil {
 		return a.allocShared(sz, int(sz))

@@ -350,6 +350,7 @@ func (c *checker) fillRecord(a uintptr, n int, cl uint8, st stackID, zero bool) 
 	r.sum = c.recSum(a, uint32(n))
 	r.free = 0
 	r.state = stateLive
+	raceAcquire(ptr(a)) // race builds: after the block left the quarantine (race.go)
 	canary(c.canaryKey(a), a+uintptr(n), a+uintptr(classSize[cl]), true)
 	if zero {
 		clear(bytesAt(a, n))
@@ -447,6 +448,7 @@ func (c *checker) freeSmall(a uintptr) bool {
 	if c.poison {
 		poisonWords(a, usable)
 	}
+	raceRelease(ptr(a)) // race builds: to whoever pushes it out of the quarantine (race.go)
 	var out uintptr
 	if p := c.proc(pid); p != nil { // into the ring within the same pin
 		out = c.ringPush(pid, p, a, cl)
@@ -555,9 +557,13 @@ func (c *checker) ringPush(pid int, p *chkProc, a uintptr, cl uint8) uintptr {
 	osize := classSize[ocl]
 	p.qbytes -= uintptr(osize)
 	p.qclass[ocl]-- // leaves the census before the magazine counts it free
+	// Race builds: after its Free's poison, and before its next Alloc
+	// (race.go).
+	raceAcquire(ptr(out))
 	if m := c.mag(pid); m != nil && (!c.poison || poisonedWords(out, osize)) {
 		mc := &m.cls[ocl]
 		if k := mc.n; k < mc.cap {
+			raceRelease(ptr(out))
 			c.rec(out).state = stateNone
 			m.slots[ocl][k%maxDepth] = out
 			mc.n = k + 1
@@ -607,6 +613,7 @@ func (c *checker) releaseSmall(a uintptr, giveBack bool) error {
 	cl := uint8(*c.h.pages.entry(page))
 	usable := int(classSize[cl])
 	r, _, _ := c.recOf(a)
+	raceAcquire(ptr(a)) // race builds: after its Free's poison (race.go)
 	var err error
 	if c.poison && !poisonedWords(a, uint32(usable)) {
 		waf := &MemoryError{Kind: WriteAfterFree, Addr: a, Size: int(r.size),
@@ -621,6 +628,7 @@ func (c *checker) releaseSmall(a uintptr, giveBack bool) error {
 		return err
 	}
 	r.state = stateNone
+	raceRelease(ptr(a)) // race builds: to its next Alloc
 	c.pushBlock(a, cl)
 	return err
 }

@@ -34,7 +34,8 @@ package offheap
 //	[signal SIGSEGV: segmentation violation code=0x2 addr=0x7f3a1c2fe000 pc=0x4a1b2c]
 //
 // followed by the goroutine's traceback, which shows where the bad access
-// happened. To learn which block the address belonged to and where it was
+// happened. (Not in a race build: the heap is Go memory there, which
+// protectRegion leaves accessible; region_race.go.) To learn which block the address belonged to and where it was
 // allocated and freed, make the fault recoverable with
 // debug.SetPanicOnFault(true) on the goroutine that may fault: the fault then
 // panics with a runtime.Error that has an Addr() uintptr method, and
@@ -82,7 +83,6 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/offheap/offheap/internal/osmem"
 	"github.com/offheap/offheap/internal/pin"
 )
 
@@ -144,7 +144,7 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 			ph.largeAllocs.Add(1)
 			ph.largePages.Add(2)
 			ph.mu.Unlock()
-			if err := osmem.Commit(ptr(base), pageSize); err != nil {
+			if err := commitRegion(ptr(base), pageSize); err != nil {
 				c.releaseGuarded(base, 1) // counts it freed: Allocs and Frees stay paired
 				return 0, false, err
 			}
@@ -172,7 +172,7 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 		return 0, false, err
 	}
 	base = ph.addr(first)
-	if err := osmem.Protect(ptr(base+uintptr(np)<<pageShift), pageSize); err != nil {
+	if err := protectRegion(ptr(base+uintptr(np)<<pageShift), pageSize); err != nil {
 		c.releaseGuarded(base, np)
 		return 0, false, err
 	}
@@ -189,7 +189,7 @@ func guardBase(a uintptr) uintptr { return a &^ (pageSize - 1) }
 // inaccessible. If that fails (the kernel's mapping limit) the block is
 // still quarantined, only unprotected.
 func (c *checker) protectFreed(a uintptr, np uint32) {
-	_ = osmem.Protect(ptr(guardBase(a)), uintptr(np)<<pageShift)
+	_ = protectRegion(ptr(guardBase(a)), uintptr(np)<<pageShift)
 }
 
 // releaseGuarded gives back the run of the guarded block at a (or of the
@@ -215,7 +215,7 @@ func (c *checker) releaseGuarded(a uintptr, np uint32) {
 	}
 	// The page heap's free pages are read-write: its next user writes them.
 	// Should this fail, the pages stay out of the page heap (and counted).
-	if err := osmem.Commit(ptr(base), uintptr(np+1)<<pageShift); err != nil {
+	if err := commitRegion(ptr(base), uintptr(np+1)<<pageShift); err != nil {
 		return
 	}
 	ph.mu.Lock()
@@ -242,7 +242,7 @@ func (c *checker) dropSpareRuns() bool {
 	c.runMu.Unlock()
 	ph := &c.h.pages
 	for _, base := range spares {
-		if osmem.Commit(ptr(base), 2*pageSize) != nil {
+		if commitRegion(ptr(base), 2*pageSize) != nil {
 			continue // stays out of the page heap, as in releaseGuarded
 		}
 		ph.mu.Lock()

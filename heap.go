@@ -219,7 +219,7 @@ func (h *Heap) reserve(limit int64, size uintptr) error {
 			size = uintptr(min(uint64(limit), maxFirstRegion/2)) * 2
 		}
 	}
-	size = (size + pageSize - 1) &^ (pageSize - 1)
+	size = (firstRegionSize(size) + pageSize - 1) &^ (pageSize - 1)
 	var base unsafe.Pointer
 	var err error
 	for {
@@ -371,6 +371,7 @@ func (h *Heap) AllocUnzeroed(n int) []byte {
 			if k := mc.n; k != 0 && mc.hits != mc.sampleAt {
 				k--
 				a := m.slots[c][k%maxDepth]
+				raceAcquire(ptr(a)) // as in allocFast
 				mc.n = k
 				mc.hits++
 				(*[2]uint64)(ptr(a))[1] = 0 // the double-free key (doublefree.go)
@@ -429,6 +430,7 @@ func (h *Heap) allocFast(n int) uintptr {
 		if k := mc.n; k != 0 && mc.hits != mc.sampleAt {
 			k--
 			a := m.slots[c][k%maxDepth]
+			raceAcquire(ptr(a)) // race builds: after the block's last Free (race.go)
 			mc.n = k
 			mc.hits++
 			// Zeroed while pinned, since a racing Close may unmap the block
@@ -506,6 +508,7 @@ func (h *Heap) prepare(a uintptr, n int, zero bool) bool {
 	if h.closed.Load() {
 		return false
 	}
+	raceAcquire(ptr(a)) // race builds: after the block's last Free (race.go)
 	if zero {
 		clear(bytesAt(a, n))
 	} else if n > 8 {
@@ -590,6 +593,7 @@ func (h *Heap) Free(b []byte) {
 		} else if c != 1 || o%8 != 0 || o/8 >= uint64(classInfos[1].blocks) {
 			goto slow // not a small block's start; 8-byte blocks have no second word, so no key
 		}
+		raceRelease(ptr(a)) // race builds: to the block's next Alloc (race.go)
 		pid := pin.Pin()
 		if m := h.mag(pid); m != nil {
 			mc := &m.cls[c]
@@ -670,6 +674,7 @@ func (h *Heap) freeSmall(a uintptr, c uint8) {
 		}
 		*kw = h.key
 	}
+	raceRelease(ptr(a)) // as in Free
 	h.freeToCentral(a, c)
 }
 

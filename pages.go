@@ -176,7 +176,7 @@ func (ph *pageHeap) fresh(n uint32) (uint32, error) {
 		cur = rs.byPage[len(rs.byPage)-1]
 	}
 	first := cur.first + ph.frontier
-	if err := osmem.Commit(ptr(ph.addr(first)), uintptr(n)<<pageShift); err != nil {
+	if err := commitRegion(ptr(ph.addr(first)), uintptr(n)<<pageShift); err != nil {
 		return 0, err
 	}
 	ph.frontier += n
