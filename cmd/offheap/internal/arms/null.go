@@ -14,7 +14,7 @@ func init() {
 }
 
 // nullBuf is the largest block a shape asks for; larger requests use make.
-const nullBuf = 64 << 10
+const nullBuf = 256 << 10
 
 // null measures the loop around the allocator. Each worker gets a buffer of
 // its own (bench.PerWorker), so workers never write to shared memory.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -39,17 +40,18 @@ func svgFonts(svg []byte) []byte {
 	return bytes.ReplaceAll(svg, []byte("font-family:Liberation Sans;"), []byte("font-family:Liberation Sans,Arial,Helvetica,sans-serif;"))
 }
 
-// WritePlot draws one shape as an SVG, one panel per sub. A shape measured
+// WritePlot draws one shape as an SVG, one panel per sub. A sub measured
 // at several worker counts gets a line per row: workers on x, ns per op on
-// a log y axis (minimum of the runs). A shape measured at one worker count
+// a log y axis (minimum of the runs). A sub measured at one worker count
 // gets a horizontal bar per row, of ns per op or of the metric the shape
 // plots (Spec.Plot, median of the runs). Every value axis says whether
 // lower or higher is better.
 func WritePlot(w io.Writer, r *Report, sh ShapeInfo) error {
-	lines := len(sh.Workers) > 1 && sh.Plot == ""
 	var panels []*plot.Plot
 	var legends []plot.Legend
+	var lined []bool
 	for _, sub := range sh.Subs {
+		lines := sh.Plot == "" && len(sh.Workers) > 1
 		p := plot.New()
 		p.X.Label.TextStyle.Font.Size = labelSize
 		p.Y.Label.TextStyle.Font.Size = labelSize
@@ -69,11 +71,13 @@ func WritePlot(w io.Writer, r *Report, sh ShapeInfo) error {
 		legends = append(legends, p.Legend)
 		p.Legend = plot.NewLegend() // drawn beside the panel instead
 		panels = append(panels, p)
+		lined = append(lined, lines)
 	}
+	anyLines := slices.Contains(lined, true)
 	img := vgsvg.New(plotWidth, panelHeight*vg.Length(len(panels)))
 	dc := draw.New(img)
 	plotArea := draw.Crop(dc, leftMargin, 0, 0, 0)
-	if lines {
+	if anyLines {
 		plotArea = draw.Crop(plotArea, 0, -legendWidth, 0, 0)
 	}
 	grid := make([][]*plot.Plot, len(panels))
@@ -84,7 +88,7 @@ func WritePlot(w io.Writer, r *Report, sh ShapeInfo) error {
 	for i, p := range panels {
 		c := canvases[i][0]
 		p.Draw(c)
-		if lines {
+		if lined[i] {
 			l := legends[i]
 			l.Top, l.Left = true, true
 			l.TextStyle.Font.Size = labelSize
@@ -111,7 +115,7 @@ func linePanel(p *plot.Plot, r *Report, sh ShapeInfo, sub string) error {
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = logTicks{}
 	var ticks []plot.Tick
-	for _, nw := range sh.Workers {
+	for _, nw := range measuredWorkers(r, sh, sub) {
 		ticks = append(ticks, plot.Tick{Value: float64(nw), Label: fmt.Sprint(nw)})
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
@@ -134,6 +138,21 @@ func linePanel(p *plot.Plot, r *Report, sh ShapeInfo, sub string) error {
 	p.Y.Min /= 1.3
 	p.Y.Max *= 1.3
 	return nil
+}
+
+// measuredWorkers returns the worker counts at which some row of sub was
+// measured.
+func measuredWorkers(r *Report, sh ShapeInfo, sub string) []int {
+	var ws []int
+	for _, nw := range sh.Workers {
+		for _, row := range sh.Rows {
+			if r.Find(sh.Name, sub, row, nw) != nil {
+				ws = append(ws, nw)
+				break
+			}
+		}
+	}
+	return ws
 }
 
 // barPanel draws one sub as a horizontal bar per row, at the shape's first
@@ -206,8 +225,14 @@ func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ts
 }
 
-// tickLabel writes a tick's value as briefly as it can: 0.5, 2, 20, 200.
-func tickLabel(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+// tickLabel writes a tick's value as briefly as it can: 0.5, 2, 20, 200,
+// 50000 (not 5e+04).
+func tickLabel(v float64) string {
+	if v >= 1 && v < 1e7 && v == math.Trunc(v) {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
 
 // logTicks labels 1, 2 and 5 times each power of ten within the range, and
 // marks the other integer multiples as minor ticks: an axis that spans less

@@ -96,6 +96,18 @@ const (
 type Sub struct {
 	Name  string // a key=value fragment for benchmark names, e.g. "size=64"
 	Param any    // whatever the shape's Run needs to know about it
+	// FirstWorkers runs the sub at the shape's first worker count only (1
+	// by default): for a group whose scaling is not in question and whose
+	// slow rows would otherwise take much of the run.
+	FirstWorkers bool
+}
+
+// workers returns the worker counts sub runs at, of the shape's ws.
+func (sub Sub) workers(ws []int) []int {
+	if sub.FirstWorkers && len(ws) > 1 {
+		return ws[:1]
+	}
+	return ws
 }
 
 // Metric is an extra column of a shape's table (and a unit in results.txt):

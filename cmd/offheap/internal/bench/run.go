@@ -20,7 +20,7 @@ type Config struct {
 	Scale float64
 	// TrialTime is what one trial should take, at least roughly: before
 	// the first run of each (shape, sub, row) the runner times a trial at
-	// 1/16 size and shrinks the quick sizes (never below 1/20, never up)
+	// 1/16 size and shrinks the quick sizes (never below 1/500, never up)
 	// so that slow arms do not take minutes. ns/op stays comparable, and
 	// the size is then fixed over workers and runs. 0 means 50ms; negative
 	// turns calibration off. -long never calibrates.
@@ -149,8 +149,18 @@ func (p *plan) probeArms(r *Report) {
 	}
 	p.arms = live
 	for _, s := range p.shapes {
-		p.total += p.runs * len(s.rows(p.arms)) * len(s.Subs) * len(p.workersOf(s))
+		p.total += p.runs * len(s.rows(p.arms)) * trialsPerRow(s.Subs, p.workersOf(s))
 	}
+}
+
+// trialsPerRow is how many trials one run of one row makes: a trial per
+// sub and worker count the sub runs at.
+func trialsPerRow(subs []Sub, ws []int) int {
+	n := 0
+	for _, sub := range subs {
+		n += len(sub.workers(ws))
+	}
+	return n
 }
 
 func (p *plan) workersOf(s *shape) []int {
@@ -173,7 +183,7 @@ func (p *plan) runShape(r *Report, i int, s *shape) (ShapeInfo, error) {
 		info.Subs = append(info.Subs, sub.Name)
 	}
 	scales := map[calKey]float64{}
-	left := p.runs * len(info.Rows) * len(s.Subs) * len(info.Workers)
+	left := p.runs * len(info.Rows) * trialsPerRow(s.Subs, info.Workers)
 	for run := range p.runs {
 		for _, row := range info.Rows {
 			err := p.runRow(s, row, info.Workers, run, scales, func(m Measurement) {
@@ -219,7 +229,7 @@ func (p *plan) runRow(s *shape, row string, workers []int, run int, scales map[c
 		if f, ok := scales[key]; ok {
 			t.scale = f
 		}
-		for _, w := range workers {
+		for _, w := range sub.workers(workers) {
 			t.Workers = w
 			m, err := runTrial(s, &t, a)
 			if err != nil {
@@ -233,10 +243,12 @@ func (p *plan) runRow(s *shape, row string, workers []int, run int, scales map[c
 }
 
 // Calibration: the probe trial's fraction of the size, and the smallest
-// fraction of the quick size a trial is cut to.
+// fraction of the quick size a trial is cut to. Arms can be thousands of
+// times apart on one sub (a 256 KiB pair: 14 ns from a cache, 50 us from
+// make), so the floor is low.
 const (
 	calibDiv = 16
-	minCalib = 0.05
+	minCalib = 0.002
 )
 
 func (p *plan) calibrates(s *shape) bool {

@@ -2,10 +2,10 @@ package shapes
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/metrics"
 	"slices"
 	"time"
-	"unsafe"
 
 	"github.com/offheap/offheap"
 	"github.com/offheap/offheap/cmd/offheap/internal/bench"
@@ -15,8 +15,9 @@ func init() {
 	bench.RegisterWayShape(bench.WayShape{
 		Spec: bench.Spec{
 			Name: "gc",
-			Doc: "a live set of 32 B values (1M; -long 20M) held on the Go heap with pointers, in one pointer-free Go slab, or in offheap behind a " +
-				"[]uintptr index, while a churn loop replaces values and makes garbage: GC CPU share, cycles, p99 churn op",
+			Doc: "a live set of 32 B values (1M; -long 20M) held on the Go heap with pointers, in one pointer-free Go slab, in offheap behind a " +
+				"[]Ref index, or behind a map from uint64 keys (values from make, offheap values as []byte, offheap values as Refs), " +
+				"while a churn loop replaces values and makes garbage: GC CPU share, cycles, p99 churn op",
 			Work:    bench.FixedTotal,
 			Quick:   true,
 			Order:   80,
@@ -25,22 +26,30 @@ func init() {
 			Metrics: []bench.Metric{
 				{Name: gcCPU, Doc: "GC CPU share, % of all CPU time during the churn", Label: "GC CPU share, % of all CPU time"},
 				{Name: "gc-cycles", Doc: "garbage collections during the churn"},
+				{Name: gcForced, Doc: "one collection forced (runtime.GC) once the live set is built: the time to mark the live set, in ms"},
 				{Name: "p99-ns", Doc: "99th percentile of one churn op (replace a value, make 128 B of garbage), in ns"},
 				{Name: "total-ms", Doc: "the whole trial, building the live set included, in ms"},
 			},
 			Plot:      gcCPU,
 			FixedSize: true,
+			Verdicts:  gcVerdicts,
 		},
 		Ways: []bench.Way{
 			{Name: "go-pointers", Doc: "each value its own Go object, n pointers for every cycle to trace", Run: gcWayRun(gcPointers)},
 			{Name: "go-slab", Doc: "every value in one pointer-free []byte, nothing to trace", Run: gcWayRun(gcSlab)},
-			{Name: "offheap", Doc: "each value an offheap block behind a []uintptr index", Run: gcWayRun(gcOffheap)},
+			{Name: "offheap", Doc: "each value an offheap block behind a []offheap.Ref index, nothing to trace", Run: gcWayRun(gcOffheap)},
+			{Name: "map-make", Doc: "a map[uint64][]byte of values from make: n slice headers and n values to trace", Run: gcWayRun(gcMapMake)},
+			{Name: "map-offheap", Doc: "a map[uint64][]byte of offheap blocks: n slice headers to scan, pointing off the Go heap", Run: gcWayRun(gcMapOffheap)},
+			{Name: "map-ref", Doc: "a map[uint64]offheap.Ref of offheap blocks: no pointers, the map is never scanned", Run: gcWayRun(gcMapRef)},
 		},
 	})
 }
 
-// gcCPU is the gc shape's headline metric.
-const gcCPU = "gc-cpu-pct"
+// The gc shape's headline metric, and the cost of one collection.
+const (
+	gcCPU    = "gc-cpu-pct"
+	gcForced = "forced-gc-ms"
+)
 
 const (
 	gcValue   = 32  // bytes per value
@@ -65,7 +74,7 @@ type gcWay struct {
 func gcWayRun(newWay func(n, ops int) (gcWay, error)) func(t *bench.Trial) (bench.Sample, error) {
 	return func(t *bench.Trial) (bench.Sample, error) {
 		n := t.Size(1_000_000, 20_000_000)
-		ops := t.Size(2_000_000, 20_000_000)
+		ops := t.Size(1_000_000, 20_000_000)
 		way, err := newWay(n, ops)
 		if err != nil {
 			return bench.Sample{}, err
@@ -75,9 +84,13 @@ func gcWayRun(newWay func(n, ops int) (gcWay, error)) func(t *bench.Trial) (benc
 }
 
 func runGC(way gcWay, n, ops int) (bench.Sample, error) {
-
 	start := time.Now()
 	way.build(n)
+	// One collection with the live set built: what a cycle costs to mark
+	// it, and a start for the churn's window at the end of a cycle.
+	g0 := time.Now()
+	runtime.GC()
+	forced := time.Since(g0)
 	before := readGCMetrics()
 	lat := make([]int64, 0, ops/gcEvery+1)
 	r := bench.NewRand(1)
@@ -106,6 +119,7 @@ func runGC(way gcWay, n, ops int) (bench.Sample, error) {
 	slices.Sort(lat)
 	m := map[string]float64{
 		"gc-cycles": after.cycles - before.cycles,
+		gcForced:    float64(forced.Microseconds()) / 1000,
 		"p99-ns":    float64(lat[len(lat)*99/100]),
 		"total-ms":  float64(total.Microseconds()) / 1000,
 	}
@@ -115,11 +129,74 @@ func runGC(way gcWay, n, ops int) (bench.Sample, error) {
 	return bench.Sample{Ops: int64(ops), Elapsed: el, Metrics: m}, nil
 }
 
+// gcVerdicts judges what keeping Refs instead of slices in a map saves the
+// collector: the GC CPU share of the churn with a map[uint64]Ref against a
+// map[uint64][]byte of the same offheap blocks. The share is a median over
+// the runs; the figure is not judged when the runs' own ratios (each way
+// against the other in the same run) fall on both sides of the target.
+func gcVerdicts(r *bench.Report) []bench.Verdict {
+	const (
+		name   = "gc-map-ref"
+		figure = "GC CPU share during the churn, 1M offheap values behind a map: map[uint64]Ref / map[uint64][]byte"
+		target = "<= 0.33x"
+		limit  = 1.0 / 3
+	)
+	ref, why := find(r, "gc", "", "map-ref", 1)
+	sl, why2 := find(r, "gc", "", "map-offheap", 1)
+	if ref == nil || sl == nil {
+		return []bench.Verdict{bench.Skip(name, figure, target, missing(why, why2))}
+	}
+	a, okA := ref.Metrics[gcCPU]
+	b, okB := sl.Metrics[gcCPU]
+	if !okA || !okB || b <= 0 {
+		return []bench.Verdict{bench.Skip(name, figure, target, "no collection ended during the map ways' churn")}
+	}
+	v := bench.Verdict{Name: name, Figure: figure, Target: target, Value: a / b, Pass: a/b <= limit,
+		Measured: fmt.Sprintf("%.2fx (%.2f%% vs %.2f%%; one forced collection %s vs %s ms)",
+			a/b, a, b, bench.Num(ref.Metrics[gcForced]), bench.Num(sl.Metrics[gcForced]))}
+	if lo, hi, ok := runRatios(r, "gc", "map-ref", "map-offheap", gcCPU); ok && lo <= limit && hi > limit {
+		v.Inconclusive = true
+		v.Note = fmt.Sprintf("runs on both sides of the target (%.2f-%.2fx)", lo, hi)
+	}
+	return []bench.Verdict{v}
+}
+
+// runRatios returns the least and the greatest ratio, over the runs, of
+// metric in row a to metric in row b of the same run, at one worker.
+func runRatios(r *bench.Report, shape, a, b, metric string) (lo, hi float64, ok bool) {
+	byRun := map[int]map[string]float64{}
+	for _, m := range r.Samples {
+		v, has := m.Metrics[metric]
+		if m.Shape != shape || m.Workers != 1 || !has {
+			continue
+		}
+		if byRun[m.Run] == nil {
+			byRun[m.Run] = map[string]float64{}
+		}
+		byRun[m.Run][m.Row] = v
+	}
+	for _, run := range byRun {
+		va, hasA := run[a]
+		vb, hasB := run[b]
+		if !hasA || !hasB || vb <= 0 {
+			continue
+		}
+		x := va / vb
+		if !ok {
+			lo, hi, ok = x, x, true
+		}
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return lo, hi, ok
+}
+
 type gcMetrics struct{ gc, total, cycles float64 }
 
 // readGCMetrics reads the collector's CPU time against all CPU time, and
-// its cycle count. The runtime folds CPU time into these at the end of each
-// cycle, so a window's share is accurate to about one cycle.
+// its cycle count. The runtime updates both CPU times together, at the end
+// of each cycle's marking: a window that opens after a forced collection
+// covers exactly the cycles that end in it, and the mutator's time between
+// them, whatever the number of cycles.
 func readGCMetrics() gcMetrics {
 	s := []metrics.Sample{
 		{Name: "/cpu/classes/gc/total:cpu-seconds"},
@@ -176,48 +253,148 @@ func gcSlab(int, int) (gcWay, error) {
 	}, nil
 }
 
-// gcOffheap holds each value in its own offheap block, indexed by a
-// []uintptr: the index has no pointers, so the collector never looks into
-// it (a [][]byte would be n pointers to scan).
-func gcOffheap(n, ops int) (gcWay, error) {
+// gcHeap is the heap of one offheap way's trial, and its census check: the
+// heap must have counted the n values built and the ops replacements, and
+// hold nothing once the way has freed everything.
+type gcHeap struct {
+	*offheap.Heap
+	n, ops int
+}
+
+func newGCHeap(n, ops int) (gcHeap, error) {
 	h, err := offheap.NewHeap(offheap.Options{})
+	return gcHeap{h, n, ops}, err
+}
+
+// alloc returns a new value holding v.
+func (h gcHeap) alloc(v uint64) []byte {
+	b := h.Alloc(gcValue)
+	b[0] = byte(v)
+	return b
+}
+
+// done checks the census and closes the heap.
+func (h gcHeap) done() error {
+	st := h.Stats()
+	if want := uint64(h.n + h.ops); st.Allocs != want || st.InUseBytes != 0 || st.LiveBlocks != 0 {
+		h.Close()
+		return fmt.Errorf("census: %d allocations counted (want %d), %d bytes in %d blocks in use after freeing all",
+			st.Allocs, want, st.InUseBytes, st.LiveBlocks)
+	}
+	return h.Close()
+}
+
+// gcOffheap holds each value in its own offheap block, indexed by a
+// []offheap.Ref: the index has no pointers, so the collector never looks
+// into it (a [][]byte would be n pointers to scan).
+func gcOffheap(n, ops int) (gcWay, error) {
+	h, err := newGCHeap(n, ops)
 	if err != nil {
 		return gcWay{}, err
 	}
-	var idx []uintptr
+	var idx []offheap.Ref
 	return gcWay{
 		build: func(n int) {
-			idx = make([]uintptr, n)
+			idx = make([]offheap.Ref, n)
 			for i := range idx {
-				b := h.Alloc(gcValue)
-				b[0] = byte(i)
-				idx[i] = uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+				idx[i] = h.Ref(h.alloc(uint64(i)))
 			}
 		},
 		replace: func(i int, v uint64) {
-			h.Free(blockAt(idx[i]))
-			b := h.Alloc(gcValue)
-			b[0] = byte(v)
-			idx[i] = uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+			h.Free(h.Bytes(idx[i]))
+			idx[i] = h.Ref(h.alloc(v))
 		},
 		done: func() error {
-			for _, a := range idx {
-				h.Free(blockAt(a))
+			for _, r := range idx {
+				h.Free(h.Bytes(r))
 			}
-			st := h.Stats()
-			if want := uint64(n + ops); st.Allocs != want || st.InUseBytes != 0 {
-				h.Close()
-				return fmt.Errorf("census: %d allocations counted (want %d), %d bytes in use after freeing all", st.Allocs, want, st.InUseBytes)
-			}
-			return h.Close()
+			idx = nil
+			return h.done()
 		},
 	}, nil
 }
 
-// blockAt turns an index entry back into its block. The address is of
-// off-heap memory, which the collector neither moves nor frees, so holding it
-// as a uintptr is safe; the load through a pointer-typed view keeps vet's
-// unsafeptr check (meant for Go memory) quiet.
-func blockAt(a uintptr) []byte {
-	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&a))), gcValue)
+// gcMapMake indexes values from make by a map[uint64][]byte, as a cache
+// written without offheap does: the map's n slice headers and the n values
+// they point to, for every cycle to trace.
+func gcMapMake(int, int) (gcWay, error) {
+	var m map[uint64][]byte
+	return gcWay{
+		build: func(n int) {
+			m = make(map[uint64][]byte, n)
+			for i := range n {
+				b := make([]byte, gcValue)
+				b[0] = byte(i)
+				m[uint64(i)] = b
+			}
+		},
+		replace: func(i int, v uint64) {
+			b := make([]byte, gcValue)
+			b[0] = byte(v)
+			m[uint64(i)] = b
+		},
+		done: func() error { m = nil; return nil },
+	}, nil
+}
+
+// gcMapOffheap indexes offheap blocks by a map[uint64][]byte: the values
+// are off the Go heap, but each slice header in the map is a pointer, and
+// the collector scans all n of them every cycle to find that they point to
+// memory it does not own.
+func gcMapOffheap(n, ops int) (gcWay, error) {
+	h, err := newGCHeap(n, ops)
+	if err != nil {
+		return gcWay{}, err
+	}
+	var m map[uint64][]byte
+	return gcWay{
+		build: func(n int) {
+			m = make(map[uint64][]byte, n)
+			for i := range n {
+				m[uint64(i)] = h.alloc(uint64(i))
+			}
+		},
+		replace: func(i int, v uint64) {
+			k := uint64(i)
+			h.Free(m[k])
+			m[k] = h.alloc(v)
+		},
+		done: func() error {
+			for _, b := range m {
+				h.Free(b)
+			}
+			m = nil
+			return h.done()
+		},
+	}, nil
+}
+
+// gcMapRef indexes offheap blocks by a map[uint64]offheap.Ref: neither keys
+// nor values hold a pointer, so the collector never scans the map.
+func gcMapRef(n, ops int) (gcWay, error) {
+	h, err := newGCHeap(n, ops)
+	if err != nil {
+		return gcWay{}, err
+	}
+	var m map[uint64]offheap.Ref
+	return gcWay{
+		build: func(n int) {
+			m = make(map[uint64]offheap.Ref, n)
+			for i := range n {
+				m[uint64(i)] = h.Ref(h.alloc(uint64(i)))
+			}
+		},
+		replace: func(i int, v uint64) {
+			k := uint64(i)
+			h.Free(h.Bytes(m[k]))
+			m[k] = h.Ref(h.alloc(v))
+		},
+		done: func() error {
+			for _, r := range m {
+				h.Free(h.Bytes(r))
+			}
+			m = nil
+			return h.done()
+		},
+	}, nil
 }

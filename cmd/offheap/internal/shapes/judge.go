@@ -38,9 +38,18 @@ func missing(whys ...string) string {
 // sub, against "at most limit": the figures that compare offheap with what
 // programs use today.
 func oneWorker(r *bench.Report, name, figure, shape, sub, row, other string, limit float64) bench.Verdict {
+	return cellRatio(r, name, figure, shape, cell{sub, row}, cell{sub, other}, limit)
+}
+
+// cell names one row of one sub of a shape.
+type cell struct{ sub, row string }
+
+// cellRatio judges the time of cell a over that of cell b, both of shape
+// and at one worker, against "at most limit".
+func cellRatio(r *bench.Report, name, figure, shape string, ca, cb cell, limit float64) bench.Verdict {
 	target := fmt.Sprintf("<= %.2fx", limit)
-	a, why := find(r, shape, sub, row, 1)
-	b, why2 := find(r, shape, sub, other, 1)
+	a, why := find(r, shape, ca.sub, ca.row, 1)
+	b, why2 := find(r, shape, cb.sub, cb.row, 1)
 	if a == nil || b == nil {
 		return bench.Skip(name, figure, target, missing(why, why2))
 	}

@@ -15,24 +15,46 @@ type pairsMode struct {
 
 // The pairs sub names, used by the verdicts.
 const (
-	pairs64         = "size=64"
-	pairs64Unzeroed = "size=64-unzeroed"
-	pairsMix        = "size=16-4096"
+	pairs64          = "size=64"
+	pairs64Unzeroed  = "size=64-unzeroed"
+	pairsMix         = "size=16-4096"
+	pairs16KUnzeroed = "size=16384-unzeroed"
+	pairs64KUnzeroed = "size=65536-unzeroed"
 )
+
+// pairsLarge are the block sizes of the large pairs: 16 KiB, where most
+// allocators still cache blocks per thread, 64 KiB (fastcache's chunks, many
+// value buffers) and 256 KiB, the top of offheap's size classes (and of
+// tcmalloc's).
+var pairsLarge = []int{16 << 10, 64 << 10, 256 << 10}
+
+// pairsSubs lists the pairs shape's row groups: 64 B zeroed and unzeroed,
+// the mix, then each large size zeroed and unzeroed, at one worker: make
+// takes microseconds a pair there, and would take most of the shape's time
+// at every worker count.
+func pairsSubs() []bench.Sub {
+	subs := []bench.Sub{
+		{Name: pairs64, Param: pairsMode{size: 64}},
+		{Name: pairs64Unzeroed, Param: pairsMode{size: 64, unzeroed: true}},
+		{Name: pairsMix, Param: pairsMode{}},
+	}
+	for _, n := range pairsLarge {
+		subs = append(subs,
+			bench.Sub{Name: fmt.Sprintf("size=%d", n), Param: pairsMode{size: n}, FirstWorkers: true},
+			bench.Sub{Name: fmt.Sprintf("size=%d-unzeroed", n), Param: pairsMode{size: n, unzeroed: true}, FirstWorkers: true})
+	}
+	return subs
+}
 
 func init() {
 	bench.RegisterArmShape(bench.ArmShape{Spec: bench.Spec{
-		Name:  "pairs",
-		Doc:   "Alloc then Free, over and over: 64 B zeroed, 64 B unzeroed, and a 16 B-4 KiB mix",
-		Work:  bench.FixedTotal,
-		Quick: true,
-		Order: 10,
-		Unit:  "pair",
-		Subs: []bench.Sub{
-			{Name: pairs64, Param: pairsMode{size: 64}},
-			{Name: pairs64Unzeroed, Param: pairsMode{size: 64, unzeroed: true}},
-			{Name: pairsMix, Param: pairsMode{}},
-		},
+		Name:     "pairs",
+		Doc:      "Alloc then Free, over and over: 64 B zeroed and unzeroed, a 16 B-4 KiB mix, and 16, 64 and 256 KiB zeroed and unzeroed",
+		Work:     bench.FixedTotal,
+		Quick:    true,
+		Order:    10,
+		Unit:     "pair",
+		Subs:     pairsSubs(),
 		Verdicts: pairsVerdicts,
 	}, Run: runPairs,
 	})
@@ -53,9 +75,21 @@ var mixSizes = func() []int {
 
 func runPairs(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
 	mode := t.Sub.Param.(pairsMode)
-	total := t.Size(2_000_000, 20_000_000)
-	if mode.size == 0 {
+	var total int
+	switch {
+	case mode.size == 0:
 		total = t.Size(600_000, 6_000_000)
+	case mode.size < pairsLarge[0]:
+		total = t.Size(2_000_000, 20_000_000)
+	case mode.unzeroed:
+		// A block a cache keeps costs what a 64 B one does, a few ms a
+		// trial; make, which zeroes and collects, takes microseconds a
+		// pair, and calibration cuts its trials.
+		total = t.Size(100_000, 2_000_000)
+	default:
+		// Zeroing is most of a zeroed pair: the same bytes cleared per
+		// trial (256 MiB, in the cache) at every size.
+		total = t.Size(256<<20/mode.size, 4*(1<<30/mode.size))
 	}
 	el := bench.Parallel(t.Workers, func(w int) {
 		a := bench.ForWorker(arm, w)
@@ -98,6 +132,10 @@ func pairsVerdicts(r *bench.Report) []bench.Verdict {
 			"pairs", pairs64Unzeroed, "offheap", "sync-pool", 0.7),
 		needsIdleCore(oneWorker(r, "pairs-zeroed", "64 B pairs, 1 goroutine: offheap Alloc+Free / make",
 			"pairs", pairs64, "offheap", "go-make", 0.45), r))
+	// A block a per-P cache serves costs about the same whatever its size;
+	// one that goes to a page heap under a lock costs many times more.
+	vs = append(vs, cellRatio(r, "pairs-64k/16k", "AllocUnzeroed+Free pairs, 1 goroutine, offheap: 64 KiB / 16 KiB",
+		"pairs", cell{pairs64KUnzeroed, "offheap"}, cell{pairs16KUnzeroed, "offheap"}, 3))
 	vs = append(vs, checkCostVerdicts(r, "pairs", []string{pairs64})...)
 
 	// Scaling: fixed total work, so perfect scaling on 2 cores halves the
