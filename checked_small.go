@@ -68,6 +68,7 @@ func (c *checker) allocSmall(n int, zero bool, st stackID) ([]byte, error) {
 // its canary, its zeroing. Called pinned (see allocSmall).
 func (c *checker) fillSmall(a uintptr, n int, cl uint8, st stackID, zero bool) {
 	c.fill(a, uint64(n), st)
+	raceAcquire(ptr(a)) // race builds: after the block left the quarantine (race.go)
 	canary(c.canaryKey(a), a+uintptr(n), a+uintptr(classSize[cl]), true)
 	if zero {
 		clear(bytesAt(a, n))
@@ -108,6 +109,7 @@ func (c *checker) freeSmall(a uintptr, st stackID) bool {
 	r.free = st
 	r.state = stateFreed
 	poisonWords(a, usable)
+	raceRelease(ptr(a)) // race builds: to whoever takes it out of the quarantine (race.go)
 	var out ringSlot
 	if p := c.q.rings.get(pid); p != nil { // into the ring within the same pin
 		out = c.ringPush(pid, p, a, cl)
@@ -154,6 +156,7 @@ func (c *checker) ringPush(pid int, p *ring, a uintptr, cl uint8) ringSlot {
 	}
 	out := c.q.popSmall(p)
 	oa, ocl := out.addr(), out.class()
+	raceAcquire(ptr(oa)) // race builds: after its Free's poison (race.go); put releases it
 	if m := c.h.mag(pid); m != nil && poisonedWords(oa, classSize[ocl]) && m.put(ocl, oa) {
 		c.rec(oa).state = stateNone
 		return 0
