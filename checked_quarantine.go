@@ -207,7 +207,7 @@ func (c *checker) quarantineRun(a uintptr, cl uint8) error {
 func (c *checker) quarantineArena(a uintptr) {
 	poison(bytesAt(a, int(c.poisonLen(a, classArena))))
 	if err := c.quarantineRun(a, classArena); err != nil {
-		panic(err)
+		c.raise(err)
 	}
 }
 

@@ -101,7 +101,7 @@ func (c *checker) freeSmall(a uintptr, st stackID) bool {
 	if r.sum != c.seal(a, size) {
 		r.state = stateLive // leave the block as it is
 		pin.Unpin()
-		panic(corrupted(a))
+		c.raise(corrupted(a))
 	}
 	usable := classSize[cl]
 	intact := canary(c.canaryKey(a), a+uintptr(size), a+uintptr(usable), false)
@@ -126,7 +126,7 @@ func (c *checker) freeSmall(a uintptr, st stackID) bool {
 		c.releaseOut(out, corrupt)
 	}
 	if corrupt != nil {
-		panic(corrupt)
+		c.raise(corrupt)
 	}
 	return true
 }
@@ -140,9 +140,9 @@ func (c *checker) panicFree(a uintptr, start bool, r *record, st stackID) {
 	}
 	defer c.h.exit()
 	if !start {
-		panic(c.unknownFree(a))
+		c.raise(c.unknownFree(a))
 	}
-	panic(c.notLive(a, r, st))
+	c.raise(c.notLive(a, r, st))
 }
 
 // ringPush puts the freed small block a of class cl in P pid's ring p, for
@@ -197,7 +197,7 @@ func (c *checker) ringless(a uintptr, cl uint8, pid int) bool {
 	defer h.exit()
 	if pid >= maxProcs {
 		if err := c.quarantineRun(a, cl); err != nil {
-			panic(err)
+			c.raise(err)
 		}
 		return true
 	}
@@ -205,7 +205,7 @@ func (c *checker) ringless(a uintptr, cl uint8, pid int) bool {
 		// No memory for a ring, or a closing heap: give the block back at
 		// once (its poison is checked as it leaves).
 		if err := c.release(a, cl, true); err != nil {
-			panic(err)
+			c.raise(err)
 		}
 		return true
 	}
@@ -224,6 +224,6 @@ func (c *checker) releaseOut(out ringSlot, corrupt *MemoryError) {
 		if corrupt != nil {
 			err = joinErrors([]error{corrupt, err})
 		}
-		panic(err)
+		c.raise(err)
 	}
 }
