@@ -51,7 +51,8 @@ import (
 // says), which is closed when the test and its subtests end (tb.Cleanup).
 // Then the test fails (tb.Errorf) once for every memory error the heap
 // found, whether or not its panic was recovered, and once for its leaks:
-// the blocks still live at Close, grouped by allocation stack. A test that
+// the blocks still live at Close, grouped by allocation stack (and an Arena
+// not released, which has no stack: counted). A test that
 // closes the heap itself fails the same way, whatever it does with Close's
 // error. If the heap cannot be made, New fails the test at once
 // (tb.Fatalf).
@@ -93,16 +94,7 @@ func New(tb testing.TB, opts offheap.Options) *offheap.Heap {
 // memory that has no allocation stack, an Arena not yet released.
 func VerifyNone(tb testing.TB, h *offheap.Heap) {
 	tb.Helper()
-	errs := problems(h)
-	if h.Leaks() == nil {
-		if s := h.Stats(); s.LiveBlocks > 0 {
-			errs = append(errs, fmt.Errorf("offheap: leak: %d blocks (%d bytes) live that have no allocation stack: "+
-				"blocks of a heap that is not checked (make it with offheaptest.New or offheap.Options{Checked: true}, "+
-				"or build the tests with -tags offheapchecked, to see where they were allocated), or an Arena not released",
-				s.LiveBlocks, s.InUseBytes))
-		}
-	}
-	for _, e := range errs {
+	for _, e := range problems(h) {
 		tb.Errorf("offheaptest.VerifyNone: %v", e)
 	}
 }
@@ -155,7 +147,9 @@ func openReport() string {
 		bad, plural(bad, "heap", "heaps"), plural(bad, "has", "have"), b.String())
 }
 
-// problems lists h's memory errors, oldest first, then its leaks.
+// problems lists h's memory errors, oldest first, then its leaks: the live
+// blocks by allocation stack, or when h knows of none, the count of those
+// it has no stack for (Stats).
 func problems(h *offheap.Heap) []error {
 	var errs []error
 	for _, e := range h.MemoryErrors() {
@@ -163,6 +157,11 @@ func problems(h *offheap.Heap) []error {
 	}
 	if le := h.Leaks(); le != nil {
 		errs = append(errs, le)
+	} else if s := h.Stats(); s.LiveBlocks > 0 {
+		errs = append(errs, fmt.Errorf("offheap: leak: %d blocks (%d bytes) live that have no allocation stack: "+
+			"an Arena not released, or blocks of a heap that is not checked (make it with offheaptest.New or "+
+			"offheap.Options{Checked: true}, or build the tests with -tags offheapchecked, to see where they were allocated)",
+			s.LiveBlocks, s.InUseBytes))
 	}
 	return errs
 }

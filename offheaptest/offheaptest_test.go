@@ -156,6 +156,21 @@ func TestNewRecoveredDoubleFree(t *testing.T) {
 	}
 }
 
+// TestNewArenaNotReleased: an Arena not released fails the test, counted
+// (an arena's memory has no allocation stack).
+func TestNewArenaNotReleased(t *testing.T) {
+	var f fakeTB
+	h := offheaptest.New(&f, offheap.Options{})
+	h.NewArena().Alloc(10)
+	released := h.NewArena()
+	released.Alloc(10)
+	released.Release()
+	errs := f.end()
+	if len(errs) != 1 || !strings.Contains(errs[0], "live that have no allocation stack: an Arena not released") {
+		t.Errorf("want one failure for the arena, got %q", errs)
+	}
+}
+
 // TestNewClean: a test that frees what it allocates passes.
 func TestNewClean(t *testing.T) {
 	var f fakeTB
