@@ -213,7 +213,9 @@ func plural(n int, what string) string {
 // record of its blocks and returns nil; Stats counts them (LiveBlocks). A
 // sampled heap (SampleRate) lists its sampled blocks. The heap stays open
 // and usable. The list is exact when no Alloc or Free runs meanwhile;
-// blocks allocated or freed during the call may or may not be in it.
+// blocks allocated or freed during the call may or may not be in it. Leaks
+// walks every page in use, holding the lock that allocations of new pages
+// take: a call for tests and debugging, not for a hot path.
 func (h *Heap) Leaks() *LeakError {
 	c := h.chk
 	if c == nil {

@@ -15,7 +15,7 @@
 //	example.com/cache.(*Cache).Put
 //		/src/cache/cache.go:42
 //	...
-//	at 0x7f3a1c200000 (64 bytes), 0x7f3a1c200040 (64 bytes), ... and 2 more
+//	at 0x7f3a1c200000 (64 bytes), 0x7f3a1c200040 (64 bytes), 0x7f3a1c200080 (64 bytes), 0x7f3a1c2000c0 (64 bytes) and 2 more
 //
 // A MemoryError names its kind, the block's address and size, and the stacks
 // of its allocation and free (and of the second Free of a double free).
