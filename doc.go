@@ -248,7 +248,8 @@
 // release: in a race build an Alloc+Free pair of 64 bytes (BenchmarkPair64)
 // takes 1.5 to 2 times as long as in a race build whose detector does not
 // see the heap, and some 30 times as long as in a fast build (make([]byte,
-// 64) takes 2.6 times as long under -race; docs/DESIGN.md has the figures).
+// 64) takes 2.2 to 2.6 times as long under -race; docs/DESIGN.md has the
+// figures).
 // The Go runtime counts the regions as its heap: a heap's
 // first region is 4 MiB of it, later regions grow as in any build, and
 // untouched pages cost no memory (pages are given back with madvise, which
