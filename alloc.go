@@ -174,6 +174,7 @@ func (h *Heap) prepare(a uintptr, n int, zero bool) bool {
 	if h.closed.Load() {
 		return false
 	}
+	raceAcquire(ptr(a)) // race builds: after the block's last Free (race.go)
 	if zero {
 		clear(bytesAt(a, n))
 	} else if n > 8 {

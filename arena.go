@@ -15,8 +15,13 @@ package offheap
 //     advances next, unpins. No lock, no atomic, no shared cache line: the
 //     per-P states are padded to arenaLine bytes (two cache lines, because
 //     the adjacent-line prefetcher pairs lines) and live off-heap, in one
-//     heap block, like the heap's magazines. The race detector does not see
-//     off-heap memory; pinning is the synchronization.
+//     heap block, like the heap's magazines. Pinning is the
+//     synchronization, which the race detector cannot see: in race builds,
+//     where the heap's memory is Go memory it does see (race.go), the
+//     functions that touch a P's state pinned (Alloc, bump, allocSub) are
+//     exempt from it (a norace directive), and the accesses they make,
+//     their clearing of claims included, are the allocator's own, hidden
+//     from it.
 //  2. Lanes of shared chunks (one atomic per refill). A P whose sub-chunk is
 //     too short claims the next arenaSub bytes of its lane's current chunk
 //     with one atomic add on the chunk's offset, clears them, and installs

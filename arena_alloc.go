@@ -19,6 +19,7 @@ import (
 // empty, non-nil slice.
 //
 //go:nosplit
+//go:norace
 func (a *Arena) Alloc(n int) []byte {
 	// allocFast, written out: with the two calls to pin it cannot inline,
 	// a second call level costs a measurable nanosecond, and its bump,
@@ -70,7 +71,10 @@ func (a *Arena) allocFast(n int) uintptr {
 
 // bump hands out sz bytes of P pid's sub-chunk, or returns 0 when the P
 // has no state or its sub-chunk is shorter. The caller is pinned to pid. It
-// inlines into Alloc and allocFast.
+// inlines into Alloc and allocFast (except in race builds, which inline no
+// function exempt from the detector).
+//
+//go:norace
 func (ps *arenaProcs) bump(pid int, sz uintptr) uintptr {
 	if uint(pid) < uint(ps.n) {
 		p := &ps.p[uint(pid)%maxProcs] // pid < n <= maxProcs: the modulo only drops the bounds check
@@ -127,6 +131,8 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 }
 
 // allocSub serves a small request by refilling the current P's sub-chunk.
+//
+//go:norace
 func (a *Arena) allocSub(sz uintptr) (uintptr, error) {
 	if a.procs.Load() == nil && a.installProcs() == nil {
 		return a.allocShared(sz, int(sz))

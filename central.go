@@ -174,6 +174,7 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 	}
 	id := uint32(*h.pages.entry(page) >> 32)
 	s := h.pages.span(id)
+	raceAcquire(ptr(b)) // race builds: after the block's last Free (race.go)
 	s.put(b)
 	if !s.listed {
 		c.push(h, id, s)

@@ -119,6 +119,9 @@ type checker struct {
 
 	q quarantine // checked_quarantine.go
 
+	found      found                     // the memory errors it found (checked_found.go)
+	closeLeaks atomic.Pointer[LeakError] // the leaks Close found, for Heap.Leaks
+
 	runMu sync.Mutex
 	// spareRuns are the first pages of one-page guarded runs that left the
 	// quarantine, kept inaccessible for the next guarded block (guard.go).
@@ -255,17 +258,17 @@ func (c *checker) freeRun(a uintptr, st stackID) {
 		}
 	}
 	if r == nil || r.state == stateNone {
-		panic(c.unknownFree(a))
+		c.raise(c.unknownFree(a))
 	}
 	if !atomic.CompareAndSwapUint32(&r.state, stateLive, stateFreeing) {
-		panic(c.notLive(a, r, st))
+		c.raise(c.notLive(a, r, st))
 	}
 	// From here the record is ours: a racing Free of the same block fails
 	// the compare-and-swap above.
 	size := r.size
 	if r.sum != c.seal(a, size) {
 		r.state = stateLive // leave the block as it is
-		panic(corrupted(a))
+		c.raise(corrupted(a))
 	}
 	intact := canary(c.canaryKey(a), a+uintptr(size), c.blockEnd(a, cl, size), false)
 	alloc := r.alloc
@@ -281,7 +284,7 @@ func (c *checker) freeRun(a uintptr, st stackID) {
 		err = errors.Join(overrun(a, size, alloc), err)
 	}
 	if err != nil {
-		panic(err)
+		c.raise(err)
 	}
 }
 
@@ -316,7 +319,7 @@ func (c *checker) flush(allPs bool) bool {
 		c.h.drainLocalMagazine() // Trim drains every P's
 	}
 	if err := joinErrors(errs); err != nil {
-		panic(err)
+		c.raise(err)
 	}
 	return held
 }
@@ -333,8 +336,13 @@ func (c *checker) outOfService() { c.q.rings.outOfService() }
 func (c *checker) close() error {
 	unregister(c)
 	errs := c.q.close(c)
+	for _, err := range errs {
+		c.found.add(err)
+	}
 	if leaks := c.leaks(); len(leaks) > 0 {
-		errs = append(errs, &LeakError{Leaks: leaks})
+		le := &LeakError{Leaks: leaks}
+		c.closeLeaks.Store(le)
+		errs = append(errs, le)
 	}
 	return joinErrors(errs)
 }

@@ -207,7 +207,7 @@ func (c *checker) quarantineRun(a uintptr, cl uint8) error {
 func (c *checker) quarantineArena(a uintptr) {
 	poison(bytesAt(a, int(c.poisonLen(a, classArena))))
 	if err := c.quarantineRun(a, classArena); err != nil {
-		panic(err)
+		c.raise(err)
 	}
 }
 
@@ -238,6 +238,7 @@ func (c *checker) poisonLen(a uintptr, cl uint8) uintptr {
 // and, if giveBack, hands the block back to the heap. It returns the write
 // after free it found, if any. Called between enter and exit.
 func (c *checker) release(a uintptr, cl uint8, giveBack bool) error {
+	raceAcquire(ptr(a)) // race builds: after its Free's poison (race.go)
 	var err error
 	n := c.poisonLen(a, cl)
 	if cl < numClasses && !poisonedWords(a, uint32(n)) || cl >= numClasses && !poisoned(bytesAt(a, int(n))) {
@@ -258,6 +259,7 @@ func (c *checker) release(a uintptr, cl uint8, giveBack bool) error {
 		c.releaseGuarded(a)
 	default:
 		c.rec(a).state = stateNone
+		raceRelease(ptr(a)) // race builds: to its next Alloc (race.go)
 		h.freeToCentral(a, cl)
 	}
 	return err

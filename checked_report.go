@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/offheap/offheap/internal/openheaps"
 )
 
 // ErrorKind says what a MemoryError caught.
@@ -94,7 +96,8 @@ func (e *MemoryError) Error() string {
 	return b.String()
 }
 
-// Leak is a block still live when its heap was closed.
+// Leak is a block still live when its heap was closed, or when
+// Heap.Leaks was called.
 type Leak struct {
 	Addr  uintptr // the block's start
 	Size  int     // the size it was allocated with
@@ -102,31 +105,142 @@ type Leak struct {
 }
 
 // LeakError is what Close returns for a checked (or sampled) heap that still
-// has live blocks: every one, by address. A sampled heap knows only its
-// sampled blocks.
+// has live blocks, and what Heap.Leaks returns for one that has them now:
+// every one, by address. A sampled heap knows only its sampled blocks.
 type LeakError struct {
 	Leaks []Leak
+
+	open bool // from Heap.Leaks: the heap was open
 }
 
-// maxLeaksShown is how many leaks Error prints with their stacks.
-const maxLeaksShown = 10
+// LeakGroup is the leaks allocated at one stack: see LeakError.Groups.
+type LeakGroup struct {
+	Stack string // where they were allocated
+	Bytes int    // the sum of their sizes
+	Leaks []Leak // the blocks, by address
+}
 
-// Error counts the leaks and prints the first few with their stacks.
+// Groups returns the leaks grouped by the stack that allocated them, the
+// group with the most bytes first (then the most blocks, then by stack).
+func (e *LeakError) Groups() []LeakGroup {
+	at := make(map[string]int) // stack: index in gs
+	var gs []LeakGroup
+	for _, l := range e.Leaks {
+		i, ok := at[l.Stack]
+		if !ok {
+			i = len(gs)
+			at[l.Stack] = i
+			gs = append(gs, LeakGroup{Stack: l.Stack})
+		}
+		gs[i].Bytes += l.Size
+		gs[i].Leaks = append(gs[i].Leaks, l)
+	}
+	slices.SortFunc(gs, func(x, y LeakGroup) int {
+		return cmp.Or(cmp.Compare(y.Bytes, x.Bytes), cmp.Compare(len(y.Leaks), len(x.Leaks)), cmp.Compare(x.Stack, y.Stack))
+	})
+	return gs
+}
+
+const (
+	// maxGroupsShown is how many groups of leaks Error prints.
+	maxGroupsShown = 10
+	// maxAddrsShown is how many addresses Error prints for a group.
+	maxAddrsShown = 4
+)
+
+// Error counts the leaks and prints them grouped by allocation stack,
+// largest first (Groups): for each of the first few groups, its count of
+// blocks and of bytes, the stack and the first blocks' addresses and
+// sizes; then how many groups, blocks and bytes it left out.
 func (e *LeakError) Error() string {
 	total := 0
 	for _, l := range e.Leaks {
 		total += l.Size
 	}
+	gs := e.Groups()
 	var b strings.Builder
-	fmt.Fprintf(&b, "offheap: %d blocks (%d bytes) still live at Close", len(e.Leaks), total)
-	for i, l := range e.Leaks {
-		if i == maxLeaksShown {
-			fmt.Fprintf(&b, "\n\n... and %d more", len(e.Leaks)-i)
+	when := "still live at Close"
+	if e.open {
+		when = "live"
+	}
+	fmt.Fprintf(&b, "offheap: leak: %s (%s) %s, allocated at %d %s", count(len(e.Leaks), "block"), count(total, "byte"), when, len(gs), plural(len(gs), "place"))
+	for i, g := range gs {
+		if i == maxGroupsShown {
+			blocks, bytes := 0, 0
+			for _, g := range gs[i:] {
+				blocks += len(g.Leaks)
+				bytes += g.Bytes
+			}
+			fmt.Fprintf(&b, "\n\n... and %d more %s: %s, %s", len(gs)-i, plural(len(gs)-i, "place"), count(blocks, "block"), count(bytes, "byte"))
 			break
 		}
-		fmt.Fprintf(&b, "\n\n%d bytes at %#x, allocated at:\n%s", l.Size, l.Addr, l.Stack)
+		fmt.Fprintf(&b, "\n\n%s, %s, allocated at:\n", count(len(g.Leaks), "block"), count(g.Bytes, "byte"))
+		if g.Stack == "" {
+			b.WriteString("(unknown)\n")
+		} else {
+			b.WriteString(g.Stack)
+		}
+		b.WriteString("at ")
+		for k, l := range g.Leaks {
+			if k == maxAddrsShown {
+				fmt.Fprintf(&b, " and %d more", len(g.Leaks)-k)
+				break
+			}
+			if k > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%#x (%s)", l.Addr, count(l.Size, "byte"))
+		}
 	}
 	return b.String()
+}
+
+// count is n and what it counts, in the plural unless n is 1.
+func count(n int, what string) string { return fmt.Sprintf("%d %s", n, plural(n, what)) }
+
+// plural is what, in the plural unless n is 1.
+func plural(n int, what string) string {
+	if n == 1 {
+		return what
+	}
+	return what + "s"
+}
+
+// Leaks reports the blocks of a checked heap that are live now, as the
+// *LeakError that Close would return if called now, or nil if there are
+// none; after Close, the one Close returned. A heap that is not checked
+// (Options.Checked, GuardPages or the offheapchecked build tag) keeps no
+// record of its blocks and returns nil; Stats counts them (LiveBlocks). A
+// sampled heap (SampleRate) lists its sampled blocks. The heap stays open
+// and usable. The list is exact when no Alloc or Free runs meanwhile;
+// blocks allocated or freed during the call may or may not be in it. Leaks
+// walks every page in use, holding the lock that allocations of new pages
+// take: a call for tests and debugging, not for a hot path.
+func (h *Heap) Leaks() *LeakError {
+	c := h.chk
+	if c == nil {
+		return nil
+	}
+	if !h.enter() {
+		return c.closeLeaks.Load() // nil until Close has its list
+	}
+	defer h.exit()
+	if leaks := c.leaks(); len(leaks) > 0 {
+		return &LeakError{Leaks: leaks, open: true}
+	}
+	return nil
+}
+
+// MemoryErrors returns the memory errors a checked (or sampled) heap has
+// found so far, oldest first, up to the first 100: every *MemoryError a
+// Free, Trim, Ref or Bytes of it panicked with, whether or not the panic
+// was recovered, and after Close the writes after free Close returned. A
+// heap that is not checked returns nil.
+func (h *Heap) MemoryErrors() []*MemoryError {
+	if c := h.chk; c != nil {
+		return c.found.list()
+	}
+	return nil
 }
 
 // BlockInfo describes a checked block: see Heap.Lookup.
@@ -284,10 +398,23 @@ func (c *checker) leaks() []Leak {
 	return leaks
 }
 
-// The registry of checked heaps, for ForeignFree.
+// The registry of checked heaps, for ForeignFree and for offheaptest
+// (openheaps.Checked).
 var registry struct {
 	mu    sync.Mutex
 	heaps []*checker
+}
+
+func init() {
+	openheaps.Checked = func() []any {
+		registry.mu.Lock()
+		defer registry.mu.Unlock()
+		hs := make([]any, len(registry.heaps))
+		for i, c := range registry.heaps {
+			hs[i] = c.h
+		}
+		return hs
+	}
 }
 
 func register(c *checker) {

@@ -68,6 +68,7 @@ func (c *checker) allocSmall(n int, zero bool, st stackID) ([]byte, error) {
 // its canary, its zeroing. Called pinned (see allocSmall).
 func (c *checker) fillSmall(a uintptr, n int, cl uint8, st stackID, zero bool) {
 	c.fill(a, uint64(n), st)
+	raceAcquire(ptr(a)) // race builds: after the block left the quarantine (race.go)
 	canary(c.canaryKey(a), a+uintptr(n), a+uintptr(classSize[cl]), true)
 	if zero {
 		clear(bytesAt(a, n))
@@ -100,7 +101,7 @@ func (c *checker) freeSmall(a uintptr, st stackID) bool {
 	if r.sum != c.seal(a, size) {
 		r.state = stateLive // leave the block as it is
 		pin.Unpin()
-		panic(corrupted(a))
+		c.raise(corrupted(a))
 	}
 	usable := classSize[cl]
 	intact := canary(c.canaryKey(a), a+uintptr(size), a+uintptr(usable), false)
@@ -108,6 +109,7 @@ func (c *checker) freeSmall(a uintptr, st stackID) bool {
 	r.free = st
 	r.state = stateFreed
 	poisonWords(a, usable)
+	raceRelease(ptr(a)) // race builds: to whoever takes it out of the quarantine (race.go)
 	var out ringSlot
 	if p := c.q.rings.get(pid); p != nil { // into the ring within the same pin
 		out = c.ringPush(pid, p, a, cl)
@@ -124,7 +126,7 @@ func (c *checker) freeSmall(a uintptr, st stackID) bool {
 		c.releaseOut(out, corrupt)
 	}
 	if corrupt != nil {
-		panic(corrupt)
+		c.raise(corrupt)
 	}
 	return true
 }
@@ -138,9 +140,9 @@ func (c *checker) panicFree(a uintptr, start bool, r *record, st stackID) {
 	}
 	defer c.h.exit()
 	if !start {
-		panic(c.unknownFree(a))
+		c.raise(c.unknownFree(a))
 	}
-	panic(c.notLive(a, r, st))
+	c.raise(c.notLive(a, r, st))
 }
 
 // ringPush puts the freed small block a of class cl in P pid's ring p, for
@@ -154,6 +156,7 @@ func (c *checker) ringPush(pid int, p *ring, a uintptr, cl uint8) ringSlot {
 	}
 	out := c.q.popSmall(p)
 	oa, ocl := out.addr(), out.class()
+	raceAcquire(ptr(oa)) // race builds: after its Free's poison (race.go); put releases it
 	if m := c.h.mag(pid); m != nil && poisonedWords(oa, classSize[ocl]) && m.put(ocl, oa) {
 		c.rec(oa).state = stateNone
 		return 0
@@ -194,7 +197,7 @@ func (c *checker) ringless(a uintptr, cl uint8, pid int) bool {
 	defer h.exit()
 	if pid >= maxProcs {
 		if err := c.quarantineRun(a, cl); err != nil {
-			panic(err)
+			c.raise(err)
 		}
 		return true
 	}
@@ -202,7 +205,7 @@ func (c *checker) ringless(a uintptr, cl uint8, pid int) bool {
 		// No memory for a ring, or a closing heap: give the block back at
 		// once (its poison is checked as it leaves).
 		if err := c.release(a, cl, true); err != nil {
-			panic(err)
+			c.raise(err)
 		}
 		return true
 	}
@@ -221,6 +224,6 @@ func (c *checker) releaseOut(out ringSlot, corrupt *MemoryError) {
 		if corrupt != nil {
 			err = joinErrors([]error{corrupt, err})
 		}
-		panic(err)
+		c.raise(err)
 	}
 }

@@ -330,7 +330,7 @@ func TestCheckedLeak(t *testing.T) {
 		}
 		wantStack(t, "leak", l.Stack, "TestCheckedLeak")
 	}
-	if !strings.HasPrefix(err.Error(), "offheap: 2 blocks (100100 bytes) still live at Close") {
+	if !strings.HasPrefix(err.Error(), "offheap: leak: 2 blocks (100100 bytes) still live at Close") {
 		t.Errorf("message: %s", err)
 	}
 	// Control: everything freed.

@@ -15,7 +15,11 @@ func ExampleArena() {
 		fmt.Println(err)
 		return
 	}
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	a := h.NewArena()
 	defer a.Release() // gives every chunk back to the heap
@@ -54,7 +58,11 @@ func ExampleArenaStats() {
 		fmt.Println(err)
 		return
 	}
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 	a := h.NewArena()
 	defer a.Release()
 

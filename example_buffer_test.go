@@ -13,7 +13,11 @@ import (
 // block of its own, and the Buffer keeps its block for the next.
 func ExampleBuffer() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(256)
 	defer buf.Free()
@@ -35,7 +39,11 @@ func ExampleBuffer() {
 // NewBuffer's size is a floor: the Buffer's capacity is its whole block.
 func ExampleHeap_NewBuffer() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(100)
 	fmt.Println(buf.Len(), buf.Cap()) // 100 bytes take a 112-byte block
@@ -46,7 +54,11 @@ func ExampleHeap_NewBuffer() {
 
 func ExampleBuffer_Detach() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(0)
 	buf.WriteString("a value to keep")
@@ -60,7 +72,11 @@ func ExampleBuffer_Detach() {
 
 func ExampleBuffer_ReadFrom() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(0)
 	defer buf.Free()
@@ -72,7 +88,11 @@ func ExampleBuffer_ReadFrom() {
 
 func ExampleBuffer_WriteTo() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(0)
 	defer buf.Free()
@@ -86,7 +106,11 @@ func ExampleBuffer_WriteTo() {
 
 func ExampleBuffer_Write() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(0)
 	defer buf.Free()
@@ -98,7 +122,11 @@ func ExampleBuffer_Write() {
 
 func ExampleBuffer_WriteString() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(0)
 	defer buf.Free()
@@ -110,7 +138,11 @@ func ExampleBuffer_WriteString() {
 
 func ExampleBuffer_WriteByte() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(0)
 	defer buf.Free()
@@ -124,7 +156,11 @@ func ExampleBuffer_WriteByte() {
 
 func ExampleBuffer_WriteRune() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(0)
 	defer buf.Free()
@@ -136,7 +172,11 @@ func ExampleBuffer_WriteRune() {
 
 func ExampleBuffer_Read() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(0)
 	defer buf.Free()
@@ -156,7 +196,11 @@ func ExampleBuffer_Read() {
 
 func ExampleBuffer_ReadByte() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(0)
 	defer buf.Free()
@@ -177,7 +221,11 @@ func ExampleBuffer_ReadByte() {
 // the next write.
 func ExampleBuffer_Bytes() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(0)
 	defer buf.Free()
@@ -189,7 +237,11 @@ func ExampleBuffer_Bytes() {
 
 func ExampleBuffer_String() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(0)
 	defer buf.Free()
@@ -203,7 +255,11 @@ func ExampleBuffer_String() {
 
 func ExampleBuffer_Len() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(0)
 	defer buf.Free()
@@ -216,7 +272,11 @@ func ExampleBuffer_Len() {
 
 func ExampleBuffer_Cap() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(0)
 	defer buf.Free()
@@ -230,7 +290,11 @@ func ExampleBuffer_Cap() {
 
 func ExampleBuffer_Grow() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(0)
 	defer buf.Free()
@@ -242,7 +306,11 @@ func ExampleBuffer_Grow() {
 
 func ExampleBuffer_Truncate() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(0)
 	defer buf.Free()
@@ -255,7 +323,11 @@ func ExampleBuffer_Truncate() {
 
 func ExampleBuffer_Reset() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(64)
 	defer buf.Free()
@@ -271,7 +343,11 @@ func ExampleBuffer_Reset() {
 // at its next write, so a deferred Free is safe after an early one.
 func ExampleBuffer_Free() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.NewBuffer(64)
 	defer buf.Free()

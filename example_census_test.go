@@ -15,7 +15,11 @@ func ExampleHeap_InUse() {
 		fmt.Println(err)
 		return
 	}
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	const budget = 1 << 20
 	var entries [][]byte
@@ -28,6 +32,9 @@ func ExampleHeap_InUse() {
 	bytes, blocks := h.InUse()
 	fmt.Println("within budget:", bytes <= budget, "near it:", bytes > budget-8192)
 	fmt.Println("one block per entry:", blocks == uint64(len(entries)))
+	for _, e := range entries {
+		h.Free(e)
+	}
 	// Output:
 	// within budget: true near it: true
 	// one block per entry: true

@@ -16,7 +16,11 @@ func ExampleLimitGoMemory() {
 		fmt.Println(err)
 		return
 	}
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 	before := debug.SetMemoryLimit(-1)
 
 	cache := h.Alloc(256 << 20)

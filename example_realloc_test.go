@@ -11,7 +11,11 @@ import (
 // behind the program's back.
 func ExampleHeap_Realloc() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	buf := h.Alloc(5)
 	copy(buf, "hello")
@@ -27,7 +31,11 @@ func ExampleHeap_Realloc() {
 // the new ones.
 func ExampleReallocSlice() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	type point struct{ X, Y float64 }
 	pts := offheap.MakeSlice[point](h, 2)

@@ -13,7 +13,11 @@ import (
 // off-heap. This is the pattern of docs/storing-values.md.
 func ExampleRef() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	index := make(map[uint64]offheap.Ref)
 	set := func(k uint64, v string) {
@@ -58,7 +62,11 @@ func ExampleRef() {
 // cache; a store that must keep every key needs a second map for those.
 func ExampleRef_stringKeys() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	seed := maphash.MakeSeed()
 	index := make(map[uint64]offheap.Ref) // no pointers: never scanned
@@ -110,7 +118,11 @@ func ExampleRef_stringKeys() {
 // back with the same length.
 func ExampleHeap_Ref() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	b := h.Alloc(11)
 	copy(b, "hello world")
@@ -134,7 +146,11 @@ func ExampleHeap_Ref() {
 // MakeSlice.
 func ExampleHeap_Bytes() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	table := offheap.MakeSlice[offheap.Ref](h, 3)
 	for i, s := range []string{"a", "bb", "ccc"} {
@@ -156,7 +172,11 @@ func ExampleHeap_Bytes() {
 // Ref of an empty value is not zero.
 func ExampleRef_IsZero() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	m := map[string]offheap.Ref{"empty": h.Ref(h.Alloc(0))}
 	fmt.Println(m["missing"].IsZero(), m["empty"].IsZero(), len(h.Bytes(m["empty"])))
@@ -168,7 +188,11 @@ func ExampleRef_IsZero() {
 // for a cache's accounting.
 func ExampleRef_Len() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	b := h.Alloc(100)
 	r := h.Ref(b[:42])

@@ -18,7 +18,11 @@ func ExampleHeap_ResidentBytes() {
 		fmt.Println(err)
 		return
 	}
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	b := h.Alloc(64 << 20)
 	for i := 0; i < 16<<20; i += 4096 {

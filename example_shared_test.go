@@ -14,7 +14,11 @@ func ExampleShared() {
 		fmt.Println(err)
 		return
 	}
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	s := h.NewShared(5, offheap.OnRelease(func(b []byte) {
 		fmt.Printf("released %q\n", b)

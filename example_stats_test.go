@@ -13,7 +13,11 @@ import (
 
 func ExampleHeap_Stats() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	for range 1000 {
 		h.Free(h.Alloc(100))

@@ -12,7 +12,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	b := h.Alloc(64) // zeroed, len == cap == 64, invisible to the GC
 	copy(b, "hello, off-heap")
@@ -31,7 +35,11 @@ type Point struct{ X, Y float64 }
 
 func ExampleNew() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	p := offheap.New[Point](h)
 	p.X, p.Y = 3, 4
@@ -46,7 +54,11 @@ func ExampleNew() {
 
 func ExampleNew_pointers() {
 	h, _ := offheap.NewHeap(offheap.Options{})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 	defer func() { fmt.Println(recover()) }()
 
 	type Node struct {
@@ -58,7 +70,11 @@ func ExampleNew_pointers() {
 
 func ExampleHeap_TryAlloc() {
 	h, _ := offheap.NewHeap(offheap.Options{Limit: 1 << 20})
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	_, err := h.TryAlloc(4 << 20)
 	fmt.Println(errors.Is(err, offheap.ErrLimit))

@@ -11,7 +11,11 @@ import (
 // allocations left behind, without waiting for ReleaseDelay.
 func ExampleHeap_Trim() {
 	h, _ := offheap.NewHeap(offheap.Options{ReleaseDelay: time.Hour}) // not on its own, here
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 
 	var burst [][]byte
 	for range 10_000 {

@@ -53,6 +53,7 @@ func (h *Heap) Free(b []byte) {
 		} else if q, into := blockIn(a, e, &classInfos[1]); c != 1 || into != 0 || q >= uint64(classInfos[1].blocks) {
 			goto slow // not a small block's start; 8-byte blocks have no second word, so no key
 		}
+		raceRelease(ptr(a)) // race builds: to the block's next Alloc (race.go)
 		pid := pin.Pin()
 		if m := h.mag(pid); m != nil {
 			mc := &m.cls[c]
@@ -137,6 +138,7 @@ func (h *Heap) freeSmall(a uintptr, c uint8) {
 		}
 		*kw = h.key
 	}
+	raceRelease(ptr(a)) // as in Free
 	h.freeToCentral(a, c)
 }
 

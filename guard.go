@@ -35,8 +35,9 @@ package offheap
 //	[signal SIGSEGV: segmentation violation code=0x2 addr=0x7f3a1c2fe000 pc=0x4a1b2c]
 //
 // followed by the goroutine's traceback, which shows where the bad access
-// happened. To learn which block the address belonged to and where it was
-// allocated and freed, make the fault recoverable with
+// happened. (Not in a race build: the heap is Go memory there, which
+// protectRegion leaves accessible; region_race.go.) To learn which block
+// the address belonged to and where it was allocated and freed, make the fault recoverable with
 // debug.SetPanicOnFault(true) on the goroutine that may fault: the fault then
 // panics with a runtime.Error that has an Addr() uintptr method, and
 // Heap.Lookup(addr) describes the block.
@@ -78,7 +79,6 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/offheap/offheap/internal/osmem"
 	"github.com/offheap/offheap/internal/pin"
 )
 
@@ -127,7 +127,7 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 			if err := ph.reuseRun(2); err != nil {
 				return 0, false, err
 			}
-			if err := osmem.Commit(ptr(base), pageSize); err != nil {
+			if err := commitRegion(ptr(base), pageSize); err != nil {
 				c.releaseGuarded(base) // counts it freed: Allocs and Frees stay paired
 				return 0, false, err
 			}
@@ -138,7 +138,7 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 	if err != nil {
 		return 0, false, err
 	}
-	if err := osmem.Protect(ptr(base+uintptr(np)<<pageShift), pageSize); err != nil {
+	if err := protectRegion(ptr(base+uintptr(np)<<pageShift), pageSize); err != nil {
 		c.releaseGuarded(base)
 		return 0, false, err
 	}
@@ -169,7 +169,7 @@ func (c *checker) guardedBlock(base uintptr) (uintptr, *record) {
 // still quarantined, only unprotected.
 func (c *checker) protectFreed(a uintptr) {
 	base := guardBase(a)
-	_ = osmem.Protect(ptr(base), uintptr(c.h.pages.runPages(base)-1)<<pageShift)
+	_ = protectRegion(ptr(base), uintptr(c.h.pages.runPages(base)-1)<<pageShift)
 }
 
 // releaseGuarded gives back the run of the guarded block at a (or of the
@@ -192,7 +192,7 @@ func (c *checker) releaseGuarded(a uintptr) {
 	}
 	// The page heap's free pages are read-write: its next user writes them.
 	// Should this fail, the pages stay out of the page heap (and counted).
-	if err := osmem.Commit(ptr(base), uintptr(np)<<pageShift); err != nil {
+	if err := commitRegion(ptr(base), uintptr(np)<<pageShift); err != nil {
 		return
 	}
 	ph.freeRun(base, classGuarded)
@@ -211,7 +211,7 @@ func (c *checker) dropSpareRuns() bool {
 	c.spareRuns = nil
 	c.runMu.Unlock()
 	for _, base := range spares {
-		if osmem.Commit(ptr(base), 2*pageSize) != nil {
+		if commitRegion(ptr(base), 2*pageSize) != nil {
 			continue // stays out of the page heap, as in releaseGuarded
 		}
 		c.h.pages.dropRun(base)

@@ -62,6 +62,7 @@ func TestGuardFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary")
 	}
+	skipRace(t, "guard pages do not fault: the heap is Go memory, which is never made inaccessible")
 	for _, bug := range []string{"read-after-free", "write-past-end"} {
 		out, err := runChild(t, bug)
 		var ee *exec.ExitError
@@ -102,6 +103,7 @@ var sinkByte byte
 
 // TestGuardLookup recovers a fault in process and names the block.
 func TestGuardLookup(t *testing.T) {
+	skipRace(t, "guard pages do not fault: the heap is Go memory, which is never made inaccessible")
 	h := checkedHeap(t, Options{GuardPages: true})
 	b := h.Alloc(100)
 	p := unsafe.SliceData(b)
@@ -134,6 +136,7 @@ func TestGuardLookup(t *testing.T) {
 // stays inaccessible after it leaves the quarantine, the next guarded block
 // gets it zeroed with its guard page still in place, and Trim gives it back.
 func TestGuardSpareRuns(t *testing.T) {
+	skipRace(t, "guard pages do not fault: the heap is Go memory, which is never made inaccessible")
 	withQuarantine(t, 1, 1<<20) // a quarantine of one block
 	h := checkedHeap(t, Options{GuardPages: true})
 	b1 := h.Alloc(100)

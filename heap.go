@@ -43,11 +43,14 @@ type Options struct {
 
 	// GuardPages, in checked mode, puts every allocation on pages of its own
 	// with an inaccessible page after it, and makes its pages inaccessible
-	// once freed: a use after free or past the end faults at once.
+	// once freed: a use after free or past the end faults at once. Not in
+	// a race build, where nothing faults (see the package doc, Race
+	// detector).
 	GuardPages bool
 
 	// SampleRate, when positive, gives one allocation in SampleRate the
-	// GuardPages treatment in an otherwise fast heap.
+	// GuardPages treatment in an otherwise fast heap (which does not fault
+	// in a race build either).
 	SampleRate int
 
 	// ReleaseDelay is how long free pages stay mapped before they are given
@@ -197,7 +200,7 @@ func (h *Heap) reserve(limit int64, size uintptr, shadowed bool) error {
 			size = uintptr(min(uint64(limit), maxFirstRegion/2)) * 2
 		}
 	}
-	size = (size + pageSize - 1) &^ (pageSize - 1)
+	size = (firstRegionSize(size) + pageSize - 1) &^ (pageSize - 1)
 	var base, shadow unsafe.Pointer
 	var err error
 	for {

@@ -173,6 +173,7 @@ func (m *magazine) pop(c uint8) uintptr {
 	if k := mc.n; k != 0 && mc.hits != mc.sampleAt {
 		k--
 		a := m.slots[c][k%maxDepth]
+		raceAcquire(ptr(a)) // race builds: after the block's last Free (race.go)
 		mc.n = k
 		mc.hits++
 		return a
@@ -201,6 +202,7 @@ func (m *magazine) take(c uint8) uintptr {
 func (m *magazine) put(c uint8, b uintptr) bool {
 	mc := &m.cls[c]
 	if k := mc.n; k < mc.cap {
+		raceRelease(ptr(b)) // race builds: to the Alloc that takes it (race.go)
 		m.slots[c][k%maxDepth] = b
 		mc.n = k + 1
 		mc.frees++

@@ -5,8 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
-
-	"github.com/offheap/offheap/internal/osmem"
 )
 
 // The page heap owns the heap's address space: regions reserved with mmap,
@@ -163,7 +161,7 @@ func (ph *pageHeap) fresh(n uint32) (uint32, error) {
 		cur = rs.byPage[len(rs.byPage)-1]
 	}
 	first := cur.first + ph.frontier
-	if err := osmem.Commit(ptr(ph.addr(first)), uintptr(n)<<pageShift); err != nil {
+	if err := commitRegion(ptr(ph.addr(first)), uintptr(n)<<pageShift); err != nil {
 		return 0, err
 	}
 	ph.frontier += n

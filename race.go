@@ -3,30 +3,40 @@
 package offheap
 
 import (
-	"sync/atomic"
+	"runtime"
 	"unsafe"
 )
 
-// The race detector does not see off-heap memory, so it does not see the
-// synchronization offheap builds there: the count of a Shared, whose every
-// Release happens before its OnRelease runs and its block is freed, and the
-// per-P counts of operations in progress, whose every exit happens before
-// Close unmaps (closing.go). In race builds each such release also adds to
-// a word of Go memory chosen by an address (the handle's, the heap's), and
-// the acquiring side loads that word: the detector models both as
-// synchronizing, which gives it the edge.
+// Race-detector builds (go build -race, go test -race): the heap's memory is
+// Go memory (region_race.go), so the race detector sees every access to a
+// block as it sees any []byte. What it cannot see is the synchronization
+// offheap does through structures that only pinning guards (the per-P
+// magazines and quarantine rings, mapped off-heap) or that it keeps
+// off-heap (the per-P counts of operations in progress, closing.go). Where
+// a block, or the right to touch it, passes from one goroutine to another
+// through one of those, the goroutine that gives it up calls raceRelease on
+// the block's address after its last access, and the one that takes it
+// calls raceAcquire before its first: the detector models the pair as a
+// synchronizing store and load, which orders everything the first did
+// before everything the second does. The package doc (Race detector) lists
+// the edges.
+//
+// Both are nosplit, and so is everything they call in the runtime, down to
+// the switch to the system stack: Free's fast path calls raceRelease and
+// must have no safe point before its last access (closing.go). They touch
+// no memory of the program, only the detector's own.
 
 const raceOn = true
 
-var raceSync [64]struct {
-	n atomic.Uint64
-	_ [56]byte
-}
+// raceRelease is a release-merge on p: a later raceAcquire on p is ordered
+// after this call and after every earlier raceRelease on p (it adds to what
+// p carries, where a plain release would replace it). p is Go memory: a
+// block, a *Heap, a Shared's data.
+//
+//go:nosplit
+func raceRelease(p unsafe.Pointer) { runtime.RaceReleaseMerge(p) }
 
-func raceWord(p unsafe.Pointer) *atomic.Uint64 {
-	return &raceSync[uintptr(p)>>4%uintptr(len(raceSync))].n
-}
-
-func raceRelease(p unsafe.Pointer) { raceWord(p).Add(1) }
-
-func raceAcquire(p unsafe.Pointer) { raceWord(p).Load() }
+// raceAcquire orders the caller after every raceRelease on p so far.
+//
+//go:nosplit
+func raceAcquire(p unsafe.Pointer) { runtime.RaceAcquire(p) }

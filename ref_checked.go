@@ -22,7 +22,7 @@ func (c *checker) checkRef(a uintptr, n uint64, op string) {
 			panic(fmt.Sprintf("offheap: %s of %d bytes at %#x, longer than the block's %d bytes%s", op, n, a, size, refHint))
 		}
 	case known && (state == stateFreed || state == stateFreeing):
-		panic(&MemoryError{Kind: UseAfterFree, Addr: a, Size: size, AllocStack: alloc.String(), FreeStack: free.String(),
+		c.raise(&MemoryError{Kind: UseAfterFree, Addr: a, Size: size, AllocStack: alloc.String(), FreeStack: free.String(),
 			detail: op + " of a freed block"})
 	default:
 		panic(fmt.Sprintf("offheap: %s of %#x (%d bytes), which %s%s", op, a, n, c.refUnknown(a), refHint))

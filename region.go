@@ -35,7 +35,11 @@ import (
 // are created under pageHeap.mu and live until Close. Nothing else: not
 // their count, their order in memory, their adjacency or their size beyond
 // what was asked. mapRegion and unmapRegion are the only code that obtains
-// and gives back a region's memory.
+// and gives back a region's memory, and commitRegion and protectRegion the
+// only code that changes what may access it: reservations of the operating
+// system's (region_os.go), or Go memory in race-detector builds
+// (region_race.go). Releasing pages (osmem.Release, madvise) works on
+// either.
 
 // maxVirtPages is the size of the largest virtual page space, 16 TiB: page
 // numbers and run lengths are uint32, and a large block's length in pages
@@ -118,29 +122,6 @@ func (rs *regionSet) with(r *region) *regionSet {
 func byBase(r *region, a uintptr) int { return cmp.Compare(r.base, a) }
 func byFirst(r *region, p uint32) int { return cmp.Compare(r.first, p) }
 
-// mapRegion obtains n bytes of address space for a region, pageSize aligned
-// and inaccessible until committed (osmem.Commit). n is a multiple of
-// pageSize.
-func mapRegion(n uintptr) (unsafe.Pointer, error) {
-	if osmem.PageSize >= pageSize {
-		return osmem.Reserve(n) // mmap aligns to the system page
-	}
-	// Reserve a page more and give back what lies outside the aligned n.
-	p, err := osmem.Reserve(n + pageSize)
-	if err != nil {
-		return nil, err
-	}
-	a := uintptr(p)
-	head := -a & (pageSize - 1)
-	if head > 0 {
-		osmem.Unmap(p, head)
-	}
-	if tail := pageSize - head; tail > 0 {
-		osmem.Unmap(ptr(a+head+n), tail)
-	}
-	return ptr(a + head), nil
-}
-
 // mapShadow maps a checked heap's part of the record table for a region of
 // n bytes (region.shadow), read-write and zero, backed only as records are
 // written.
@@ -150,11 +131,6 @@ func mapShadow(n uintptr) (unsafe.Pointer, error) {
 		return nil, fmt.Errorf("%w: %w", errNoMeta, err)
 	}
 	return p, nil
-}
-
-// unmapRegion gives back a region mapRegion made.
-func unmapRegion(p unsafe.Pointer, n uintptr) error {
-	return osmem.Unmap(p, n)
 }
 
 // addressSpaceError reports that the heap's address space cannot grow: the
@@ -230,7 +206,7 @@ func (ph *pageHeap) addRegion(n uint32) error {
 	// The rest of the old region becomes a free run of zero pages.
 	if tail := last.pages - ph.frontier; tail > 0 {
 		at := last.first + ph.frontier
-		if osmem.Commit(ptr(ph.addr(at)), uintptr(tail)<<pageShift) == nil {
+		if commitRegion(ptr(ph.addr(at)), uintptr(tail)<<pageShift) == nil {
 			ph.committed += uint64(tail)
 			ph.released += uint64(tail)
 			ph.addRun(at, tail, freeRun{})

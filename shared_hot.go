@@ -51,10 +51,11 @@ package offheap
 // its own, and TestSharedHotStressCatchesBrokenFold checks that the test
 // catches a fold that loses one slot (a test's seal, export_test.go).
 //
-// Race-detector builds: atomics on off-heap memory are invisible to the race
-// detector, so race.go mirrors each Release and each final release
-// with an atomic on Go memory, making the happens-before edge from every
-// Release to the OnRelease visible to it.
+// Race-detector builds: the count is Go memory there (region_race.go), and
+// the detector sees its atomics order every Release before the last one's
+// OnRelease and Free; the slow paths also make that edge explicitly
+// (raceRelease on each Release, raceAcquire at zero: shared_slow.go,
+// race.go).
 
 import (
 	"sync/atomic"

@@ -32,10 +32,12 @@ func (s *span) take() (block uintptr, carved bool) {
 		block = s.free
 		s.free = *word(block)
 		s.nfree--
+		raceRelease(ptr(block)) // race builds: to the Alloc that gets it, maybe through a magazine (race.go)
 		return block, false
 	}
 	block = s.start + uintptr(s.carved)*uintptr(classSize[s.class])
 	s.carved++
+	raceRelease(ptr(block)) // race builds: as above, and the page heap's past (race.go)
 	return block, true
 }
 

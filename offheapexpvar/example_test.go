@@ -16,11 +16,16 @@ func ExamplePublish() {
 		fmt.Println(err)
 		return
 	}
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 	offheapexpvar.Publish("cache_heap", h)
 
-	h.Alloc(100)
+	b := h.Alloc(100)
 	fmt.Println(expvar.Get("cache_heap").String()[:12])
+	h.Free(b)
 	// Output: {"Allocs":1,
 }
 
@@ -31,12 +36,17 @@ func ExampleVar() {
 		fmt.Println(err)
 		return
 	}
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 	heaps := expvar.NewMap("heaps")
 	heaps.Set("cache", offheapexpvar.Var(h))
 	heaps.Set("default", offheapexpvar.Var(offheap.Default()))
 
-	h.Alloc(100)
+	b := h.Alloc(100)
 	fmt.Println(heaps.Get("cache").String()[:12])
+	h.Free(b)
 	// Output: {"Allocs":1,
 }

@@ -18,12 +18,17 @@ func ExampleNewCollector() {
 		fmt.Println(err)
 		return
 	}
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(offheapprom.NewCollector(h, offheapprom.Opts{Name: "cache"}))
 	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 
-	h.Alloc(1 << 20)
+	b := h.Alloc(1 << 20)
+	defer h.Free(b)
 	mfs, err := reg.Gather() // what a scrape of /metrics reads
 	if err != nil {
 		fmt.Println(err)
@@ -46,11 +51,16 @@ func ExampleOpts() {
 		fmt.Println(err)
 		return
 	}
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(offheapprom.NewCollector(h, offheapprom.Opts{Name: "cache", Classes: true, Resident: true}))
 
 	b := h.Alloc(4096)
+	defer h.Free(b)
 	b[0] = 1
 	mfs, err := reg.Gather()
 	if err != nil {

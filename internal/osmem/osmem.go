@@ -1,6 +1,8 @@
 // Package osmem asks the operating system for address space and pages: reserve,
 // commit, release, protect, unmap. Every call works on page-aligned ranges
-// given as a base pointer and a length; nothing here touches the Go heap.
+// given as a base pointer and a length; nothing here allocates from the Go
+// heap. (In a race build offheap's heap is Go memory, whose pages Release
+// gives back and Resident reports as any private anonymous mapping's.)
 //
 // The backend is Linux on amd64 and arm64 (osmem_linux.go): 64-bit, little
 // endian, as the heap's metadata and checked mode's canaries assume.

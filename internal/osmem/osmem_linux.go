@@ -93,3 +93,14 @@ func Resident(p unsafe.Pointer, n uintptr, vec []byte) error {
 	}
 	return nil
 }
+
+// Memory returns the machine's physical memory plus its swap, in bytes: the
+// most one private writable mapping may take under Linux's default
+// overcommit heuristic. 0 if the system does not say.
+func Memory() uint64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0
+	}
+	return (si.Totalram + si.Totalswap) * uint64(si.Unit)
+}

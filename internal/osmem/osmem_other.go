@@ -39,3 +39,6 @@ func Resident(p unsafe.Pointer, n uintptr, vec []byte) error { return ErrUnsuppo
 
 // ResidentBytes fails: no backend on this system.
 func ResidentBytes(p unsafe.Pointer, n uintptr) (uint64, error) { return 0, ErrUnsupported }
+
+// Memory returns 0: unknown on this system.
+func Memory() uint64 { return 0 }

@@ -1,0 +1,52 @@
+//go:build !race
+
+package offheap
+
+import (
+	"unsafe"
+
+	"github.com/offheap/offheap/internal/osmem"
+)
+
+// A region's memory comes from the operating system: address space reserved
+// with mmap, committed in runs as the page heap needs it. (A race-detector
+// build uses Go memory instead: region_race.go.)
+
+// firstRegionSize is the size of the first region NewHeap reserves, for the
+// size the heap would like: that size.
+func firstRegionSize(want uintptr) uintptr { return want }
+
+// mapRegion obtains n bytes of address space for a region, pageSize aligned
+// and inaccessible until committed (commitRegion). n is a multiple of
+// pageSize.
+func mapRegion(n uintptr) (unsafe.Pointer, error) {
+	if osmem.PageSize >= pageSize {
+		return osmem.Reserve(n) // mmap aligns to the system page
+	}
+	// Reserve a page more and give back what lies outside the aligned n.
+	p, err := osmem.Reserve(n + pageSize)
+	if err != nil {
+		return nil, err
+	}
+	a := uintptr(p)
+	head := -a & (pageSize - 1)
+	if head > 0 {
+		osmem.Unmap(p, head)
+	}
+	if tail := pageSize - head; tail > 0 {
+		osmem.Unmap(ptr(a+head+n), tail)
+	}
+	return ptr(a + head), nil
+}
+
+// unmapRegion gives back a region mapRegion made.
+func unmapRegion(p unsafe.Pointer, n uintptr) error {
+	return osmem.Unmap(p, n)
+}
+
+// commitRegion makes [p, p+n) of a region readable and writable.
+func commitRegion(p unsafe.Pointer, n uintptr) error { return osmem.Commit(p, n) }
+
+// protectRegion makes [p, p+n) of a region fault on any access, keeping its
+// contents (guard pages: guard.go); commitRegion undoes it.
+func protectRegion(p unsafe.Pointer, n uintptr) error { return osmem.Protect(p, n) }
