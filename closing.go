@@ -186,7 +186,7 @@ func (h *Heap) Close() error {
 	}
 	mags := h.closeMagazines()
 	h.pages.close()
-	var errs []error
+	errs := []error{h.closeCaches()}
 	for _, m := range mags {
 		errs = append(errs, osmem.Unmap(unsafe.Pointer(m), unsafe.Sizeof(*m)))
 	}

@@ -83,6 +83,7 @@ type Heap struct {
 	opts    Options // fixed at NewHeap
 	_       [centralPad]byte
 	central [numClasses]central // on cache lines of their own (centralPad)
+	caches  cacheSet            // the Caches' stacks and census (cache.go)
 	pages   pageHeap
 	reclaim reclaimState // the last reclaim under the Limit (reclaim.go)
 
@@ -157,6 +158,7 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 	opts.Checked = opts.Checked || buildChecked
 	h := &Heap{opts: opts, key: newKey(), ref: newRefKey()}
 	h.mags.init(opts.MagazineDepth, &h.central)
+	h.caches.init(opts.MagazineDepth)
 	for c := 1; c < numClasses; c++ {
 		h.central[c].class = uint8(c)
 	}
