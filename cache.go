@@ -251,7 +251,7 @@ func (c *Cache) Free(b []byte) {
 				goto slow
 			}
 			mc := &(*[numClasses - 2]cacheClass)(st.cls[2:])[k]
-			if n := mc.n; n < mc.cap { // a full stack, a class the Cache does not hold: the slow path
+			if n := mc.n; n < mc.cap {
 				kw := &(*[2]uint64)(ptr(a))[1]
 				if *kw == h.key {
 					goto slow
@@ -261,6 +261,9 @@ func (c *Cache) Free(b []byte) {
 				mc.n = n + 1
 				mc.frees++
 				return
+			} else if mc.cap != 0 { // full
+				c.freeFull(b, cl)
+				return
 			}
 		} else if q, into := blockIn(a, e, &classInfos[1]); cl == 1 && into == 0 && q < uint64(classInfos[1].blocks) {
 			mc := &st.cls[1]
@@ -269,10 +272,32 @@ func (c *Cache) Free(b []byte) {
 				mc.n = n + 1
 				mc.frees++
 				return
+			} else if mc.cap != 0 {
+				c.freeFull(b, 1)
+				return
 			}
 		}
 	}
 slow:
+	c.freeSlow(b)
+}
+
+// freeSlow serves the Frees the Cache's stacks do not take: of a class the
+// Cache does not hold, through a forwarding or closed Cache (whose stacks
+// hold nothing), and everything Heap.Free's slow path serves.
+func (c *Cache) freeSlow(b []byte) {
+	c.use("Free")
+	defer c.done()
+	c.h.Free(b)
+}
+
+// freeFull serves a Free of block b of class cl, whose stack is full: it
+// spills the stack's oldest batch and frees b again, with room.
+func (c *Cache) freeFull(b []byte, cl uint8) {
+	if c.spill(cl) {
+		c.Free(b)
+		return
+	}
 	c.freeSlow(b)
 }
 
@@ -397,42 +422,17 @@ func (c *Cache) refill(cl uint8) (uintptr, error) {
 	return buf[0], nil
 }
 
-// freeSlow serves every Free the Cache's stacks did not take: a full stack
-// (it spills a batch and tries again), and everything Heap.Free's slow path
-// serves, which it passes to the heap.
-func (c *Cache) freeSlow(b []byte) {
-	if c.spill(addrOf(b)) {
-		c.Free(b) // now with room
-		return
-	}
-	c.use("Free")
-	defer c.done()
-	c.h.Free(b)
-}
-
-// spill makes room in a full stack of the class of a, if a is in the fast
-// heap's range and its class is one the Cache holds, by moving the stack's
-// oldest batch to the central list, and reports whether it did. Whether a
-// is a block start is for the Free that follows to check.
-func (c *Cache) spill(a uintptr) bool {
+// spill makes room in the full stack of class cl, for Free to try again,
+// by moving the stack's oldest batch to the central list; it reports false
+// on a closed heap, whose Free then panics.
+func (c *Cache) spill(cl uint8) bool {
 	h := c.h
-	if c.fwd || c.closed || !h.enter() {
-		return false // Heap.Free panics with ErrClosed
+	if !h.enter() {
+		return false
 	}
 	defer h.exit()
-	off := a - h.base
-	if off >= atomic.LoadUintptr(&h.fastSize) {
-		return false
-	}
-	cl := uint8(*(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8)))
-	if cl == 0 || cl >= numClasses {
-		return false
-	}
 	st := c.st
 	mc := &st.cls[cl]
-	if mc.cap == 0 || mc.n < mc.cap {
-		return false
-	}
 	s := &st.slots[cl]
 	k := mc.batch
 	h.central[cl].putBatch(h, s[:k])
