@@ -173,6 +173,25 @@ func TestCacheFreeAgrees(t *testing.T) {
 	}
 }
 
+// TestCacheFreeShortCap: a slice of a block with a smaller capacity than
+// the block's, whose capacity names a smaller class, frees the block its
+// start is, as Heap.Free does; a second Free of it is a double free.
+func TestCacheFreeShortCap(t *testing.T) {
+	skipChecked(t)
+	h := newTestHeap(t, Options{})
+	c := h.NewCache()
+	defer c.Close()
+	for _, n := range []int{16, 64, 1000, 20000} {
+		b := c.Alloc(n)
+		before := h.Stats()
+		c.Free(b[:1:1])
+		if s := h.Stats(); s.Frees != before.Frees+1 || s.LiveBlocks != before.LiveBlocks-1 {
+			t.Fatalf("n=%d: Free(b[:1:1]) counted %d frees, %d live blocks; before %d, %d", n, s.Frees, s.LiveBlocks, before.Frees, before.LiveBlocks)
+		}
+		wantDoubleFree(t, h, fmt.Sprintf("n=%d, freed with a short capacity", n), addrOf(b), n, func() { c.Free(b) })
+	}
+}
+
 // stripAddrs drops the hexadecimal addresses from a message, which differ
 // between two refusals of different blocks.
 func stripAddrs(msg string) string {

@@ -130,7 +130,8 @@ func floorFree(b []byte) {
 // class, the range and block-start checks and the double-free key.
 type leanMag struct {
 	n     uint64
-	slots [7]uintptr
+	slots [8]uintptr
+	_     [56]byte
 }
 
 var leanMags [maxProcs]leanMag
@@ -142,7 +143,7 @@ func leanAlloc() uintptr {
 		m.slots[0], m.n = uintptr(unsafe.Pointer(&floorBlock)), 1
 	}
 	m.n--
-	a := m.slots[m.n%7]
+	a := m.slots[m.n%8]
 	pin.Unpin()
 	return a
 }
@@ -150,8 +151,8 @@ func leanAlloc() uintptr {
 //go:nosplit
 func leanFree(a uintptr) {
 	m := &leanMags[uint(pin.Pin())%maxProcs]
-	if m.n < 7 {
-		m.slots[m.n] = a
+	if m.n < 8 {
+		m.slots[m.n%8] = a
 		m.n++
 	}
 	pin.Unpin()
