@@ -10,7 +10,8 @@ import (
 // While other goroutines allocate and free, a Stats is a consistent-enough
 // snapshot, not an atomic one.
 //
-// MagazineHits + CacheHits + CentralHits + Fresh + Large == Allocs.
+// MagazineHits + CacheHits + CentralHits + Fresh + Large == Allocs, with
+// the allocations of every Cache, open or closed, among them.
 type Stats struct {
 	Allocs, Frees uint64 // every Alloc and Free of a non-empty block, fast path included
 	MagazineHits  uint64 // Allocs served by a per-P magazine
