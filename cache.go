@@ -204,9 +204,11 @@ func (c *Cache) Alloc(n int) []byte {
 //go:noinline
 func (c *Cache) AllocUnzeroed(n int) []byte {
 	h := c.h
-	if uint(n)-1 < cacheMax && n > 8 && atomic.LoadUintptr(&h.fastSize) != 0 {
+	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
 		if a := c.st.pop(sizeClass(n)); a != 0 {
-			(*[2]uint64)(ptr(a))[1] = 0 // the double-free key (doublefree.go)
+			if n > 8 { // an 8-byte block has no key
+				(*[2]uint64)(ptr(a))[1] = 0 // the double-free key (doublefree.go)
+			}
 			return bytesAt(a, n)
 		}
 	}

@@ -268,6 +268,32 @@ func TestCacheFillsItsStacks(t *testing.T) {
 	}
 }
 
+// TestCacheServesEverySize: for every size a Cache holds, zeroed and
+// unzeroed, a pair after the first is served by the Cache's stack. Before the fix AllocUnzeroed of 8
+// bytes or less refilled on every call, and dropped the stack it had.
+func TestCacheServesEverySize(t *testing.T) {
+	skipChecked(t)
+	h := newTestHeap(t, Options{})
+	c := h.NewCache()
+	defer c.Close()
+	for _, n := range []int{1, 8, 9, 16, 64, 1000, cacheMax} {
+		for _, zero := range []bool{true, false} {
+			alloc := c.AllocUnzeroed
+			if zero {
+				alloc = c.Alloc
+			}
+			c.Free(alloc(n))
+			before := h.Stats()
+			for range 10 {
+				c.Free(alloc(n))
+			}
+			if s := h.Stats(); s.CacheHits-before.CacheHits != 10 {
+				t.Errorf("n=%d, zero=%v: %d of 10 Allocs from the Cache's stack (%v)", n, zero, s.CacheHits-before.CacheHits, s)
+			}
+		}
+	}
+}
+
 // TestCacheAfterClose: a closed Cache's Alloc, AllocUnzeroed, Free and
 // Flush panic, saying so; a second Close does nothing; the heap goes on.
 func TestCacheAfterClose(t *testing.T) {
