@@ -425,20 +425,22 @@ func (c *Cache) allocSlow(n int, zero bool) []byte {
 	if !h.enter() {
 		panic(closedError("Cache.Alloc"))
 	}
-	defer h.exit()
-	cl := sizeClass(n)
-	a, err := c.refill(cl)
-	if err != nil {
-		// The heap's own slow path retries at the limit after reclaiming
-		// (reclaim.go), and panics with its error.
-		return h.allocVia(n, zero)
+	a, err := c.refill(sizeClass(n))
+	if err == nil {
+		if zero {
+			clear(bytesAt(a, n))
+		} else if n > 8 {
+			*(*uint64)(ptr(a + 8)) = 0
+		}
+		h.exit()
+		return bytesAt(a, n)
 	}
-	if zero {
-		clear(bytesAt(a, n))
-	} else if n > 8 {
-		*(*uint64)(ptr(a + 8)) = 0
-	}
-	return bytesAt(a, n)
+	// At the limit, or closing: the Cache's own blocks go back first,
+	// where the heap's reclaim (reclaim.go) finds them, and the heap's
+	// slow path tries again, or panics with its error.
+	h.emptyCache(c.st)
+	h.exit()
+	return h.allocVia(n, zero)
 }
 
 // allocVia is an allocation a Cache passes to the heap.

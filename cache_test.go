@@ -294,6 +294,22 @@ func TestCacheServesEverySize(t *testing.T) {
 	}
 }
 
+// TestCacheAtLimit: at the heap's Limit, a Cache's refill that the limit
+// refuses gives the Cache's own blocks back first, so that the heap's
+// reclaim finds them: a Cache holding a block of one class after another
+// does not make the heap refuse what it has room for.
+func TestCacheAtLimit(t *testing.T) {
+	skipChecked(t)
+	h := newTestHeap(t, Options{Limit: 1 << 20, ReleaseDelay: -1})
+	c := h.NewCache()
+	defer c.Close()
+	noPanic(t, func() {
+		for cl := 2; cl < numClasses && classSize[cl] <= 4096; cl++ {
+			c.Free(c.Alloc(int(classSize[cl]))) // a span of its own per class
+		}
+	})
+}
+
 // TestCacheAfterClose: a closed Cache's Alloc, AllocUnzeroed, Free and
 // Flush panic, saying so; a second Close does nothing; the heap goes on.
 func TestCacheAfterClose(t *testing.T) {
