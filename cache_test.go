@@ -592,9 +592,7 @@ func TestCacheCheckedConcurrentUse(t *testing.T) {
 	release()
 	noPanic(t, func() { c.Free(b); c.Free(c.Alloc(64)) })
 
-	// Control: a fast heap's Cache makes no such check (its race is the
-	// race detector's to find), and the checked Cache used in turn by two
-	// goroutines is fine.
+	// Control: the Cache used by two goroutines in turn is fine.
 	done := make(chan string)
 	go func() { done <- sharedPanic(func() { c.Free(c.Alloc(64)) }) }()
 	if msg := <-done; msg != "" {
