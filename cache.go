@@ -40,10 +40,10 @@ import (
 // owner is between calls, as a magazine's counts are once its P is. The
 // heap's Trim
 // cannot take the blocks a Cache holds: its owner may be using them; Flush
-// gives them back. After the heap's Close, the Cache's Alloc, AllocUnzeroed
-// and Free panic with an error wrapping ErrClosed, and Flush and Close do
-// nothing but release the Cache. A Cache left unclosed gives its blocks
-// back to the heap when the garbage collector finds it unreachable.
+// gives them back. After the heap's Close, every call on the Cache panics
+// with an error wrapping ErrClosed (Close releasing the Cache first), and
+// never faults. A Cache left unclosed gives its blocks back to the heap
+// when the garbage collector finds it unreachable.
 //
 // A Cache of a heap with a checker (Options.Checked, GuardPages or
 // SampleRate, or the offheapchecked build tag) holds no blocks: it passes
@@ -145,7 +145,7 @@ func (h *Heap) NewCache() *Cache {
 		panic(fmt.Errorf("offheap: NewCache: %w", err))
 	}
 	c.st = st
-	c.cleanup = runtime.AddCleanup(c, func(st *cacheState) { h.dropCache(st) }, st)
+	c.cleanup = runtime.AddCleanup(c, func(st *cacheState) { _ = h.dropCache(st) }, st)
 	return c
 }
 
@@ -348,19 +348,24 @@ func (c *Cache) freeFull(b []byte, cl uint8) {
 func (c *Cache) Flush() {
 	c.use("Flush")
 	defer c.done()
-	if c.fwd || c.closed {
+	h := c.h
+	if c.fwd {
+		if h.closed.Load() {
+			panic(closedError("Cache.Flush"))
+		}
 		return
 	}
-	h := c.h
 	if !h.enter() {
-		return // Close took the blocks with the rest of the heap
+		panic(closedError("Cache.Flush")) // Close took the blocks with the rest of the heap
 	}
 	defer h.exit()
 	h.emptyCache(c.st)
 }
 
 // Close flushes the Cache and releases it; later calls on it panic. Close
-// of a closed Cache does nothing.
+// of a closed Cache does nothing. After the heap's Close it releases the
+// Cache and panics with an error wrapping ErrClosed, as an Arena's Release
+// does.
 func (c *Cache) Close() {
 	c.use("Close")
 	defer c.done()
@@ -370,21 +375,24 @@ func (c *Cache) Close() {
 	c.closed = true
 	st := c.st
 	c.st = &noCache
-	if c.fwd {
-		return
+	open := !c.h.closed.Load()
+	if !c.fwd {
+		c.cleanup.Stop()
+		open = c.h.dropCache(st)
 	}
-	c.cleanup.Stop()
-	c.h.dropCache(st)
+	if !open {
+		panic(closedError("Cache.Close"))
+	}
 }
 
 // dropCache empties the state of a Cache that is closed or unreachable and
-// keeps it for the next NewCache. On a closed heap it does nothing: Close
-// saved every state's census and unmapped them. It runs on the goroutine of
-// Cache.Close or on the runtime's cleanup goroutine, between enter and
-// exit, so the heap's Close waits it out.
-func (h *Heap) dropCache(st *cacheState) {
+// keeps it for the next NewCache. On a closed heap it does nothing and
+// reports false: Close saved every state's census and unmapped them. It
+// runs on the goroutine of Cache.Close or on the runtime's cleanup
+// goroutine, between enter and exit, so the heap's Close waits it out.
+func (h *Heap) dropCache(st *cacheState) bool {
 	if !h.enter() {
-		return
+		return false
 	}
 	defer h.exit()
 	h.emptyCache(st)
@@ -392,6 +400,7 @@ func (h *Heap) dropCache(st *cacheState) {
 	cs.mu.Lock()
 	cs.spare = append(cs.spare, st)
 	cs.mu.Unlock()
+	return true
 }
 
 // emptyCache gives every block in st back to the central lists, in the

@@ -335,8 +335,9 @@ func TestCacheAfterClose(t *testing.T) {
 }
 
 // TestCacheHeapClosed: after the heap's Close, an open Cache's Alloc,
-// AllocUnzeroed and Free panic with an error wrapping ErrClosed, never
-// fault; Flush and Close release the Cache. NewCache panics likewise.
+// AllocUnzeroed, Free, Flush and Close panic with an error wrapping
+// ErrClosed, never fault; a second Close does nothing. NewCache panics
+// likewise.
 func TestCacheHeapClosed(t *testing.T) {
 	for _, arm := range modeArms {
 		t.Run(arm.name, func(t *testing.T) {
@@ -356,7 +357,8 @@ func TestCacheHeapClosed(t *testing.T) {
 			}
 			wantClosed(t, "Cache.Free", func() error { c.Free(blocks[250]); return nil })
 			wantClosed(t, "NewCache", func() error { h.NewCache(); return nil })
-			noPanic(t, c.Flush)
+			wantClosed(t, "Cache.Flush", func() error { c.Flush(); return nil })
+			wantClosed(t, "Cache.Close", func() error { c.Close(); return nil })
 			noPanic(t, c.Close)
 		})
 	}
