@@ -10,10 +10,12 @@ import (
 // While other goroutines allocate and free, a Stats is a consistent-enough
 // snapshot, not an atomic one.
 //
-// MagazineHits + CentralHits + Fresh + Large == Allocs.
+// MagazineHits + CacheHits + CentralHits + Fresh + Large == Allocs, with
+// the allocations of every Cache, open or closed, among them.
 type Stats struct {
 	Allocs, Frees uint64 // every Alloc and Free of a non-empty block, fast path included
 	MagazineHits  uint64 // Allocs served by a per-P magazine
+	CacheHits     uint64 // Allocs served by a Cache's stack, open or closed
 	CentralHits   uint64 // Allocs served by a central free list
 	Fresh         uint64 // Allocs carved from a span's never-used blocks
 	Large         uint64 // Allocs above the largest size class, and arenas' chunks (page runs of their own)
@@ -39,6 +41,7 @@ type Stats struct {
 	ReleasedBytes uint64 // bytes given back to the operating system and kept reserved for reuse
 	MagazineBytes uint64 // bytes of free blocks parked in per-P magazines
 	DepotBytes    uint64 // bytes of free blocks in the central depots, waiting for a magazine
+	CacheBytes    uint64 // bytes of free blocks held by open Caches (Heap.NewCache)
 
 	Classes []ClassStats // per size class, smallest first
 }
@@ -94,6 +97,7 @@ func (h *Heap) Stats() Stats {
 		}
 	}
 	ms.mu.Unlock()
+	h.censusCaches(&s)
 	for c := range s.Classes {
 		cs := &s.Classes[c]
 		// Clamped: a double free that no check saw (fast mode sees most,
@@ -166,6 +170,11 @@ func (h *Heap) InUse() (bytes, blocks uint64) {
 			net[c] += h.mags.closedClass[c].hits - h.mags.closedClass[c].frees
 		}
 		h.mags.mu.Unlock()
+		h.caches.mu.Lock()
+		for c := 1; c < numClasses; c++ {
+			net[c] += h.caches.closed.class[c].hits - h.caches.closed.class[c].frees
+		}
+		h.caches.mu.Unlock()
 	} else {
 		defer h.exit()
 		if mags := h.mags.list.Load(); mags != nil {
@@ -173,6 +182,16 @@ func (h *Heap) InUse() (bytes, blocks uint64) {
 				for c := 1; c < numClasses; c++ {
 					mc := &m.cls[c]
 					// The owner P writes these with plain stores, as Stats says.
+					net[c] += atomic.LoadUint64(&mc.hits) - atomic.LoadUint64(&mc.frees)
+				}
+			}
+		}
+		// The Caches' states too, which the heap's Close unmaps; the
+		// Caches' owners write them as the Ps write their magazines.
+		if sts := h.caches.list.Load(); sts != nil {
+			for _, st := range *sts {
+				for c := 1; c < numClasses; c++ {
+					mc := &st.cls[c]
 					net[c] += atomic.LoadUint64(&mc.hits) - atomic.LoadUint64(&mc.frees)
 				}
 			}
@@ -218,10 +237,10 @@ func (ph *pageHeap) publishMapped() {
 // String summarizes s on one line, for logs: the operations, then the
 // bytes. The per-class census is left out; print s.Classes for it.
 func (s Stats) String() string {
-	return fmt.Sprintf("%d allocs (%d magazine, %d central, %d fresh, %d large), %d frees; %s in use, %s mapped, %s released, %s in magazines, %s in depots",
-		s.Allocs, s.MagazineHits, s.CentralHits, s.Fresh, s.Large, s.Frees,
+	return fmt.Sprintf("%d allocs (%d magazine, %d cache, %d central, %d fresh, %d large), %d frees; %s in use, %s mapped, %s released, %s in magazines, %s in depots, %s in caches",
+		s.Allocs, s.MagazineHits, s.CacheHits, s.CentralHits, s.Fresh, s.Large, s.Frees,
 		sizeString(s.InUseBytes), sizeString(s.MappedBytes), sizeString(s.ReleasedBytes),
-		sizeString(s.MagazineBytes), sizeString(s.DepotBytes))
+		sizeString(s.MagazineBytes), sizeString(s.DepotBytes), sizeString(s.CacheBytes))
 }
 
 // sizeString formats n bytes in the largest binary unit it fills:

@@ -48,11 +48,11 @@ func internalFrame(fn string) bool {
 	if !ok {
 		return strings.HasPrefix(fn, "runtime.") // panics that reach Free
 	}
-	if strings.HasPrefix(rest, "(*checker).") || strings.HasPrefix(rest, "fpStack") {
+	if strings.HasPrefix(rest, "(*checker).") || strings.HasPrefix(rest, "(*Cache).") || strings.HasPrefix(rest, "fpStack") {
 		return true
 	}
 	switch strings.TrimPrefix(rest, "(*Heap).") {
-	case "Alloc", "AllocUnzeroed", "TryAlloc", "allocSlow", "allocBig", "allocFast", "Free", "freeSlow":
+	case "Alloc", "AllocUnzeroed", "TryAlloc", "allocSlow", "allocBig", "allocFast", "allocVia", "Free", "freeSlow":
 		return true
 	}
 	return false

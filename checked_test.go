@@ -399,7 +399,7 @@ func TestCheckedStats(t *testing.T) {
 	}
 	s := h.Stats()
 	if s.Allocs != 1000 || s.Frees != 500 || s.InUseBytes != inUse ||
-		s.MagazineHits+s.CentralHits+s.Fresh+s.Large != s.Allocs {
+		s.MagazineHits+s.CacheHits+s.CentralHits+s.Fresh+s.Large != s.Allocs {
 		t.Fatalf("Stats %+v, want 1000 allocs, 500 frees, %d bytes in use", s, inUse)
 	}
 	for _, b := range live {

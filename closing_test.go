@@ -202,6 +202,7 @@ func closeRacingTrial(opts Options, seed uint64) error {
 func closeRacingWorker(h *Heap, arena *Arena, hot Shared, rng *rand.Rand, ops *atomic.Int64) {
 	var live [][]byte
 	var refs []Shared
+	cache := h.NewCache()
 	size := func() int {
 		if rng.IntN(20) == 0 {
 			return maxSmall + rng.IntN(100_000)
@@ -250,6 +251,16 @@ func closeRacingWorker(h *Heap, arena *Arena, hot Shared, rng *rand.Rand, ops *a
 			}
 		case k < 19 && rng.IntN(20) == 0:
 			h.Trim()
+		case k < 19:
+			cache.Free(cache.AllocUnzeroed(size()))
+			live = append(live, cache.Alloc(size()))
+			if j := rng.IntN(len(live)); rng.IntN(2) == 0 {
+				cache.Free(live[j])
+				live[j] = live[len(live)-1]
+				live = live[:len(live)-1]
+			}
+		case rng.IntN(50) == 0:
+			cache.Flush()
 		}
 	}
 }

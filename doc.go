@@ -11,6 +11,10 @@
 //   - Heap, for blocks that live and die one by one (a cache's values, a
 //     database's pages): NewHeap, then Alloc, Free and Realloc, from any
 //     goroutine. Most programs need one Heap.
+//   - Cache, for a goroutine that allocates and frees many blocks over a
+//     long life (a worker of a pool, a connection's loop): Heap.NewCache
+//     gives it a stock of free blocks of its own, which it reaches without
+//     pinning to its P, at about two thirds of a Heap pair's cost.
 //   - Arena, for many small allocations that die together (one request, one
 //     batch): Heap.NewArena, Alloc from any number of goroutines at once,
 //     then one Reset (to fill it again) or Release.
@@ -103,6 +107,11 @@
 // a goroutine is pinned), and empties them into the central lists.
 // closing.go holds Close and the protocol by which every access to the
 // heap's memory is one that Close waits out before it unmaps.
+//
+// cache.go holds Cache: per size class a stack like a magazine's, owned by
+// one goroutine instead of one P, and reached without the pin; its state is
+// off-heap, as a magazine is, and the heap keeps it for Stats and the
+// double-free check.
 //
 // census.go sums every counter into Stats, and into InUse without a lock;
 // doublefree.go is fast mode's double-free key; reclaim.go gives back free

@@ -114,6 +114,9 @@ func (h *Heap) freeState(a uintptr, c uint8) int {
 			}
 		}
 	}
+	if h.cachedAt(a, c) {
+		return blockFree
+	}
 	page, _ := h.pages.pageOf(a) // a is a block start (freeSlow)
 	e := *h.pages.entry(page)
 	s := h.pages.span(uint32(e >> 32))

@@ -127,3 +127,27 @@ func (s Shared) releaseLosingSlot() {
 	}
 	s.finish(s.sealed(sum))
 }
+
+// cacheHeld is the bytes of free blocks c's stacks hold.
+func cacheHeld(c *Cache) int {
+	n := 0
+	for cl := 1; cl < numClasses; cl++ {
+		n += int(c.st.cls[cl].n) * int(classSize[cl])
+	}
+	return n
+}
+
+// cacheStates is how many Cache states h has mapped.
+func cacheStates(h *Heap) int {
+	h.caches.mu.Lock()
+	defer h.caches.mu.Unlock()
+	return len(h.caches.all)
+}
+
+// holdCache begins a call on c, as a goroutine inside one would, and
+// returns the function that ends it: for the test of checked mode's
+// detection of two goroutines on one Cache.
+func holdCache(c *Cache) (release func()) {
+	c.use("Alloc")
+	return c.done
+}

@@ -262,7 +262,7 @@ func TestSampleRate(t *testing.T) {
 	}
 	s := h.Stats()
 	if s.Allocs != 20000 || s.Frees != 20000 || s.InUseBytes != 0 || s.MagazineHits == 0 ||
-		s.MagazineHits+s.CentralHits+s.Fresh+s.Large != s.Allocs {
+		s.MagazineHits+s.CacheHits+s.CentralHits+s.Fresh+s.Large != s.Allocs {
 		t.Fatalf("Stats %+v", s)
 	}
 	closeClean(t, h)

@@ -86,6 +86,7 @@ type Heap struct {
 	opts    Options // fixed at NewHeap
 	_       [centralPad]byte
 	central [numClasses]central // on cache lines of their own (centralPad)
+	caches  cacheSet            // the Caches' stacks and census (cache.go)
 	pages   pageHeap
 	reclaim reclaimState // the last reclaim under the Limit (reclaim.go)
 
@@ -160,6 +161,7 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 	opts.Checked = opts.Checked || buildChecked
 	h := &Heap{opts: opts, key: newKey(), ref: newRefKey()}
 	h.mags.init(opts.MagazineDepth, &h.central)
+	h.caches.init(opts.MagazineDepth)
 	for c := 1; c < numClasses; c++ {
 		h.central[c].class = uint8(c)
 	}
@@ -330,7 +332,8 @@ func SetDefaultOptions(opts Options) error {
 // waits until no goroutine can be using one, which stops the world briefly
 // (see quiesce), as runtime.ReadMemStats does. A checked heap's per-P
 // quarantine rings and magazines are emptied the same way, their blocks'
-// poison checked as they leave.
+// poison checked as they leave. The blocks a Cache holds stay with it: its
+// owner may be using them (Cache.Flush gives them back).
 func (h *Heap) Trim() {
 	if !h.enter() {
 		return

@@ -18,12 +18,26 @@ var sink []byte
 
 var pool64 = sync.Pool{New: func() any { return new([64]byte) }}
 
-// BenchmarkPair64 is one goroutine allocating and freeing 64 bytes, four ways.
+// BenchmarkPair64 is one goroutine allocating and freeing 64 bytes: through
+// the heap, through a Cache, through sync.Pool and make, and the floors of
+// a pinned design.
 func BenchmarkPair64(b *testing.B) {
 	h := newTestHeap(b, Options{})
 	b.Run("arm=offheap-unzeroed", func(b *testing.B) {
 		for b.Loop() {
 			h.Free(h.AllocUnzeroed(64))
+		}
+	})
+	b.Run("arm=offheap-cache", func(b *testing.B) {
+		c := h.NewCache()
+		defer c.Close()
+		for b.Loop() {
+			c.Free(c.AllocUnzeroed(64))
+		}
+	})
+	b.Run("arm=lean-floor", func(b *testing.B) {
+		for b.Loop() {
+			leanFree(leanAlloc())
 		}
 	})
 	b.Run("arm=sync-pool", func(b *testing.B) {
@@ -110,6 +124,40 @@ func floorFree(b []byte) {
 	pin.Unpin()
 }
 
+// The lean floor is the least two pinned sections cost: pin, pop from a
+// fixed per-P array, unpin; pin, push, unpin; no slice, no modulo, no call
+// but the pin's. The heap's pinned pair adds to it the census, the size
+// class, the range and block-start checks and the double-free key.
+type leanMag struct {
+	n     uint64
+	slots [8]uintptr
+	_     [56]byte
+}
+
+var leanMags [maxProcs]leanMag
+
+//go:nosplit
+func leanAlloc() uintptr {
+	m := &leanMags[uint(pin.Pin())%maxProcs]
+	if m.n == 0 { // the first call on this P: give it a block
+		m.slots[0], m.n = uintptr(unsafe.Pointer(&floorBlock)), 1
+	}
+	m.n--
+	a := m.slots[m.n%8]
+	pin.Unpin()
+	return a
+}
+
+//go:nosplit
+func leanFree(a uintptr) {
+	m := &leanMags[uint(pin.Pin())%maxProcs]
+	if m.n < 8 {
+		m.slots[m.n%8] = a
+		m.n++
+	}
+	pin.Unpin()
+}
+
 // padded is per-worker state on its own cache lines.
 type padded struct {
 	n uint64
@@ -156,11 +204,19 @@ func BenchmarkScale(b *testing.B) {
 		"offheap-nomag": newTestHeap(b, Options{MagazineDepth: -1}),
 	}
 	for _, w := range []int{1, 2, 4, 8} {
-		for _, arm := range []string{"compute", "offheap", "offheap-nomag"} {
+		for _, arm := range []string{"compute", "offheap", "offheap-nomag", "offheap-cache"} {
 			b.Run(fmt.Sprintf("arm=%s/workers=%d", arm, w), func(b *testing.B) {
 				h := heaps[arm]
 				for b.Loop() {
 					runWorkers(w, scaleTotal, func(n int, slot *padded) {
+						if arm == "offheap-cache" {
+							c := heaps["offheap"].NewCache() // each worker its own
+							for range n {
+								c.Free(c.AllocUnzeroed(64))
+							}
+							c.Close()
+							return
+						}
 						if h == nil {
 							x := slot.n
 							for i := range n {
@@ -251,6 +307,14 @@ func BenchmarkProdCons(b *testing.B) {
 			prodCons(b, func() []byte { return h.AllocUnzeroed(64) }, h.Free)
 			b.ReportMetric(float64(h.Stats().MappedBytes), "mapped-bytes")
 		})
+		if arm.depth == 0 {
+			b.Run("shape=prodcons/arm=offheap-cache", func(b *testing.B) {
+				c := h.NewCache() // the consumer's: only it uses the Cache
+				prodCons(b, func() []byte { return h.AllocUnzeroed(64) }, c.Free)
+				c.Close()
+				b.ReportMetric(float64(h.Stats().MappedBytes), "mapped-bytes")
+			})
+		}
 	}
 }
 

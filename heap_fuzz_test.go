@@ -14,12 +14,14 @@ import (
 // heap and against a reference model, a map of live blocks, and checks after
 // every step that the two agree: every live block keeps its pattern, no two
 // live blocks overlap, Realloc keeps what it must, and the census counts
-// what the model did.
+// what the model did. Bit 5 of an operation's byte sends a small Alloc, a
+// Free or a check through a Cache of the heap (a check then flushes it).
 func FuzzHeap(f *testing.F) {
 	f.Add([]byte{0, 64, 0, 0, 1, 0, 0, 0}, int8(0))
 	f.Add([]byte{0, 1, 0, 0, 0, 0xff, 0x7f, 0, 1, 1, 0, 0, 2, 0, 0, 0}, int8(-1))
 	f.Add([]byte{0, 0, 0x80, 0, 0, 0, 0x80, 1, 1, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0}, int8(1))
 	f.Add(make([]byte, 64), int8(4))
+	f.Add([]byte{0x23, 64, 0, 0, 0x23, 1, 0, 0, 0x25, 0, 0, 0, 0x21, 0, 0, 0, 0x25, 0, 0, 0}, int8(0)) // through a Cache
 	f.Fuzz(func(t *testing.T, ops []byte, depth int8) {
 		// At most maxFuzzOps operations: each free sorts the live blocks,
 		// so the cost of an input grows faster than its length.
@@ -31,6 +33,8 @@ func FuzzHeap(f *testing.F) {
 			return // depth out of range: NewHeap said so, nothing to test
 		}
 		defer h.Close()
+		c := h.NewCache()
+		defer c.Close()
 		model := map[uintptr][]byte{}
 		var want census
 		for len(ops) >= 4 {
@@ -42,8 +46,10 @@ func FuzzHeap(f *testing.F) {
 				if op%8 == 1 {
 					n = int(arg % (4 * maxSmall))
 				}
-				b, err := h.TryAlloc(n)
-				if err != nil {
+				var b []byte
+				if op&0x20 != 0 && n <= 4096 { // at most 4 MiB live: never the limit
+					b = c.Alloc(n)
+				} else if b, err = h.TryAlloc(n); err != nil {
 					continue // the limit: the model is unchanged
 				}
 				if n == 0 {
@@ -69,7 +75,11 @@ func FuzzHeap(f *testing.F) {
 				if err := checkFill(b); err != nil {
 					t.Fatal(err)
 				}
-				h.Free(b)
+				if op&0x20 != 0 {
+					c.Free(b)
+				} else {
+					h.Free(b)
+				}
 				delete(model, a)
 				want.frees++
 				want.inUse -= blockBytes(len(b))
@@ -117,6 +127,9 @@ func FuzzHeap(f *testing.F) {
 				fill(nb)
 				model[addrOf(nb)] = nb
 			case 3: // check everything
+				if op&0x20 != 0 {
+					c.Flush()
+				}
 				if err := checkModel(model); err != nil {
 					t.Fatal(err)
 				}

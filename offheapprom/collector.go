@@ -72,9 +72,9 @@ type Collector struct {
 	h    *offheap.Heap
 	opts Opts
 
-	allocs, frees, live, inUse, mapped, released, magazine, depot *prometheus.Desc
-	resident                                                      *prometheus.Desc
-	classAllocs, classFrees, classLive                            *prometheus.Desc
+	allocs, frees, live, inUse, mapped, released, magazine, depot, cache *prometheus.Desc
+	resident                                                             *prometheus.Desc
+	classAllocs, classFrees, classLive                                   *prometheus.Desc
 }
 
 // NewCollector returns a collector of h's census under the label
@@ -92,7 +92,7 @@ func NewCollector(h *offheap.Heap, opts Opts) *Collector {
 		return prometheus.NewDesc("offheap_"+name, help, labels, heap)
 	}
 	c := &Collector{h: h, opts: opts,
-		allocs:   desc("allocs_total", "Allocations of non-empty blocks, by where they were served: a per-P magazine, a central free list, a never-used block of a span, or pages of their own (large).", "source"),
+		allocs:   desc("allocs_total", "Allocations of non-empty blocks, by where they were served: a per-P magazine, a Cache (Heap.NewCache), a central free list, a never-used block of a span, or pages of their own (large).", "source"),
 		frees:    desc("frees_total", "Frees of non-empty blocks."),
 		live:     desc("live_blocks", "Blocks allocated and not yet freed."),
 		inUse:    desc("inuse_bytes", "Bytes in live blocks, each counted at its block size."),
@@ -100,6 +100,7 @@ func NewCollector(h *offheap.Heap, opts Opts) *Collector {
 		released: desc("released_bytes", "Address space given back to the operating system and kept reserved for reuse."),
 		magazine: desc("magazine_bytes", "Bytes of free blocks parked in per-P magazines."),
 		depot:    desc("depot_bytes", "Bytes of free blocks in the central depots, waiting for a magazine."),
+		cache:    desc("cache_bytes", "Bytes of free blocks held by open Caches (Heap.NewCache)."),
 	}
 	if opts.Resident {
 		c.resident = desc("resident_bytes", "Bytes of the committed address space resident in physical memory.")
@@ -114,7 +115,7 @@ func NewCollector(h *offheap.Heap, opts Opts) *Collector {
 
 // Describe sends the descriptions of every metric the collector exports.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.allocs, c.frees, c.live, c.inUse, c.mapped, c.released, c.magazine, c.depot,
+	for _, d := range []*prometheus.Desc{c.allocs, c.frees, c.live, c.inUse, c.mapped, c.released, c.magazine, c.depot, c.cache,
 		c.resident, c.classAllocs, c.classFrees, c.classLive} {
 		if d != nil {
 			ch <- d
@@ -132,6 +133,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
 	}
 	counter(c.allocs, s.MagazineHits, "magazine")
+	counter(c.allocs, s.CacheHits, "cache")
 	counter(c.allocs, s.CentralHits, "central")
 	counter(c.allocs, s.Fresh, "fresh")
 	counter(c.allocs, s.Large, "large")
@@ -142,6 +144,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.released, s.ReleasedBytes)
 	gauge(c.magazine, s.MagazineBytes)
 	gauge(c.depot, s.DepotBytes)
+	gauge(c.cache, s.CacheBytes)
 	if c.resident != nil {
 		if r, err := c.h.ResidentBytes(); err == nil {
 			gauge(c.resident, r)

@@ -45,12 +45,16 @@ func TestCollector(t *testing.T) {
 	work(h)
 	s := h.Stats()
 	want := fmt.Sprintf(`
-# HELP offheap_allocs_total Allocations of non-empty blocks, by where they were served: a per-P magazine, a central free list, a never-used block of a span, or pages of their own (large).
+# HELP offheap_allocs_total Allocations of non-empty blocks, by where they were served: a per-P magazine, a Cache (Heap.NewCache), a central free list, a never-used block of a span, or pages of their own (large).
 # TYPE offheap_allocs_total counter
+offheap_allocs_total{heap="test",source="cache"} 0
 offheap_allocs_total{heap="test",source="central"} 1
 offheap_allocs_total{heap="test",source="fresh"} 2
 offheap_allocs_total{heap="test",source="large"} 1
 offheap_allocs_total{heap="test",source="magazine"} 0
+# HELP offheap_cache_bytes Bytes of free blocks held by open Caches (Heap.NewCache).
+# TYPE offheap_cache_bytes gauge
+offheap_cache_bytes{heap="test"} 0
 # HELP offheap_depot_bytes Bytes of free blocks in the central depots, waiting for a magazine.
 # TYPE offheap_depot_bytes gauge
 offheap_depot_bytes{heap="test"} 0

@@ -1,0 +1,588 @@
+package offheap
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/offheap/offheap/internal/osmem"
+)
+
+// A Cache is a stock of free blocks that one goroutine holds for itself, for
+// the goroutines that own their work: a worker of a pool, a connection's
+// read loop, a shard's single writer. Its Alloc pops and its Free pushes
+// without pinning the goroutine to its P, without an atomic and without a
+// cache line any other goroutine writes: a pair through a Cache costs about
+// two thirds of a pair through the Heap, and less than the two pinned
+// sections alone (BenchmarkPair64's lean-floor arm).
+//
+// A Cache is not safe for concurrent use: one goroutine at a time uses it,
+// as a bufio.Writer. It may pass from goroutine to goroutine with the usual
+// synchronization (a channel, a mutex). Its Free takes any block of its
+// heap, whoever allocated it, and makes every check Heap.Free makes.
+//
+// A Cache holds, per size class up to 32 KiB, a stack of the depth a P's
+// magazine has (Options.MagazineDepth), filled from and emptied into the
+// central lists in the batches the magazines exchange with them; larger
+// blocks pass straight to the heap. A Cache holds at most 4 MiB of free
+// blocks with the default depth, so a Cache that only frees (the consumer of
+// a producer) hands its blocks on instead of hoarding them.
+//
+// Use a Cache where one goroutine allocates and frees many blocks over a
+// long life; use the Heap where goroutines are many and short-lived (a
+// Cache per request would hold each request's blocks apart), and where
+// every core's blocks should be shared at once.
+//
+// Stats counts a Cache's allocations as CacheHits and the free blocks it
+// holds as CacheBytes, while it is open and after: exact once the Cache's
+// owner is between calls, as a magazine's counts are once its P is. The
+// heap's Trim
+// cannot take the blocks a Cache holds: its owner may be using them; Flush
+// gives them back. After the heap's Close, every call on the Cache panics
+// with an error wrapping ErrClosed (Close releasing the Cache first), and
+// never faults. A Cache left unclosed gives its blocks back to the heap
+// when the garbage collector finds it unreachable.
+//
+// A Cache of a heap with a checker (Options.Checked, GuardPages or
+// SampleRate, or the offheapchecked build tag) holds no blocks: it passes
+// every call to the heap, so every check, report and sample is the heap's,
+// and in checked mode it panics when two goroutines use it at once.
+type Cache struct {
+	h  *Heap
+	st *cacheState // the stacks: off-heap, or noCache (forwarding or closed)
+
+	fwd     bool            // a heap with a checker: every call goes to the heap
+	closed  bool            // Close ran
+	busy    atomic.Bool     // checked mode: a call is in progress
+	cleanup runtime.Cleanup // hands the blocks back if the Cache is dropped unclosed
+}
+
+// cacheState is a Cache's stacks and census, mapped off-heap, as a
+// magazine is, so that Stats, InUse and the double-free check read the
+// census and stacks that the owner writes with plain stores (the race
+// detector does not see off-heap memory; an aligned load is never torn).
+// The heap keeps every state it mapped (cacheSet) until its Close, and a
+// closed Cache's state, emptied, serves the next NewCache, census and all:
+// a state's counts only grow, so the census sums the states without ever
+// moving a count from one place to another, and stays exact.
+type cacheState struct {
+	cls   [numClasses]cacheClass
+	slots [numClasses][maxDepth]uintptr
+}
+
+// cacheClass is one class's stack header and census in a Cache.
+type cacheClass struct {
+	n, cap uint32 // blocks held; most blocks held (0 for the classes a Cache does not hold)
+	batch  uint32 // blocks moved per refill or spill
+	_      uint32
+	hits   uint64 // Allocs served from this stack
+	frees  uint64 // Frees pushed onto this stack
+}
+
+// noCache is the state of a Cache that holds nothing: one that forwards
+// every call, and one that is closed. Its stacks are empty and hold
+// nothing, so the fast paths never write it and go to the slow ones.
+var noCache cacheState
+
+// cacheMax is the largest block a Cache holds: the larger classes' blocks
+// take microseconds to fill, beside which the heap's magazine costs
+// nothing, and holding them would take the Cache's bound past a few MiB.
+const cacheMax = bigClassMin
+
+// cacheSet is a heap's registry of Cache states.
+type cacheSet struct {
+	mu     sync.Mutex
+	all    []*cacheState                 // every state mapped: the census, the double-free check, Close
+	spare  []*cacheState                 // states of closed Caches, emptied, for the next NewCache
+	list   atomic.Pointer[[]*cacheState] // all, for InUse without mu (only grows, as perP's)
+	caps   [numClasses]uint32            // a new state's stack caps, fixed at NewHeap
+	closed struct {                      // the census of every state, saved by the heap's Close
+		hits  uint64
+		class [numClasses]struct{ hits, frees uint64 }
+	}
+}
+
+// initCaches sizes the Caches' stacks for a heap of MagazineDepth depth: as
+// deep as its magazines, or as the default depth with magazines off.
+func (cs *cacheSet) init(depth int) {
+	if depth <= 0 {
+		depth = DefaultMagazineDepth
+	}
+	for c := 1; c < numClasses; c++ {
+		if classSize[c] <= cacheMax {
+			cs.caps[c] = classCap(depth, c)
+		}
+	}
+}
+
+// cacheBound is the most bytes of free blocks one Cache holds in a heap of
+// MagazineDepth depth.
+func cacheBound(depth int) int {
+	var cs cacheSet
+	cs.init(depth)
+	total := 0
+	for c := 1; c < numClasses; c++ {
+		total += int(cs.caps[c]) * int(classSize[c])
+	}
+	return total
+}
+
+// NewCache returns a Cache of h for one goroutine at a time (see Cache).
+// It panics with an error wrapping ErrClosed on a closed heap. Close it when
+// done.
+func (h *Heap) NewCache() *Cache {
+	c := &Cache{h: h, st: &noCache, fwd: h.chk != nil}
+	if c.fwd {
+		if h.closed.Load() {
+			panic(closedError("NewCache"))
+		}
+		return c
+	}
+	st, err := h.caches.get(&h.closed)
+	if err != nil {
+		panic(fmt.Errorf("offheap: NewCache: %w", err))
+	}
+	c.st = st
+	c.cleanup = runtime.AddCleanup(c, func(st *cacheState) { _ = h.dropCache(st) }, st)
+	return c
+}
+
+// get gives a new Cache a state: a spare, or a new mapping.
+func (cs *cacheSet) get(closed *atomic.Bool) (*cacheState, error) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if closed.Load() {
+		return nil, closedError("NewCache")
+	}
+	if k := len(cs.spare); k > 0 {
+		st := cs.spare[k-1]
+		cs.spare = cs.spare[:k-1]
+		return st, nil
+	}
+	p, err := osmem.Map(unsafe.Sizeof(cacheState{}))
+	if err != nil {
+		return nil, err
+	}
+	st := (*cacheState)(p)
+	for c := 1; c < numClasses; c++ {
+		st.cls[c].cap = cs.caps[c]
+		st.cls[c].batch = max(cs.caps[c]/2, 1)
+	}
+	cs.all = append(cs.all, st)
+	list := cs.all
+	cs.list.Store(&list)
+	return st, nil
+}
+
+// Alloc is Heap.Alloc through the Cache: n zeroed bytes with len and cap n,
+// which any Free of the heap takes.
+//
+//go:nosplit
+//go:noinline
+func (c *Cache) Alloc(n int) []byte {
+	// Nosplit and never inlined, as Heap.Free: from the load of fastSize
+	// to the last touch of the block there is no safe point, so a Close
+	// that zeroed fastSize and quiesces waits the block's zeroing out
+	// (closing.go, way 2). fastSize is 0 in a checked heap too, whose
+	// Caches go to the slow path.
+	h := c.h
+	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
+		if a := c.st.pop(sizeClass(n)); a != 0 {
+			clear(bytesAt(a, n)) // the double-free key too, as allocFast
+			return bytesAt(a, n)
+		}
+	}
+	return c.allocSlow(n, true)
+}
+
+// AllocUnzeroed is Heap.AllocUnzeroed through the Cache: Alloc without the
+// zeroing.
+//
+//go:nosplit
+//go:noinline
+func (c *Cache) AllocUnzeroed(n int) []byte {
+	h := c.h
+	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
+		if a := c.st.pop(sizeClass(n)); a != 0 {
+			if n > 8 { // an 8-byte block has no key
+				(*[2]uint64)(ptr(a))[1] = 0 // the double-free key (doublefree.go)
+			}
+			return bytesAt(a, n)
+		}
+	}
+	return c.allocSlow(n, false)
+}
+
+// pop takes a block of class cl from its stack, or returns 0 if the stack
+// is empty. It inlines into the fast paths.
+func (st *cacheState) pop(cl uint8) uintptr {
+	mc := &st.cls[cl]
+	if k := mc.n; k != 0 {
+		k--
+		a := st.slots[cl][k%maxDepth]
+		mc.n = k
+		mc.hits++
+		return a
+	}
+	return 0
+}
+
+// Free is Heap.Free through the Cache: b may be any block of the heap,
+// whoever allocated it, and Free panics, leaving the heap intact, where
+// Heap.Free does.
+//
+//go:nosplit
+//go:noinline
+func (c *Cache) Free(b []byte) {
+	// The class is the one cap(b) names, as it is for every slice Alloc
+	// returned, confirmed by the pagemap: the push depends on cap(b), not
+	// on the pagemap's word, which only a branch reads, so the chain of
+	// dependent loads from one pair to the next is shorter (15% of a pair
+	// in BenchmarkPair64's offheap-cache arm). The checks are Heap.Free's,
+	// in a nosplit section as there and in Alloc; freeAny makes them for
+	// every other slice.
+	h := c.h
+	a := addrOf(b)
+	if n := cap(b); uint(n)-9 < cacheMax-8 { // the classes with a key
+		cl := sizeClass(n)
+		if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
+			e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
+			ci := &classInfos[cl]
+			if q, into := blockIn(a, e, ci); uint8(e) == cl && into == 0 && q < uint64(ci.blocks) {
+				st := c.st
+				mc := &st.cls[cl]
+				if k := mc.n; k < mc.cap {
+					kw := &(*[2]uint64)(ptr(a))[1]
+					if *kw != h.key {
+						*kw = h.key
+						st.slots[cl][k%maxDepth] = a
+						mc.n = k + 1
+						mc.frees++
+						return
+					}
+				}
+			}
+		}
+	}
+	c.freeAny(b)
+}
+
+// freeAny is Free for a slice whose capacity does not name its block's
+// class (b[:k:k], or not a block), a block of 8 bytes or above cacheMax,
+// a full stack and the key found: Heap.Free's fast path, written out with
+// the Cache's stack for the magazine (a call level costs a pair a
+// nanosecond), with the same checks in the same nosplit section.
+// TestCacheFreeAgrees holds the two together.
+//
+//go:nosplit
+func (c *Cache) freeAny(b []byte) {
+	if cap(b) == 0 {
+		return
+	}
+	h := c.h
+	a := addrOf(b)
+	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
+		e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
+		cl := uint8(e)
+		st := c.st
+		if k := cl - 2; k < numClasses-2 {
+			ci := &(*[numClasses - 2]classInfo)(classInfos[2:])[k]
+			if q, into := blockIn(a, e, ci); into != 0 || q >= uint64(ci.blocks) {
+				goto slow
+			}
+			mc := &(*[numClasses - 2]cacheClass)(st.cls[2:])[k]
+			if n := mc.n; n < mc.cap {
+				kw := &(*[2]uint64)(ptr(a))[1]
+				if *kw == h.key {
+					goto slow
+				}
+				*kw = h.key
+				st.slots[cl][n%maxDepth] = a
+				mc.n = n + 1
+				mc.frees++
+				return
+			} else if mc.cap != 0 { // full
+				c.freeFull(b, cl)
+				return
+			}
+		} else if q, into := blockIn(a, e, &classInfos[1]); cl == 1 && into == 0 && q < uint64(classInfos[1].blocks) {
+			mc := &st.cls[1]
+			if n := mc.n; n < mc.cap {
+				st.slots[1][n%maxDepth] = a
+				mc.n = n + 1
+				mc.frees++
+				return
+			} else if mc.cap != 0 {
+				c.freeFull(b, 1)
+				return
+			}
+		}
+	}
+slow:
+	c.freeSlow(b)
+}
+
+// freeSlow serves the Frees the Cache's stacks do not take: of a class the
+// Cache does not hold, through a forwarding or closed Cache (whose stacks
+// hold nothing), and everything Heap.Free's slow path serves.
+func (c *Cache) freeSlow(b []byte) {
+	c.use("Free")
+	defer c.done()
+	c.h.Free(b)
+}
+
+// freeFull serves a Free of block b of class cl, whose stack is full: it
+// spills the stack's oldest batch and frees b again, with room.
+func (c *Cache) freeFull(b []byte, cl uint8) {
+	if c.spill(cl) {
+		c.Free(b)
+		return
+	}
+	c.freeSlow(b)
+}
+
+// Flush hands every block the Cache holds back to the heap, where other
+// goroutines' Allocs find them.
+func (c *Cache) Flush() {
+	c.use("Flush")
+	defer c.done()
+	h := c.h
+	if c.fwd {
+		if h.closed.Load() {
+			panic(closedError("Cache.Flush"))
+		}
+		return
+	}
+	if !h.enter() {
+		panic(closedError("Cache.Flush")) // Close took the blocks with the rest of the heap
+	}
+	defer h.exit()
+	h.emptyCache(c.st)
+}
+
+// Close flushes the Cache and releases it; later calls on it panic. Close
+// of a closed Cache does nothing. After the heap's Close it releases the
+// Cache and panics with an error wrapping ErrClosed, as an Arena's Release
+// does.
+func (c *Cache) Close() {
+	c.use("Close")
+	defer c.done()
+	if c.closed {
+		return
+	}
+	c.closed = true
+	st := c.st
+	c.st = &noCache
+	open := !c.h.closed.Load()
+	if !c.fwd {
+		c.cleanup.Stop()
+		open = c.h.dropCache(st)
+	}
+	if !open {
+		panic(closedError("Cache.Close"))
+	}
+}
+
+// dropCache empties the state of a Cache that is closed or unreachable and
+// keeps it for the next NewCache. On a closed heap it does nothing and
+// reports false: Close saved every state's census and unmapped them. It
+// runs on the goroutine of Cache.Close or on the runtime's cleanup
+// goroutine, between enter and exit, so the heap's Close waits it out.
+func (h *Heap) dropCache(st *cacheState) bool {
+	if !h.enter() {
+		return false
+	}
+	defer h.exit()
+	h.emptyCache(st)
+	cs := &h.caches
+	cs.mu.Lock()
+	cs.spare = append(cs.spare, st)
+	cs.mu.Unlock()
+	return true
+}
+
+// emptyCache gives every block in st back to the central lists, in the
+// batches the magazines spill. Called between enter and exit by the
+// state's owner.
+func (h *Heap) emptyCache(st *cacheState) {
+	for cl := 1; cl < numClasses; cl++ {
+		mc := &st.cls[cl]
+		for mc.n > 0 {
+			k := min(mc.n, mc.batch)
+			h.central[cl].putBatch(h, st.slots[cl][mc.n-k:mc.n])
+			mc.n -= k
+		}
+	}
+}
+
+// allocSlow serves every Alloc the Cache's stacks did not: an empty stack
+// (a refill), a size the Cache does not hold, a heap with a checker, a
+// closed Cache or heap.
+func (c *Cache) allocSlow(n int, zero bool) []byte {
+	if zero {
+		c.use("Alloc")
+	} else {
+		c.use("AllocUnzeroed")
+	}
+	defer c.done()
+	h := c.h
+	if c.fwd || uint(n)-1 >= cacheMax {
+		return h.allocVia(n, zero) // TryAlloc's errors, panicked
+	}
+	if !h.enter() {
+		panic(closedError("Cache.Alloc"))
+	}
+	a, err := c.refill(sizeClass(n))
+	if err == nil {
+		if zero {
+			clear(bytesAt(a, n))
+		} else if n > 8 {
+			*(*uint64)(ptr(a + 8)) = 0
+		}
+		h.exit()
+		return bytesAt(a, n)
+	}
+	// At the limit, or closing: the Cache's own blocks go back first,
+	// where the heap's reclaim (reclaim.go) finds them, and the heap's
+	// slow path tries again, or panics with its error.
+	h.emptyCache(c.st)
+	h.exit()
+	return h.allocVia(n, zero)
+}
+
+// allocVia is an allocation a Cache passes to the heap.
+func (h *Heap) allocVia(n int, zero bool) []byte {
+	if zero {
+		return h.Alloc(n)
+	}
+	return h.AllocUnzeroed(n)
+}
+
+// refill takes a batch of class cl from the central list, returns its first
+// block and stacks the rest. Called between enter and exit, by the owner,
+// with cl's stack empty.
+func (c *Cache) refill(cl uint8) (uintptr, error) {
+	st := c.st
+	mc := &st.cls[cl]
+	var buf [maxDepth/2 + 1]uintptr
+	n, _, err := c.h.central[cl].get(c.h, buf[:mc.batch])
+	if err != nil {
+		return 0, err
+	}
+	mc.n = uint32(copy(st.slots[cl][:], buf[1:n]))
+	return buf[0], nil
+}
+
+// spill makes room in the full stack of class cl, for Free to try again,
+// by moving the stack's oldest batch to the central list; it reports false
+// on a closed heap, whose Free then panics.
+func (c *Cache) spill(cl uint8) bool {
+	h := c.h
+	if !h.enter() {
+		return false
+	}
+	defer h.exit()
+	st := c.st
+	mc := &st.cls[cl]
+	s := &st.slots[cl]
+	k := mc.batch
+	h.central[cl].putBatch(h, s[:k])
+	copy(s[:], s[k:mc.n])
+	mc.n -= k
+	return true
+}
+
+// use begins a call on c off its fast paths: it panics if c is closed and,
+// in checked mode, if another goroutine is inside a call on c. done ends
+// it.
+func (c *Cache) use(call string) {
+	if c.fwd && c.h.chk.all && !c.busy.CompareAndSwap(false, true) {
+		panic(fmt.Sprintf("offheap: Cache.%s while another goroutine is using the Cache: a Cache is for one goroutine at a time; give each goroutine its own Cache (Heap.NewCache), or use the Heap", call))
+	}
+	if c.closed && call != "Close" {
+		c.done()
+		panic(fmt.Sprintf("offheap: Cache.%s after the Cache's Close", call))
+	}
+}
+
+// done ends what use began.
+func (c *Cache) done() {
+	if c.fwd && c.h.chk.all {
+		c.busy.Store(false)
+	}
+}
+
+// censusCaches adds the Caches' census to s: under mu, so that no state is
+// added or unmapped meanwhile; each count is the owner's, written with
+// plain stores, read whole.
+func (h *Heap) censusCaches(s *Stats) {
+	cs := &h.caches
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	// Before the heap's Close, closed is zero; after, all is empty.
+	s.CacheHits += cs.closed.hits
+	for c := 1; c < numClasses; c++ {
+		s.Classes[c-1].Allocs += cs.closed.class[c].hits
+		s.Classes[c-1].Frees += cs.closed.class[c].frees
+	}
+	for _, st := range cs.all {
+		for c := 1; c < numClasses; c++ {
+			mc := &st.cls[c]
+			hits := atomic.LoadUint64(&mc.hits)
+			s.CacheHits += hits
+			s.Classes[c-1].Allocs += hits
+			s.Classes[c-1].Frees += atomic.LoadUint64(&mc.frees)
+			s.CacheBytes += uint64(atomic.LoadUint32(&mc.n)) * uint64(classSize[c])
+		}
+	}
+}
+
+// closeCaches saves the Caches' census and unmaps their states, for the
+// heap's Close, which has waited out every Cache call that touches them:
+// each fast path saw fastSize nonzero and ended before the quiesce, and
+// every other one runs between enter and exit. The open Caches keep
+// pointers to unmapped states, which they never touch again: their fast
+// paths see fastSize 0, and enter fails.
+func (h *Heap) closeCaches() error {
+	cs := &h.caches
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, st := range cs.all {
+		for c := 1; c < numClasses; c++ {
+			mc := &st.cls[c]
+			cs.closed.hits += mc.hits
+			cs.closed.class[c].hits += mc.hits
+			cs.closed.class[c].frees += mc.frees
+		}
+	}
+	var err error
+	for _, st := range cs.all {
+		if e := osmem.Unmap(unsafe.Pointer(st), unsafe.Sizeof(*st)); e != nil {
+			err = e
+		}
+	}
+	cs.all, cs.spare = nil, nil
+	return err
+}
+
+// cachedAt reports whether block a of class cl waits in a Cache's stack,
+// for the double-free check (freeState), which holds no Cache's owner
+// still: a block an owner is moving meanwhile may go unseen, as one
+// between a magazine and the central list does. Called between enter and
+// exit.
+func (h *Heap) cachedAt(a uintptr, cl uint8) bool {
+	cs := &h.caches
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, st := range cs.all {
+		n := min(atomic.LoadUint32(&st.cls[cl].n), maxDepth)
+		for i := range n {
+			if atomic.LoadUintptr(&st.slots[cl][i]) == a {
+				return true
+			}
+		}
+	}
+	return false
+}

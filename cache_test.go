@@ -1,0 +1,621 @@
+package offheap
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestCacheCensus: every Alloc and Free through a Cache is counted once,
+// as CacheHits where its stack served it, and Stats's identity and per-class
+// counts hold while the Cache is open, after Flush, after Close and after
+// the heap's Close; InUse agrees with Stats.
+func TestCacheCensus(t *testing.T) {
+	for _, arm := range modeArms {
+		t.Run(arm.name, func(t *testing.T) {
+			h := newTestHeap(t, arm.opts)
+			c := h.NewCache()
+			var want census
+			var live [][]byte
+			sizes := testSizes()
+			for round := range 3 {
+				for i, n := range sizes {
+					var b []byte
+					if i%2 == 0 {
+						b = c.Alloc(n)
+					} else {
+						b = c.AllocUnzeroed(n)
+					}
+					want.allocs++
+					if n > maxSmall {
+						want.large++
+					}
+					live = append(live, b)
+				}
+				for i, b := range live {
+					if i%3 == round%3 {
+						h.Free(b) // a Cache's block, freed by the heap
+					} else {
+						c.Free(b)
+					}
+					want.frees++
+				}
+				live = live[:0]
+				check := func(when string) {
+					t.Helper()
+					s := h.Stats()
+					if err := checkCensusOf(h, s, want); err != nil {
+						t.Fatalf("round %d, %s: %v", round, when, err)
+					}
+					if bytes, blocks := h.InUse(); bytes != s.InUseBytes || blocks != s.LiveBlocks {
+						t.Fatalf("round %d, %s: InUse %d bytes, %d blocks; Stats %d, %d", round, when, bytes, blocks, s.InUseBytes, s.LiveBlocks)
+					}
+					if h.chk == nil && s.CacheHits == 0 && round > 0 {
+						t.Fatalf("round %d, %s: no CacheHits in a fast heap: %v", round, when, s)
+					}
+					if h.chk != nil && (s.CacheHits != 0 || s.CacheBytes != 0) {
+						t.Fatalf("round %d, %s: a checked heap's Cache held blocks: %v", round, when, s)
+					}
+				}
+				check("open")
+				if round == 1 {
+					c.Flush()
+					check("flushed")
+					if s := h.Stats(); s.CacheBytes != 0 {
+						t.Fatalf("CacheBytes %d after Flush", s.CacheBytes)
+					}
+				}
+			}
+			hits := h.Stats().CacheHits
+			c.Close()
+			s := h.Stats()
+			if err := checkCensusOf(h, s, want); err != nil {
+				t.Fatalf("after the Cache's Close: %v", err)
+			}
+			if s.CacheHits != hits || s.CacheBytes != 0 {
+				t.Fatalf("after the Cache's Close: CacheHits %d (was %d), CacheBytes %d", s.CacheHits, hits, s.CacheBytes)
+			}
+			// A new Cache takes the closed one's state, and its census
+			// goes on from there.
+			c = h.NewCache()
+			c.Free(c.Alloc(64))
+			c.Free(c.Alloc(64))
+			want.allocs += 2
+			want.frees += 2
+			if err := checkCensusOf(h, h.Stats(), want); err != nil {
+				t.Fatalf("a second Cache: %v", err)
+			}
+			hits = h.Stats().CacheHits
+			h.Close()
+			if err := checkCensusOf(h, h.Stats(), want); err != nil {
+				t.Fatalf("after the heap's Close: %v", err)
+			}
+			if s := h.Stats(); s.CacheHits != hits {
+				t.Fatalf("after the heap's Close: CacheHits %d, was %d", s.CacheHits, hits)
+			}
+		})
+	}
+}
+
+// checkCensusOf is checkCensus, less the count of large blocks in a heap
+// with a checker: a checked block is longer than asked, a sampled one a
+// page run of its own.
+func checkCensusOf(h *Heap, s Stats, want census) error {
+	if h.chk != nil {
+		want.large = s.Large
+	}
+	return checkCensus(s, want)
+}
+
+// TestCacheFreeAgrees: Cache.Free refuses what Heap.Free refuses, with the
+// same message, and leaves the heap intact: Go memory, another heap's
+// block, an address inside a block, an arena's memory, and a double free
+// wherever the first Free left the block (the Cache's stack, another
+// Cache's, a magazine, a depot batch). Cache.Free is Heap.Free's fast path
+// written out; this holds the two copies together.
+func TestCacheFreeAgrees(t *testing.T) {
+	for _, arm := range modeArms {
+		t.Run(arm.name, func(t *testing.T) {
+			h := newTestHeap(t, arm.opts)
+			other := newTestHeap(t, Options{})
+			c := h.NewCache()
+			defer c.Close()
+			a := h.NewArena()
+			defer a.Release()
+			for _, n := range []int{8, 16, 64, 1000, 20000, 40000, maxSmall, maxSmall + 1} {
+				b := c.Alloc(n)
+				cases := map[string][]byte{
+					"Go memory":            make([]byte, n),
+					"another heap's block": other.Alloc(n),
+					"an arena's memory":    a.Alloc(n),
+				}
+				if n > 8 {
+					cases["inside a block"] = b[8:]
+				}
+				for what, x := range cases {
+					want := sharedPanic(func() { h.Free(x) })
+					got := sharedPanic(func() { c.Free(x) })
+					if want == "" || stripAddrs(got) != stripAddrs(want) {
+						t.Errorf("n=%d, %s: Cache.Free panicked %q, Heap.Free %q", n, what, got, want)
+					}
+				}
+				c.Free(b)
+				if n == 8 || n > maxSmall {
+					continue // no key: fast mode does not see it (doublefree.go)
+				}
+				wantDoubleFree(t, h, fmt.Sprintf("n=%d, in the Cache", n), addrOf(b), n, func() { c.Free(b) })
+				wantDoubleFree(t, h, fmt.Sprintf("n=%d, in the Cache, by the heap", n), addrOf(b), n, func() { h.Free(b) })
+				d := h.NewCache()
+				wantDoubleFree(t, h, fmt.Sprintf("n=%d, in the Cache, by another Cache", n), addrOf(b), n, func() { d.Free(b) })
+				d.Close()
+				b = h.Alloc(n)
+				h.Free(b)
+				wantDoubleFree(t, h, fmt.Sprintf("n=%d, in the heap, by the Cache", n), addrOf(b), n, func() { c.Free(b) })
+			}
+			// Intact: every block handed out once.
+			var blocks [][]byte
+			for i := range 3 * maxDepth {
+				blocks = append(blocks, c.Alloc(16+i%2000))
+			}
+			for range 3 * maxDepth {
+				blocks = append(blocks, h.Alloc(64))
+			}
+			distinct(t, "after the refused Frees", blocks)
+			for _, b := range blocks {
+				c.Free(b)
+			}
+		})
+	}
+}
+
+// TestCacheFreeShortCap: a slice of a block with a smaller capacity than
+// the block's, whose capacity names a smaller class, frees the block its
+// start is, as Heap.Free does; a second Free of it is a double free.
+func TestCacheFreeShortCap(t *testing.T) {
+	skipChecked(t)
+	h := newTestHeap(t, Options{})
+	c := h.NewCache()
+	defer c.Close()
+	for _, n := range []int{16, 64, 1000, 20000} {
+		b := c.Alloc(n)
+		before := h.Stats()
+		c.Free(b[:1:1])
+		if s := h.Stats(); s.Frees != before.Frees+1 || s.LiveBlocks != before.LiveBlocks-1 {
+			t.Fatalf("n=%d: Free(b[:1:1]) counted %d frees, %d live blocks; before %d, %d", n, s.Frees, s.LiveBlocks, before.Frees, before.LiveBlocks)
+		}
+		wantDoubleFree(t, h, fmt.Sprintf("n=%d, freed with a short capacity", n), addrOf(b), n, func() { c.Free(b) })
+	}
+}
+
+// stripAddrs drops the hexadecimal addresses from a message, which differ
+// between two refusals of different blocks.
+func stripAddrs(msg string) string {
+	f := strings.Fields(msg)
+	for i, w := range f {
+		if strings.HasPrefix(strings.Trim(w, "(),:"), "0x") {
+			f[i] = "ADDR"
+		}
+	}
+	return strings.Join(f, " ")
+}
+
+// TestCacheBound: a Cache that only frees holds at most cacheBound bytes,
+// which is a few MiB, and hands the rest on: blocks a producer allocates
+// from the heap and a consumer frees through its Cache go back to the
+// central lists, where the producer finds them again.
+func TestCacheBound(t *testing.T) {
+	skipChecked(t)
+	if b := cacheBound(0); b > 4<<20 || b < 1<<20 {
+		t.Fatalf("cacheBound(0) = %d bytes, want 1-4 MiB", b)
+	}
+	for _, depth := range []int{0, 1, MaxMagazineDepth, -1} {
+		t.Run(fmt.Sprint("depth=", depth), func(t *testing.T) {
+			h := newTestHeap(t, Options{MagazineDepth: depth})
+			c := h.NewCache()
+			defer c.Close()
+			bound := uint64(cacheBound(depth))
+			for _, n := range []int{8, 64, 1000, 16 << 10, cacheMax} {
+				for range 4 {
+					var blocks [][]byte
+					for range 2 * maxDepth {
+						blocks = append(blocks, h.AllocUnzeroed(n))
+					}
+					for _, b := range blocks {
+						c.Free(b)
+					}
+				}
+			}
+			s := h.Stats()
+			if s.CacheBytes > bound || s.CacheBytes == 0 {
+				t.Fatalf("a Cache that only frees holds %d bytes; its bound is %d", s.CacheBytes, bound)
+			}
+			if held := uint64(cacheHeld(c)); held != s.CacheBytes {
+				t.Fatalf("CacheBytes %d, the Cache's stacks hold %d", s.CacheBytes, held)
+			}
+		})
+	}
+}
+
+// skipChecked skips a test of a Cache's stacks in the offheapchecked
+// build, whose Caches hold no blocks.
+func skipChecked(t *testing.T) {
+	if buildChecked {
+		t.Skip("offheapchecked: a Cache passes every call to the checked heap")
+	}
+}
+
+// TestCacheFillsItsStacks: a Cache's Allocs come from its stacks once a
+// refill stocked them, and its Frees go back to them: the blocks a Cache
+// frees are the ones it hands out next.
+func TestCacheFillsItsStacks(t *testing.T) {
+	skipChecked(t)
+	h := newTestHeap(t, Options{})
+	c := h.NewCache()
+	defer c.Close()
+	b := c.AllocUnzeroed(64)
+	before := h.Stats()
+	c.Free(b)
+	if x := c.Alloc(64); addrOf(x) != addrOf(b) {
+		t.Fatalf("the Cache handed out %#x after freeing %#x", addrOf(x), addrOf(b))
+	}
+	if s := h.Stats(); s.CacheHits != before.CacheHits+1 || s.MagazineHits != before.MagazineHits || s.CentralHits+s.Fresh != before.CentralHits+before.Fresh {
+		t.Fatalf("a Cache's pop counted as %v, was %v", s, before)
+	}
+}
+
+// TestCacheServesEverySize: for every size a Cache holds, zeroed and
+// unzeroed, a pair after the first is served by the Cache's stack. Before the fix AllocUnzeroed of 8
+// bytes or less refilled on every call, and dropped the stack it had.
+func TestCacheServesEverySize(t *testing.T) {
+	skipChecked(t)
+	h := newTestHeap(t, Options{})
+	c := h.NewCache()
+	defer c.Close()
+	for _, n := range []int{1, 8, 9, 16, 64, 1000, cacheMax} {
+		for _, zero := range []bool{true, false} {
+			alloc := c.AllocUnzeroed
+			if zero {
+				alloc = c.Alloc
+			}
+			c.Free(alloc(n))
+			before := h.Stats()
+			for range 10 {
+				c.Free(alloc(n))
+			}
+			if s := h.Stats(); s.CacheHits-before.CacheHits != 10 {
+				t.Errorf("n=%d, zero=%v: %d of 10 Allocs from the Cache's stack (%v)", n, zero, s.CacheHits-before.CacheHits, s)
+			}
+		}
+	}
+}
+
+// TestCacheAtLimit: at the heap's Limit, a Cache's refill that the limit
+// refuses gives the Cache's own blocks back first, so that the heap's
+// reclaim finds them: a Cache holding a block of one class after another
+// does not make the heap refuse what it has room for.
+func TestCacheAtLimit(t *testing.T) {
+	skipChecked(t)
+	h := newTestHeap(t, Options{Limit: 1 << 20, ReleaseDelay: -1})
+	c := h.NewCache()
+	defer c.Close()
+	noPanic(t, func() {
+		for cl := 2; cl < numClasses && classSize[cl] <= 4096; cl++ {
+			c.Free(c.Alloc(int(classSize[cl]))) // a span of its own per class
+		}
+	})
+}
+
+// TestCacheAfterClose: a closed Cache's Alloc, AllocUnzeroed, Free and
+// Flush panic, saying so; a second Close does nothing; the heap goes on.
+func TestCacheAfterClose(t *testing.T) {
+	for _, arm := range modeArms {
+		t.Run(arm.name, func(t *testing.T) {
+			h := newTestHeap(t, arm.opts)
+			c := h.NewCache()
+			b := c.Alloc(64)
+			c.Close()
+			for what, f := range map[string]func(){
+				"Alloc":         func() { c.Alloc(64) },
+				"AllocUnzeroed": func() { c.AllocUnzeroed(64) },
+				"large Alloc":   func() { c.Alloc(maxSmall + 1) },
+				"Free":          func() { c.Free(b) },
+				"Flush":         func() { c.Flush() },
+			} {
+				wantRefused(t, what+" after the Cache's Close", f, "Cache."+strings.Fields(what)[len(strings.Fields(what))-1], "after the Cache's Close")
+			}
+			noPanic(t, c.Close)
+			noPanic(t, func() { h.Free(b) })
+		})
+	}
+}
+
+// TestCacheHeapClosed: after the heap's Close, an open Cache's Alloc,
+// AllocUnzeroed, Free, Flush and Close panic with an error wrapping
+// ErrClosed, never fault; a second Close does nothing. NewCache panics
+// likewise.
+func TestCacheHeapClosed(t *testing.T) {
+	for _, arm := range modeArms {
+		t.Run(arm.name, func(t *testing.T) {
+			h := newTestHeap(t, arm.opts)
+			c := h.NewCache()
+			var blocks [][]byte
+			for i := range 300 {
+				blocks = append(blocks, c.Alloc(1+i*50))
+			}
+			for _, b := range blocks[:200] {
+				c.Free(b)
+			}
+			h.Close()
+			for _, n := range []int{16, 64, cacheMax + 1, maxSmall + 1} {
+				wantClosed(t, fmt.Sprintf("Cache.Alloc(%d)", n), func() error { c.Alloc(n); return nil })
+				wantClosed(t, fmt.Sprintf("Cache.AllocUnzeroed(%d)", n), func() error { c.AllocUnzeroed(n); return nil })
+			}
+			wantClosed(t, "Cache.Free", func() error { c.Free(blocks[250]); return nil })
+			wantClosed(t, "NewCache", func() error { h.NewCache(); return nil })
+			wantClosed(t, "Cache.Flush", func() error { c.Flush(); return nil })
+			wantClosed(t, "Cache.Close", func() error { c.Close(); return nil })
+			noPanic(t, c.Close)
+		})
+	}
+}
+
+// TestCacheTrim: Trim leaves a Cache's blocks to it; Flush gives them back.
+func TestCacheTrim(t *testing.T) {
+	skipChecked(t)
+	h := newTestHeap(t, Options{})
+	c := h.NewCache()
+	defer c.Close()
+	var blocks [][]byte
+	for range 100 {
+		blocks = append(blocks, c.Alloc(64))
+	}
+	for _, b := range blocks {
+		c.Free(b)
+	}
+	held := h.Stats().CacheBytes
+	h.Trim()
+	if s := h.Stats(); held == 0 || s.CacheBytes != held {
+		t.Fatalf("CacheBytes %d before Trim, %d after", held, s.CacheBytes)
+	}
+	c.Flush()
+	h.Trim()
+	if s := h.Stats(); s.CacheBytes != 0 || s.DepotBytes != 0 || s.MagazineBytes != 0 {
+		t.Fatalf("after Flush and Trim: %v", s)
+	}
+}
+
+// TestCacheCleanup: a Cache dropped unclosed gives its blocks back once
+// the collector finds it unreachable; its state serves the next NewCache.
+func TestCacheCleanup(t *testing.T) {
+	skipChecked(t)
+	h := newTestHeap(t, Options{})
+	func() {
+		c := h.NewCache()
+		var blocks [][]byte
+		for range 100 {
+			blocks = append(blocks, c.Alloc(64))
+		}
+		for _, b := range blocks {
+			c.Free(b)
+		}
+	}()
+	if h.Stats().CacheBytes == 0 {
+		t.Fatal("the Cache held nothing")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for h.Stats().CacheBytes != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("an unreachable Cache still holds %d bytes 20 s later", h.Stats().CacheBytes)
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if n := cacheStates(h); n != 1 {
+		t.Fatalf("%d Cache states, want 1", n)
+	}
+	c := h.NewCache()
+	defer c.Close()
+	if n := cacheStates(h); n != 1 {
+		t.Fatalf("a new Cache mapped a state of its own: %d states, want 1", n)
+	}
+}
+
+// TestCacheCleanupAfterClose: the cleanup of a Cache dropped unclosed runs
+// safely after the heap's Close, and at the same time as it.
+func TestCacheCleanupAfterClose(t *testing.T) {
+	for i := range 20 {
+		h, err := NewHeap(Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		func() {
+			c := h.NewCache()
+			for range 10 {
+				c.Free(c.Alloc(64))
+			}
+		}()
+		if i%2 == 0 {
+			runtime.GC() // the cleanup may run during Close
+		}
+		h.Close()
+		runtime.GC()
+	}
+}
+
+// TestCacheStress: workers, each with its own Cache, allocate
+// pattern-filled blocks and free them through their Caches, the heap, or
+// another worker's (by handing them over a channel); every block's pattern
+// is intact when freed, and the census is exact at the end.
+func TestCacheStress(t *testing.T) {
+	for _, arm := range modeArms {
+		t.Run(arm.name, func(t *testing.T) {
+			h := newTestHeap(t, arm.opts)
+			const workers = 4
+			ops := 20000
+			if testing.Short() || arm.opts.Checked {
+				ops = 3000
+			}
+			handoff := make(chan []byte, 64)
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			var errs []error
+			for w := range workers {
+				wg.Go(func() {
+					c := h.NewCache()
+					defer c.Close()
+					rng := rand.New(rand.NewPCG(uint64(w), 9))
+					var live [][]byte
+					free := func(b []byte) {
+						if err := checkFill(b); err != nil {
+							mu.Lock()
+							errs = append(errs, err)
+							mu.Unlock()
+						}
+						if rng.IntN(4) == 0 {
+							h.Free(b)
+						} else {
+							c.Free(b)
+						}
+					}
+					for i := range ops {
+						n := 1 + rng.IntN(2000)
+						if rng.IntN(50) == 0 {
+							n = 1 + rng.IntN(maxSmall+100_000)
+						}
+						var b []byte
+						if i%2 == 0 {
+							b = c.Alloc(n)
+						} else {
+							b = c.AllocUnzeroed(n)
+						}
+						fill(b)
+						live = append(live, b)
+						switch {
+						case len(live) > 40:
+							j := rng.IntN(len(live))
+							free(live[j])
+							live[j] = live[len(live)-1]
+							live = live[:len(live)-1]
+						case rng.IntN(8) == 0:
+							select {
+							case handoff <- live[len(live)-1]:
+								live = live[:len(live)-1]
+							case b := <-handoff:
+								free(b)
+							}
+						}
+					}
+					for _, b := range live {
+						free(b)
+					}
+					for {
+						select {
+						case b := <-handoff:
+							free(b)
+						default:
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			for b := range len(handoff) {
+				_ = b
+				h.Free(<-handoff)
+			}
+			if err := errors.Join(errs...); err != nil {
+				t.Fatal(err)
+			}
+			s := h.Stats()
+			if s.Allocs != s.Frees || s.LiveBlocks != 0 || s.InUseBytes != 0 || s.CacheBytes != 0 {
+				t.Fatalf("after every block was freed and every Cache closed: %v", s)
+			}
+			if err := checkCensus(s, census{allocs: s.Allocs, frees: s.Allocs, large: s.Large}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestCacheCheckedReports: a checked heap's Cache reports what the heap
+// reports, with stacks that start in the program, not in the Cache.
+func TestCacheCheckedReports(t *testing.T) {
+	for _, n := range corpusSizes {
+		h := checkedHeap(t, Options{})
+		c := h.NewCache()
+		b := c.Alloc(n)
+		c.Free(b)
+		me := memoryError(t, func() { c.Free(b) })
+		if me.Kind != DoubleFree || me.Addr != addrOf(b) || me.Size != n {
+			t.Fatalf("n=%d: %v", n, me)
+		}
+		for what, st := range map[string]string{"alloc": me.AllocStack, "free": me.FreeStack, "again": me.AgainStack} {
+			wantStack(t, what, st, "TestCacheCheckedReports")
+			if strings.Contains(st, "offheap.(*Cache)") {
+				t.Errorf("%s stack shows the Cache's frames:\n%s", what, st)
+			}
+		}
+		b = c.Alloc(n + 1)
+		me = memoryError(t, func() { c.Free(b[1:]) })
+		if me.Kind != InvalidFree {
+			t.Fatalf("n=%d, interior Free: %v", n, me)
+		}
+		c.Free(b)
+		c.Close()
+		closeClean(t, h)
+	}
+}
+
+// TestCacheCheckedConcurrentUse: in checked mode a Cache call made while
+// another goroutine is inside one panics, saying so; the Cache works again
+// once the other call ends. The other goroutine's call is held open by
+// holdCache, so the test does not depend on timing.
+func TestCacheCheckedConcurrentUse(t *testing.T) {
+	h := checkedHeap(t, Options{})
+	c := h.NewCache()
+	defer c.Close()
+	b := c.Alloc(64)
+	release := holdCache(c)
+	for what, f := range map[string]func(){
+		"Alloc": func() { c.Alloc(64) }, "AllocUnzeroed": func() { c.AllocUnzeroed(64) },
+		"Free": func() { c.Free(b) }, "Flush": c.Flush, "Close": c.Close,
+	} {
+		done := make(chan string)
+		go func() { done <- sharedPanic(f) }()
+		if msg := <-done; !strings.HasPrefix(msg, "offheap: Cache."+what+" while another goroutine is using the Cache") {
+			t.Errorf("%s during another goroutine's call: panic %q", what, msg)
+		}
+	}
+	release()
+	noPanic(t, func() { c.Free(b); c.Free(c.Alloc(64)) })
+
+	// Control: the Cache used by two goroutines in turn is fine.
+	done := make(chan string)
+	go func() { done <- sharedPanic(func() { c.Free(c.Alloc(64)) }) }()
+	if msg := <-done; msg != "" {
+		t.Fatalf("a Cache passed between goroutines: %s", msg)
+	}
+}
+
+// TestCacheMagazinesOff: a Cache of a heap with magazines off holds
+// stacks of the default depth, and its batches go back to the spans.
+func TestCacheMagazinesOff(t *testing.T) {
+	skipChecked(t)
+	h := newTestHeap(t, Options{MagazineDepth: -1})
+	c := h.NewCache()
+	for range 3 {
+		c.Free(c.AllocUnzeroed(64))
+	}
+	if s := h.Stats(); s.MagazineHits != 0 || s.CacheHits != 2 {
+		t.Fatalf("magazines off: %v", s)
+	}
+	c.Close()
+	if s := h.Stats(); s.CacheBytes != 0 || s.DepotBytes != 0 {
+		t.Fatalf("after Close: %v", s)
+	}
+}

@@ -1,0 +1,56 @@
+package offheap_test
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/offheap/offheap"
+)
+
+// A pool of workers, each with a Cache of its own: the workers allocate
+// and free without pinning, and any worker may free a block another
+// allocated (here, the blocks a worker hands to the next).
+func ExampleHeap_NewCache() {
+	h, _ := offheap.NewHeap(offheap.Options{})
+	defer h.Close()
+
+	jobs := make(chan int)
+	handoff := make(chan []byte, 100)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			c := h.NewCache() // one per worker: a Cache is for one goroutine at a time
+			defer c.Close()   // hands what it holds back to the heap
+			for n := range jobs {
+				scratch := c.AllocUnzeroed(n) // written in full before it is read
+				for i := range scratch {
+					scratch[i] = byte(i)
+				}
+				c.Free(scratch)
+				out := c.Alloc(64)
+				out[0] = byte(n)
+				select {
+				case handoff <- out:
+				case b := <-handoff:
+					c.Free(b) // another worker's block
+					c.Free(out)
+				}
+			}
+		})
+	}
+	for n := range 1000 {
+		jobs <- 16 + n%2000
+	}
+	close(jobs)
+	wg.Wait()
+	close(handoff)
+	for b := range handoff {
+		h.Free(b)
+	}
+	s := h.Stats()
+	fmt.Println("live blocks:", s.LiveBlocks)
+	fmt.Println("every Alloc counted once:", s.MagazineHits+s.CacheHits+s.CentralHits+s.Fresh+s.Large == s.Allocs)
+	// Output:
+	// live blocks: 0
+	// every Alloc counted once: true
+}
