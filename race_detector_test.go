@@ -72,7 +72,11 @@ func TestRaceDetector(t *testing.T) {
 			}
 		})
 	}
-	for _, scenario := range []string{"handoff", "churn", "churn-checked", "arena-rounds", "shared-handoff"} {
+	correct := []string{
+		"handoff", "handoff-far", "checked-handoff", "reuse-closed", "depot", "pages",
+		"churn", "churn-checked", "churn-cache", "arena-rounds", "shared-handoff",
+	}
+	for _, scenario := range correct {
 		t.Run(scenario, func(t *testing.T) {
 			out, code := run(t, scenario)
 			if code != 0 || strings.Contains(out, "DATA RACE") || !strings.Contains(out, "racecheck "+scenario+": ok") {

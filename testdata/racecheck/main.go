@@ -34,8 +34,9 @@ var scenarios = map[string]func(){
 	"handoff-far":     func() { handoff(true) },
 	"checked-handoff": checkedHandoff,
 	"reuse-closed":    reuseClosed,
-	"churn":           func() { churn(offheap.Options{}) },
-	"churn-checked":   func() { churn(offheap.Options{Checked: true}) },
+	"churn":           func() { churn(offheap.Options{}, false) },
+	"churn-checked":   func() { churn(offheap.Options{Checked: true}, false) },
+	"churn-cache":     func() { churn(offheap.Options{}, true) },
 	"arena-rounds":    arenaRounds,
 	"shared-handoff":  sharedHandoff,
 	"depot":           depot,
@@ -443,16 +444,20 @@ func closedNext() uintptr {
 // churn: goroutines allocate, fill, check and free blocks of every kind,
 // keep a few live, hand some to another goroutine to free, and Trim runs
 // meanwhile: blocks move between Ps' magazines, the depots, spans and the
-// page heap, and come back to other goroutines.
-func churn(opts offheap.Options) {
+// page heap, and come back to other goroutines. With caches, every
+// goroutine allocates and frees through a Cache of its own, whose blocks
+// reach the others' Caches through the central lists.
+func churn(opts offheap.Options, caches bool) {
 	h := newHeap(opts)
 	const workers, ops = 4, 1500
 	handoff := make(chan []byte, 64)
 	var freers, wg sync.WaitGroup
 	freers.Go(func() {
+		_, free := allocFree(h, caches)
+		defer free(nil)
 		for b := range handoff {
 			check(b)
-			h.Free(b)
+			free(b)
 		}
 	})
 	stop := make(chan struct{})
@@ -470,6 +475,8 @@ func churn(opts offheap.Options) {
 	for w := range workers {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(w), 7))
+			alloc, free := allocFree(h, caches)
+			defer free(nil)
 			var live [][]byte
 			for i := range ops {
 				n := 1 + r.IntN(600)
@@ -479,12 +486,7 @@ func churn(opts offheap.Options) {
 				case 1, 2, 3:
 					n = 1 + r.IntN(64<<10)
 				}
-				var b []byte
-				if i%3 == 0 {
-					b = h.AllocUnzeroed(n)
-				} else {
-					b = h.Alloc(n)
-				}
+				b := alloc(n, i%3 != 0)
 				fill(b)
 				if r.IntN(8) == 0 {
 					check(b)
@@ -500,13 +502,13 @@ func churn(opts offheap.Options) {
 				if len(live) > 8 {
 					k := r.IntN(len(live))
 					check(live[k])
-					h.Free(live[k])
+					free(live[k])
 					live = slices.Delete(live, k, k+1)
 				}
 			}
 			for _, b := range live {
 				check(b)
-				h.Free(b)
+				free(b)
 			}
 		})
 	}
@@ -517,6 +519,36 @@ func churn(opts offheap.Options) {
 	if err := h.Close(); err != nil {
 		fail("Close: %v", err)
 	}
+}
+
+// allocFree returns a goroutine's Alloc (zeroed or not) and Free: the
+// heap's, or those of a Cache of its own, which free(nil) closes.
+func allocFree(h *offheap.Heap, cache bool) (alloc func(n int, zeroed bool) []byte, free func([]byte)) {
+	if !cache {
+		return func(n int, zeroed bool) []byte {
+				if zeroed {
+					return h.Alloc(n)
+				}
+				return h.AllocUnzeroed(n)
+			}, func(b []byte) {
+				if b != nil {
+					h.Free(b)
+				}
+			}
+	}
+	c := h.NewCache()
+	return func(n int, zeroed bool) []byte {
+			if zeroed {
+				return c.Alloc(n)
+			}
+			return c.AllocUnzeroed(n)
+		}, func(b []byte) {
+			if b == nil {
+				c.Close()
+				return
+			}
+			c.Free(b)
+		}
 }
 
 // arenaRounds: workers fill an arena, each round's workers on new
