@@ -110,8 +110,8 @@
 //
 // cache.go holds Cache: per size class a stack like a magazine's, owned by
 // one goroutine instead of one P, and reached without the pin; its state is
-// off-heap, as a magazine is, and the heap keeps it for Stats and the
-// double-free check.
+// off-heap, as a magazine is, and the heap keeps it (cache_set.go) for
+// Stats, the double-free check and the next NewCache.
 //
 // census.go sums every counter into Stats, and into InUse without a lock;
 // doublefree.go is fast mode's double-free key; reclaim.go gives back free
