@@ -152,13 +152,6 @@ func (h *Heap) initChecked() {
 	}
 }
 
-// takes reports whether the checker serves an allocation of n bytes that
-// reached the slow path: every one in checked mode, the sampled ones in a
-// sampled heap (guard.go).
-func (c *checker) takes(n int) bool {
-	return c.all || c.sampleDue(n)
-}
-
 // owns reports whether the checker handles the Free of a: every Free in
 // checked mode, and the guarded blocks of a sampled heap.
 func (c *checker) owns(a uintptr) bool { return c.all || c.guarded(a) }

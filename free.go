@@ -73,7 +73,8 @@ slow:
 }
 
 // freeSlow handles every Free the fast path did not take: large blocks,
-// small blocks of the regions after the first (region.go), the key found, a
+// the profile's samples, small blocks of the regions after the first
+// (region.go), the key found, a
 // closed heap, and the addresses that are not a block start of this heap,
 // which panic.
 func (h *Heap) freeSlow(b []byte) {
@@ -102,6 +103,9 @@ func (h *Heap) freeSlow(b []byte) {
 	switch {
 	case c == classLarge:
 		h.freeLarge(a, classLarge)
+		return
+	case c == classSampled: // the profile's (profile.go)
+		h.freeSampled(a)
 		return
 	case c-1 >= numClasses-1:
 		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which is not allocated (already freed, or never handed out)", a, cap(b)))

@@ -52,14 +52,14 @@ package offheap
 // A sampled heap is a fast heap with a checker that takes only sampled
 // allocations. The decision costs the fast path one compare: each magazine
 // class keeps, next to its count of magazine hits, the hit count at which the
-// next allocation is sampled (magClass.sampleAt). The fast path stops short
-// when the two are equal, so the allocation falls to the slow path, where
-// sampleDue draws the next interval (uniform in [1, 2*SampleRate-1], mean
-// SampleRate, random so that a periodic program is not always sampled at the
-// same call) and the checker allocates the block with guard pages. A heap
-// that does not sample sets sampleAt to the maximum uint64, which the hit
-// count never reaches. Allocations that miss the magazine (a refill, or a
-// large block) are sampled by a shared counter instead.
+// next allocation is sampled (magClass.sampleAt), shared with the profile's
+// sampling (sampling.go). The fast path stops short when the two are equal,
+// so the allocation falls to the slow path, where sampleDue draws the next
+// interval (uniform in [1, 2*SampleRate-1], mean SampleRate, random so that
+// a periodic program is not always sampled at the same call) and the
+// checker allocates the block with guard pages. Allocations that miss the
+// magazine (a refill, or a large block) are sampled by a shared counter
+// instead.
 //
 // A sample costs system calls, and they, not the bookkeeping, set the price
 // of sampling: an mprotect to PROT_NONE of a touched page (its TLB flush)
@@ -79,7 +79,6 @@ import (
 	"math/rand/v2"
 
 	"github.com/offheap/offheap/internal/osmem"
-	"github.com/offheap/offheap/internal/pin"
 )
 
 // classGuarded is the pagemap class of a guarded run's pages.
@@ -219,53 +218,8 @@ func (c *checker) dropSpareRuns() bool {
 	return len(spares) > 0
 }
 
-// sampleDue reports whether the allocation of n bytes that reached the slow
-// path of a sampled heap is sampled: its magazine class's hit count reached
-// sampleAt (then the next interval is drawn), or, for one that has no
-// magazine to count it, the shared counter says so.
-func (c *checker) sampleDue(n int) bool {
-	if c.rate == 0 {
-		return false
-	}
-	h := c.h
-	if n > maxSmall || !h.mags.on {
-		return c.ticks.Add(1)%c.rate == 0
-	}
-	cl := sizeClass(n)
-	next := c.interval()
-	due, counted := false, false
-	pid := pin.Pin()
-	if m := h.mag(pid); m != nil {
-		mc := &m.cls[cl]
-		counted = true
-		if mc.hits >= mc.sampleAt {
-			mc.sampleAt = mc.hits + next - 1 // this one, then next-1 hits
-			due = true
-		}
-	}
-	pin.Unpin()
-	if !counted { // this P has no magazine yet
-		return c.ticks.Add(1)%c.rate == 0
-	}
-	return due
-}
-
 // interval draws how many allocations the next sample is for: the sampled
 // one and the interval-1 magazine hits after it.
 func (c *checker) interval() uint64 {
 	return 1 + rand.Uint64N(2*c.rate-1)
-}
-
-// sampleStart is the sampleAt of a new magazine's classes: in a checked
-// heap 0, its hits, so that the fast path declines every allocation (see
-// magazine.take); in a sampled heap the first interval; in any other never.
-func (h *Heap) sampleStart() uint64 {
-	switch c := h.chk; {
-	case c == nil:
-	case c.all:
-		return 0
-	case c.rate > 0:
-		return c.interval() - 1
-	}
-	return math.MaxUint64
 }

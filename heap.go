@@ -50,6 +50,15 @@ type Options struct {
 	// GuardPages treatment in an otherwise fast heap.
 	SampleRate int
 
+	// ProfileRate is the average number of bytes allocated between two
+	// samples of the heap's allocation profile (WriteProfile). 0 means
+	// DefaultProfileRate (512 KiB, as runtime.MemProfileRate); a negative
+	// rate turns profiling off. Sampling costs the fast path nothing; each
+	// sample costs about a microsecond, and a sampled small block takes a
+	// page of its own while it lives (profile.go). A checked heap does not
+	// profile.
+	ProfileRate int
+
 	// ReleaseDelay is how long free pages stay mapped before they are given
 	// back to the operating system: each page goes back between ReleaseDelay
 	// and ReleaseDelay plus a 64th of it (at least a millisecond) after it
@@ -102,6 +111,10 @@ type Heap struct {
 	// without Checked) the slow path hands it the sampled allocations and
 	// their frees.
 	chk *checker
+
+	// prof is the allocation profile (profile.go), nil if the heap does
+	// not profile.
+	prof *profiler
 }
 
 // centralPad starts Heap.central on a cache line: a Heap, larger than a
@@ -164,6 +177,9 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 		return nil, err
 	}
 	checked := opts.Checked || opts.GuardPages || opts.SampleRate > 0
+	if !opts.Checked && !opts.GuardPages {
+		h.prof = newProfiler(opts.ProfileRate)
+	}
 	if err := h.reserve(opts.Limit, first, checked); err != nil {
 		osmem.Unmap(h.busy, maxProcs*busyStride)
 		return nil, err

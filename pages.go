@@ -27,7 +27,8 @@ import (
 // lock:
 //
 //	bits  0-7   class: 0 free, 1..numClasses-1 a small span, or the class
-//	            of a run of its own: classLarge, classArena, classGuarded
+//	            of a run of its own: classLarge, classArena, classGuarded,
+//	            classSampled
 //	bits  8-31  the page's index within its span (small), 0 or 1 (a run:
 //	            first page or not); on a free page, pageDirty or 0
 //	bits 32-63  the span's id (small), the run's page count (a run, on its
@@ -259,8 +260,9 @@ func (ph *pageHeap) release(first, n uint32) {
 }
 
 // Runs of their own: a large block (classLarge), an arena's chunk or per-P
-// array (classArena, arena.go) and a guarded block with its guard page
-// (classGuarded, guard.go) each take a run of whole pages, its class in
+// array (classArena, arena.go), a guarded block with its guard page
+// (classGuarded, guard.go) and a block the profile sampled (classSampled,
+// profile.go) each take a run of whole pages, its class in
 // every page's word. The census counts every such run as a large block
 // (Stats.Large, and InUseBytes by pages) from allocRun to freeRun: these
 // and keepRun and reuseRun are the only writers of that census.
@@ -325,7 +327,7 @@ func (ph *pageHeap) runHolding(a uintptr) (first uintptr, class uint8, ok bool) 
 	}
 	e := *ph.entry(page)
 	switch class = uint8(e); class {
-	case classLarge, classArena, classGuarded:
+	case classLarge, classArena, classGuarded, classSampled:
 	default:
 		return 0, 0, false
 	}
