@@ -99,7 +99,7 @@ func (h *Heap) arenaRun(n int, zero bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if prof := h.prof; prof != nil && prof.draw(sampleSize(n)) {
+	if prof := h.prof; prof != nil && prof.draw(n) {
 		var s stack
 		h.sampleArenaRun(p, n, intern(&s, s.fill(fpStack(&s.pcs))))
 	}

@@ -178,7 +178,7 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 	}
 	checked := opts.Checked || opts.GuardPages || opts.SampleRate > 0
 	if !opts.Checked && !opts.GuardPages {
-		h.prof = newProfiler(opts.ProfileRate)
+		h.startProfile(opts.ProfileRate) // sampling.go
 	}
 	if err := h.reserve(opts.Limit, first, checked); err != nil {
 		osmem.Unmap(h.busy, maxProcs*busyStride)

@@ -102,10 +102,11 @@ func (p *profiler) gap(c uint8) uint64 {
 	return uint64(min(rand.ExpFloat64()*p.mean[c], 1<<62))
 }
 
-// draw reports whether an allocation of size bytes that no magazine counts
-// is sampled: with probability 1-exp(-size/rate).
-func (p *profiler) draw(size int) bool {
-	return rand.Float64() < -math.Expm1(-float64(size)/p.rate)
+// draw reports whether an allocation of n bytes that no counter counts (a
+// large block, an arena's chunk) is sampled: with probability
+// 1-exp(-size/rate) for its block of size bytes.
+func (p *profiler) draw(n int) bool {
+	return rand.Float64() < -math.Expm1(-float64(sampleSize(n))/p.rate)
 }
 
 // sampleSize is the size the profile counts an allocation of n bytes at: its

@@ -30,36 +30,44 @@ func BenchmarkProfileSample(b *testing.B) {
 // whatever else the machine does falls on both alike. It reports each
 // heap's ns per pair and the median over rounds of the ratio of the two
 // (profiled/unprofiled), the figure the profile's claim is about: a round
-// is 1<<16 pairs, about eight samples at the default rate.
+// is 1<<16 pairs, about eight samples at the default rate. With magazines
+// off (depth=off) every allocation is drawn for on its own (sampling.go).
 func BenchmarkProfileCost(b *testing.B) {
-	on := newTestHeap(b, Options{})
-	off := newTestHeap(b, Options{ProfileRate: -1})
-	const round = 1 << 16
-	pairs := func(h *Heap) time.Duration {
-		t := time.Now()
-		for range round {
-			h.Free(h.Alloc(64))
-		}
-		return time.Since(t)
+	for _, depth := range []struct {
+		name  string
+		depth int
+	}{{"default", 0}, {"off", -1}} {
+		b.Run("depth="+depth.name, func(b *testing.B) {
+			on := newTestHeap(b, Options{MagazineDepth: depth.depth})
+			off := newTestHeap(b, Options{MagazineDepth: depth.depth, ProfileRate: -1})
+			const round = 1 << 16
+			pairs := func(h *Heap) time.Duration {
+				t := time.Now()
+				for range round {
+					h.Free(h.Alloc(64))
+				}
+				return time.Since(t)
+			}
+			var tOn, tOff time.Duration
+			var ratios []float64
+			for b.Loop() {
+				var a, c time.Duration
+				if len(ratios)%2 == 0 {
+					a = pairs(on)
+					c = pairs(off)
+				} else {
+					c = pairs(off)
+					a = pairs(on)
+				}
+				tOn += a
+				tOff += c
+				ratios = append(ratios, float64(a)/float64(c))
+			}
+			slices.Sort(ratios)
+			n := float64(len(ratios) * round)
+			b.ReportMetric(float64(tOn.Nanoseconds())/n, "ns/pair-profiled")
+			b.ReportMetric(float64(tOff.Nanoseconds())/n, "ns/pair-unprofiled")
+			b.ReportMetric(ratios[len(ratios)/2], "profiled/unprofiled")
+		})
 	}
-	var tOn, tOff time.Duration
-	var ratios []float64
-	for b.Loop() {
-		var a, c time.Duration
-		if len(ratios)%2 == 0 {
-			a = pairs(on)
-			c = pairs(off)
-		} else {
-			c = pairs(off)
-			a = pairs(on)
-		}
-		tOn += a
-		tOff += c
-		ratios = append(ratios, float64(a)/float64(c))
-	}
-	slices.Sort(ratios)
-	n := float64(len(ratios) * round)
-	b.ReportMetric(float64(tOn.Nanoseconds())/n, "ns/pair-profiled")
-	b.ReportMetric(float64(tOff.Nanoseconds())/n, "ns/pair-unprofiled")
-	b.ReportMetric(ratios[len(ratios)/2], "profiled/unprofiled")
 }

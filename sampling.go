@@ -9,12 +9,16 @@ package offheap
 // the fast path declines. The allocation then reaches allocSlow, which asks
 // sampleDue what to do with it.
 //
-// An allocation the magazine does not count (a refill, magazines off, a
-// large block, a P without a magazine yet) is drawn for on its own: the
-// profile samples a block of s bytes with probability 1-exp(-s/ProfileRate),
-// the chance that a byte counter with exponential gaps of mean ProfileRate
-// crosses zero within it, as the Go runtime's does; the guard pages take one
-// in SampleRate by a shared counter.
+// The profile samples each block of s bytes with probability
+// 1-exp(-s/ProfileRate), the chance that a byte counter with exponential
+// gaps of mean ProfileRate crosses zero within it, as the Go runtime's does:
+// per class, the number of allocations between samples is then geometric,
+// and each counter draws it. Small allocations that no magazine counts (a
+// refill's own, or every one with magazines off) are counted by their
+// class's central list under the lock it takes anyway (countSample); a
+// large block or an arena's chunk is drawn for on its own. The guard pages
+// take one in SampleRate of the allocations no magazine counts by a shared
+// counter.
 
 import (
 	"math"
@@ -32,49 +36,92 @@ func (h *Heap) sampleDue(n int) (guard, prof bool) {
 	if !guardOn && p == nil {
 		return false, false
 	}
-	if n > maxSmall || !h.mags.on {
+	if n > maxSmall {
 		guard = guardOn && c.ticks.Add(1)%c.rate == 0
-		prof = p != nil && p.draw(sampleSize(n))
+		prof = p != nil && p.draw(n)
 		return guard, prof
 	}
 	cl := sizeClass(n)
-	// Drawn before the pin: pinned, the slow path takes no more time than
-	// it must.
-	var nextGuard, nextProf uint64 = math.MaxUint64, math.MaxUint64
-	if guardOn {
-		nextGuard = c.interval() - 1 // this one, then interval-1 hits
-	}
-	if p != nil {
-		nextProf = p.gap(cl)
-	}
-	counted, profDue := false, false
-	pid := pin.Pin()
-	if m := h.mag(pid); m != nil {
-		mc, nx := &m.cls[cl], &m.next[cl]
-		counted = true
-		if mc.hits >= nx.guard {
-			nx.guard = mc.hits + nextGuard
-			guard = true
+	counted := false
+	if h.mags.on {
+		pid := pin.Pin()
+		if m := h.mag(pid); m != nil {
+			mc, nx := &m.cls[cl], &m.next[cl]
+			counted = true
+			if mc.hits >= nx.guard {
+				nx.guard = mc.hits + c.interval() - 1 // this one, then interval-1 hits
+				guard = true
+			}
+			if mc.hits >= nx.prof {
+				nx.prof = mc.hits + p.gap(cl)
+				prof = true
+			}
+			mc.sampleAt = min(nx.guard, nx.prof)
 		}
-		if mc.hits >= nx.prof {
-			nx.prof = mc.hits + nextProf
-			profDue = true
-		}
-		mc.sampleAt = min(nx.guard, nx.prof)
+		pin.Unpin()
 	}
-	pin.Unpin()
-	if !counted { // this P has no magazine yet
-		guard = guardOn && c.ticks.Add(1)%c.rate == 0
+	if !counted && guardOn { // magazines off, or this P has none yet
+		guard = c.ticks.Add(1)%c.rate == 0
 	}
-	if p != nil && !profDue {
-		// Not a magazine hit (a refill, or moved to another P since the
-		// fast path declined): a draw of its own.
-		profDue = p.draw(int(classSize[cl]))
+	if p != nil && !prof {
+		// Not a magazine hit: a refill, magazines off, or moved to another
+		// P since the fast path declined. The central list counts these
+		// (countSample) and marks the one due.
+		prof = h.central[cl].takeSample(p)
 	}
 	// A guarded sample is the checker's block: the profile does not see it
 	// (one in SampleRate of the profile's samples, a bias far below the
 	// sampling error).
-	return guard, profDue && !guard
+	return guard, prof && !guard
+}
+
+// countSample counts an allocation of c's class that no magazine counts (a
+// refill's own, or any with magazines off) toward the profile's next
+// sample: after profLeft of them, the class's next allocation to reach the
+// slow path is sampled (profDue, taken by takeSample). Called with mu held:
+// it costs the central path a compare and a decrement. A profLeft of 0 with
+// profDue false, in a heap that does not profile or for the moment
+// takeSample draws the next gap, counts nothing.
+func (c *central) countSample() {
+	if c.profLeft > 0 {
+		if c.profLeft--; c.profLeft == 0 {
+			c.profDue.Store(true)
+		}
+	}
+}
+
+// takeSample reports whether the allocation of c's class that reached the
+// slow path is the one countSample marked, and if so draws the next gap.
+func (c *central) takeSample(p *profiler) bool {
+	if !c.profDue.Load() || !c.profDue.CompareAndSwap(true, false) {
+		return false
+	}
+	c.mu.Lock()
+	c.drawSample(p)
+	c.mu.Unlock()
+	return true
+}
+
+// drawSample draws how many allocations countSample lets pass before the
+// next sample, with mu held (or before the heap is in use).
+func (c *central) drawSample(p *profiler) {
+	if k := p.gap(c.class); k > 0 {
+		c.profLeft = k
+	} else {
+		c.profDue.Store(true)
+	}
+}
+
+// startProfile gives h the profile of ProfileRate rate (none if negative)
+// and draws each central list's first sample.
+func (h *Heap) startProfile(rate int) {
+	h.prof = newProfiler(rate)
+	if h.prof == nil {
+		return
+	}
+	for c := 1; c < numClasses; c++ {
+		h.central[c].drawSample(h.prof)
+	}
 }
 
 // startSampling draws the first sample of class cl of a new magazine m: in

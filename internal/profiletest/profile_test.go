@@ -26,7 +26,12 @@ const rate = 4096
 
 func newHeap(t *testing.T, rate int) *offheap.Heap {
 	t.Helper()
-	h, err := offheap.NewHeap(offheap.Options{ProfileRate: rate})
+	return newHeapOpts(t, offheap.Options{ProfileRate: rate})
+}
+
+func newHeapOpts(t *testing.T, opts offheap.Options) *offheap.Heap {
+	t.Helper()
+	h, err := offheap.NewHeap(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,9 +120,16 @@ func allocOne(h *offheap.Heap) []byte { return h.Alloc(1024) }
 // rate 4096, 1.1% for 3072 bytes (q = 0.53) and 2.1% for 1024 (q = 0.22),
 // 2.4% for their ratio. The test allows 15% on the ratio and 12% on each
 // estimate, more than five standard deviations: a chance below 1e-7 of a
-// false failure.
+// false failure. With magazines (the allocations they serve are counted
+// per P) and without (each class's central list counts them).
 func TestProfileRatio(t *testing.T) {
-	h := newHeap(t, rate)
+	t.Run("magazines", func(t *testing.T) { testProfileRatio(t, newHeap(t, rate)) })
+	t.Run("nomag", func(t *testing.T) {
+		testProfileRatio(t, newHeapOpts(t, offheap.Options{ProfileRate: rate, MagazineDepth: -1}))
+	})
+}
+
+func testProfileRatio(t *testing.T, h *offheap.Heap) {
 	const n = 8000
 	three := make([][]byte, n)
 	one := make([][]byte, n)
