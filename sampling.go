@@ -67,7 +67,8 @@ func (h *Heap) sampleDue(n int) (guard, prof bool) {
 		// Not a magazine hit: a refill, magazines off, or moved to another
 		// P since the fast path declined. The central list counts these
 		// (countSample) and marks the one due.
-		prof = h.central[cl].takeSample(p)
+		cen := &h.central[cl]
+		prof = cen.profDue.Load() && cen.takeSample(p) // a load, not a call, while none is due
 	}
 	// A guarded sample is the checker's block: the profile does not see it
 	// (one in SampleRate of the profile's samples, a bias far below the
@@ -93,7 +94,7 @@ func (c *central) countSample() {
 // takeSample reports whether the allocation of c's class that reached the
 // slow path is the one countSample marked, and if so draws the next gap.
 func (c *central) takeSample(p *profiler) bool {
-	if !c.profDue.Load() || !c.profDue.CompareAndSwap(true, false) {
+	if !c.profDue.CompareAndSwap(true, false) {
 		return false
 	}
 	c.mu.Lock()
