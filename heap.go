@@ -53,10 +53,10 @@ type Options struct {
 	// ProfileRate is the average number of bytes allocated between two
 	// samples of the heap's allocation profile (WriteProfile). 0 means
 	// DefaultProfileRate (512 KiB, as runtime.MemProfileRate); a negative
-	// rate turns profiling off. Sampling costs the fast path nothing; each
-	// sample costs about a microsecond, and a sampled small block takes a
-	// page of its own while it lives (profile.go). A checked heap does not
-	// profile.
+	// rate turns profiling off. Sampling costs the fast path nothing; a
+	// sample costs about half a microsecond, its Alloc and Free together,
+	// and a sampled small block takes a page of its own while it lives
+	// (profile.go). A checked heap does not profile.
 	ProfileRate int
 
 	// ReleaseDelay is how long free pages stay mapped before they are given

@@ -1,0 +1,79 @@
+package offheap
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestSampledBlock: a block the profile sampled (ProfileRate 1 samples
+// every allocation) is a page run of its own that behaves as any block:
+// Alloc's shape and zeroing, Realloc, Ref and Bytes, Free; a second Free or
+// a Free inside it panics with offheap's message; the census counts it as a
+// large block while it lives, and the profile counts its Free.
+func TestSampledBlock(t *testing.T) {
+	if buildChecked {
+		t.Skip("a checked heap does not profile")
+	}
+	h := newTestHeap(t, Options{ProfileRate: 1})
+	b := h.Alloc(100)
+	if len(b) != 100 || cap(b) != 100 || addrOf(b)&(pageSize-1) != 0 {
+		t.Fatalf("a sampled Alloc(100): len %d cap %d at %#x, want a page of its own", len(b), cap(b), addrOf(b))
+	}
+	if page, _ := h.pages.pageOf(addrOf(b)); uint8(*h.pages.entry(page)) != classSampled {
+		t.Fatal("the sampled block's page is not marked classSampled")
+	}
+	if s := h.Stats(); s.Large != 1 || s.InUseBytes != pageSize {
+		t.Errorf("Stats with one sampled block: Large %d, InUseBytes %d; want 1 and a page", s.Large, s.InUseBytes)
+	}
+	copy(b, "sampled")
+	r := h.Ref(b)
+	if got := h.Bytes(r); !bytes.Equal(got, b) {
+		t.Errorf("Bytes(Ref(b)) = %q, want b", got[:7])
+	}
+	b = h.Realloc(b, 200)
+	if string(b[:7]) != "sampled" || len(b) != 200 {
+		t.Fatalf("Realloc of a sampled block: %q, len %d", b[:7], len(b))
+	}
+	if msg := mustPanic(t, func() { h.Free(b[8:]) }); !strings.HasPrefix(msg, "offheap: Free of") {
+		t.Errorf("Free inside a sampled block: %q", msg)
+	}
+	h.Free(b)
+	if msg := mustPanic(t, func() { h.Free(b) }); !strings.Contains(msg, "not allocated") {
+		t.Errorf("a second Free of a sampled block: %q", msg)
+	}
+	if bytes, blocks := h.InUse(); bytes != 0 || blocks != 0 {
+		t.Errorf("InUse after every Free: %d bytes, %d blocks", bytes, blocks)
+	}
+	p := h.prof
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.live) != 0 {
+		t.Errorf("%d sampled blocks live in the profile after every Free", len(p.live))
+	}
+	var allocs, frees uint64
+	for _, bk := range p.buckets {
+		allocs += bk.allocs
+		frees += bk.frees
+	}
+	if allocs != 2 || frees != 2 { // Alloc, and Realloc's move
+		t.Errorf("the profile counts %d allocs and %d frees, want 2 and 2", allocs, frees)
+	}
+}
+
+// TestProfileScale: scaleSample undoes the sampling's odds, as the
+// runtime's scaleHeapSample does, and leaves a rate of 1 (every block
+// sampled) alone.
+func TestProfileScale(t *testing.T) {
+	// A block as large as the rate is sampled with odds 1-1/e: 1000
+	// samples stand for 1000/(1-1/e) = 1581.98 blocks, 6479776 bytes.
+	if n, b := scaleSample(1000, 4096, 4096); n != 1581 || b != 6479776 {
+		t.Errorf("scaleSample(1000, 4096, 4096) = %d, %d; want 1581, 6479776", n, b)
+	}
+	if n, b := scaleSample(3, 64, 1); n != 3 || b != 192 {
+		t.Errorf("at rate 1: %d, %d; want 3, 192", n, b)
+	}
+	if n, b := scaleSample(0, 64, 4096); n != 0 || b != 0 {
+		t.Errorf("no samples: %d, %d", n, b)
+	}
+}
