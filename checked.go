@@ -119,6 +119,10 @@ type checker struct {
 
 	q quarantine // checked_quarantine.go
 
+	// The pool of a sampled heap (guard.go): the guarded runs in [poolBase,
+	// poolEnd), mapped at NewHeap, are spares whenever they are not in use.
+	poolBase, poolEnd uintptr
+
 	runMu sync.Mutex
 	// spareRuns are the first pages of one-page guarded runs that left the
 	// quarantine, kept inaccessible for the next guarded block (guard.go).
@@ -147,6 +151,9 @@ func (h *Heap) initChecked() {
 	initDepot()
 	register(c)
 	h.chk = c
+	if !c.all {
+		c.mapPool()
+	}
 	if c.all {
 		h.fastSize = 0 // every Free to freeSlow, which hands it to the checker
 	}

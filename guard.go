@@ -180,7 +180,7 @@ func (c *checker) releaseGuarded(a uintptr) {
 	ph := &c.h.pages
 	np := ph.runPages(base) // guard page included
 	c.runMu.Lock()
-	spare := np == 2 && len(c.spareRuns) < maxSpareRuns
+	spare := np == 2 && (c.inPool(base) || len(c.spareRuns) < maxSpareRuns+poolSlots)
 	if spare {
 		c.spareRuns = append(c.spareRuns, base)
 	}
@@ -197,17 +197,60 @@ func (c *checker) releaseGuarded(a uintptr) {
 	ph.freeRun(base, classGuarded)
 }
 
-// maxSpareRuns is how many one-page guarded runs a checker keeps for reuse:
-// 1 MiB of address space, none of it accessible.
+// maxSpareRuns is how many one-page guarded runs a checker keeps for reuse
+// besides its pool's: 1 MiB of address space, none of it accessible.
 const maxSpareRuns = 64
 
-// dropSpareRuns gives every spare run back to the page heap, accessible
-// again, and reports whether there were any. Trim and a heap at its limit
-// call it, through flush.
+// poolSlots is how many one-page guarded runs a sampled heap maps when it
+// is made (mapPool): 512 KiB of address space, inaccessible until a sample
+// takes a run, which then has 8 KiB resident at most. GWP-ASan's default
+// pool in Android has 32 slots too.
+const poolSlots = 32
+
+// mapPool maps a sampled heap's pool of guarded runs (GWP-ASan's slots):
+// one run of the page heap, made inaccessible whole with one system call,
+// then carved into poolSlots runs of a data page and a guard page each,
+// which wait among the spares. So a sample on a pool run pays the two
+// calls that make its data page accessible at Alloc and inaccessible at
+// Free, and no more, from the first sample on; Trim and the limit's
+// reclaim keep them (dropSpareRuns). A heap whose pool cannot be had (its
+// Limit, say) samples on runs of their own.
+func (c *checker) mapPool() {
+	ph := &c.h.pages
+	n := uintptr(2 * poolSlots)
+	base, _, err := ph.allocRun(uint32(n), classGuarded)
+	if err != nil {
+		return
+	}
+	if osmem.Protect(ptr(base), n<<pageShift) != nil {
+		ph.freeRun(base, classGuarded)
+		return
+	}
+	ph.carveRuns(base, poolSlots, 2)
+	c.poolBase, c.poolEnd = base, base+n<<pageShift
+	for a := c.poolEnd - 2*pageSize; a >= base; a -= 2 * pageSize {
+		c.spareRuns = append(c.spareRuns, a) // taken from the end: the pool's first run first
+	}
+}
+
+// inPool reports whether the guarded run at base is one of the pool's.
+func (c *checker) inPool(base uintptr) bool { return base-c.poolBase < c.poolEnd-c.poolBase }
+
+// dropSpareRuns gives every spare run but the pool's back to the page heap,
+// accessible again, and reports whether there were any. Trim and a heap at
+// its limit call it, through flush.
 func (c *checker) dropSpareRuns() bool {
+	var spares []uintptr
 	c.runMu.Lock()
-	spares := c.spareRuns
-	c.spareRuns = nil
+	kept := c.spareRuns[:0]
+	for _, base := range c.spareRuns {
+		if c.inPool(base) {
+			kept = append(kept, base)
+		} else {
+			spares = append(spares, base)
+		}
+	}
+	c.spareRuns = kept
 	c.runMu.Unlock()
 	for _, base := range spares {
 		if osmem.Commit(ptr(base), 2*pageSize) != nil {

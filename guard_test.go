@@ -272,3 +272,60 @@ func TestSampleRate(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 }
+
+// TestGuardPool: a sampled heap maps its pool of guarded runs when it is
+// made, all inaccessible and none counted as in use; its samples land on
+// the pool's runs, with a guard page after the block and the data page
+// inaccessible once freed; Trim keeps the pool, and the census pairs every
+// sample's Alloc and Free.
+func TestGuardPool(t *testing.T) {
+	if buildChecked {
+		t.Skip("every heap is checked under the offheapchecked tag: a checked heap has no pool")
+	}
+	h := newTestHeap(t, Options{SampleRate: 1, ProfileRate: -1})
+	c := h.chk
+	if n := len(c.spareRuns); n != poolSlots || c.poolEnd-c.poolBase != 2*poolSlots*pageSize {
+		t.Fatalf("a new sampled heap: %d spare runs, pool [%#x, %#x); want %d runs of two pages", n, c.poolBase, c.poolEnd, poolSlots)
+	}
+	for _, base := range c.spareRuns {
+		if !c.inPool(base) {
+			t.Fatalf("spare run %#x is not the pool's", base)
+		}
+		if _, faulted := faultAddr(func() { sinkByte = *(*byte)(ptr(base)) }); !faulted {
+			t.Fatalf("reading the pool's run %#x did not fault", base)
+		}
+	}
+	if s := h.Stats(); s.Allocs != 0 || s.InUseBytes != 0 {
+		t.Fatalf("a new sampled heap counts its pool: Allocs %d, InUseBytes %d", s.Allocs, s.InUseBytes)
+	}
+	var blocks [][]byte
+	for range 3 * poolSlots { // more than the pool: the rest take runs of their own
+		b := h.Alloc(100)
+		b[99] = 1
+		blocks = append(blocks, b)
+	}
+	for i, b := range blocks[:poolSlots] {
+		if !c.inPool(guardBase(addrOf(b))) {
+			t.Fatalf("sample %d at %#x, not on the pool", i, addrOf(b))
+		}
+	}
+	end := unsafe.Add(unsafe.Pointer(unsafe.SliceData(blocks[0])), 112) // 100 rounded up to 16: the guard page
+	if _, faulted := faultAddr(func() { sinkByte = *(*byte)(end) }); !faulted {
+		t.Fatal("reading past a block on the pool did not fault: no guard page")
+	}
+	first := unsafe.SliceData(blocks[0])
+	for _, b := range blocks {
+		h.Free(b)
+	}
+	if _, faulted := faultAddr(func() { sinkByte = *first }); !faulted {
+		t.Fatal("reading a freed block on the pool did not fault")
+	}
+	h.Trim()
+	if n := len(c.spareRuns); n != poolSlots {
+		t.Fatalf("after Trim: %d spare runs, want the pool's %d", n, poolSlots)
+	}
+	if s := h.Stats(); s.Allocs != 3*poolSlots || s.Frees != 3*poolSlots || s.InUseBytes != 0 {
+		t.Fatalf("Stats after Trim: Allocs %d, Frees %d, InUseBytes %d", s.Allocs, s.Frees, s.InUseBytes)
+	}
+	closeClean(t, h)
+}

@@ -408,6 +408,23 @@ func (ph *pageHeap) dropRun(a uintptr) {
 	}
 }
 
+// carveRuns makes the run of n*np pages at a, which the caller allocated
+// (allocRun) and holds, n runs of np pages each, as the pagemap and the
+// census see them: each then goes back to the page heap by a freeRun of its
+// own, and none is counted as allocated, for the caller counts each as it
+// hands it out (reuseRun).
+func (ph *pageHeap) carveRuns(a uintptr, n, np uint32) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	page, _ := ph.pageOf(a)
+	class := uint8(*ph.entry(page))
+	for i := range n {
+		*ph.entry(page + i*np) = uint64(class) | uint64(np)<<32 // the others' words say "not a first page" already
+	}
+	ph.largeAllocs.Add(^uint64(0)) // allocRun's count, undone
+	ph.largePages.Add(-uint64(n * np))
+}
+
 // countRun and uncountRun add a run of np pages to the census and take it
 // out. Called with mu held.
 func (ph *pageHeap) countRun(np uint32) {
