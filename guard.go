@@ -116,18 +116,27 @@ func (c *checker) allocGuarded(n int, zero bool, st stackID) ([]byte, error) {
 func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 	ph := &c.h.pages
 	if np == 1 {
-		c.runMu.Lock()
-		if k := len(c.spareRuns); k > 0 {
-			base = c.spareRuns[k-1]
-			c.spareRuns = c.spareRuns[:k-1]
+		pool := true
+		if base = c.poolRun(); base == 0 {
+			pool = false
+			c.runMu.Lock()
+			if k := len(c.spareRuns); k > 0 {
+				base = c.spareRuns[k-1]
+				c.spareRuns = c.spareRuns[:k-1]
+			}
+			c.runMu.Unlock()
 		}
-		c.runMu.Unlock()
 		if base != 0 {
 			if err := ph.reuseRun(2); err != nil {
 				return 0, false, err
 			}
 			if err := osmem.Commit(ptr(base), pageSize); err != nil {
-				c.releaseGuarded(base) // counts it freed: Allocs and Frees stay paired
+				// Counted freed, so that Allocs and Frees stay paired.
+				if pool {
+					c.retire(base, 0)
+				} else {
+					c.releaseGuarded(base)
+				}
 				return 0, false, err
 			}
 			return base, true, nil
@@ -180,7 +189,7 @@ func (c *checker) releaseGuarded(a uintptr) {
 	ph := &c.h.pages
 	np := ph.runPages(base) // guard page included
 	c.runMu.Lock()
-	spare := np == 2 && (c.inPool(base) || len(c.spareRuns) < maxSpareRuns+poolSlots)
+	spare := np == 2 && len(c.spareRuns) < maxSpareRuns
 	if spare {
 		c.spareRuns = append(c.spareRuns, base)
 	}
@@ -197,8 +206,8 @@ func (c *checker) releaseGuarded(a uintptr) {
 	ph.freeRun(base, classGuarded)
 }
 
-// maxSpareRuns is how many one-page guarded runs a checker keeps for reuse
-// besides its pool's: 1 MiB of address space, none of it accessible.
+// maxSpareRuns is how many one-page guarded runs a checker keeps for reuse:
+// 1 MiB of address space, none of it accessible.
 const maxSpareRuns = 64
 
 // poolSlots is how many one-page guarded runs a sampled heap maps when it
@@ -209,12 +218,17 @@ const poolSlots = 32
 
 // mapPool maps a sampled heap's pool of guarded runs (GWP-ASan's slots):
 // one run of the page heap, made inaccessible whole with one system call,
-// then carved into poolSlots runs of a data page and a guard page each,
-// which wait among the spares. So a sample on a pool run pays the two
-// calls that make its data page accessible at Alloc and inaccessible at
-// Free, and no more, from the first sample on; Trim and the limit's
-// reclaim keep them (dropSpareRuns). A heap whose pool cannot be had (its
-// Limit, say) samples on runs of their own.
+// then carved into poolSlots runs of a data page and a guard page each.
+//
+// The pool is its own quarantine: a freed block on it keeps its record
+// (freed, with both stacks, for Lookup and a second Free) and its run goes
+// to the back of the pool's FIFO, inaccessible, while a sample takes the
+// run at the front, the one freed longest ago. So a sample on the pool
+// costs the two calls that make its data page accessible at Alloc and
+// inaccessible at Free, and no more, from the first sample on and after
+// Trim. A sample that finds the pool empty (all its runs in use) takes a
+// spare run, or one of its own, and the quarantine as before; a heap whose
+// pool cannot be had (a small Limit, say) does so for every sample.
 func (c *checker) mapPool() {
 	ph := &c.h.pages
 	n := uintptr(2 * poolSlots)
@@ -227,30 +241,59 @@ func (c *checker) mapPool() {
 		return
 	}
 	ph.carveRuns(base, poolSlots, 2)
-	c.poolBase, c.poolEnd = base, base+n<<pageShift
-	for a := c.poolEnd - 2*pageSize; a >= base; a -= 2 * pageSize {
-		c.spareRuns = append(c.spareRuns, a) // taken from the end: the pool's first run first
+	p := &c.pool
+	p.base, p.end = base, base+n<<pageShift
+	for i := range poolSlots {
+		p.free[i] = base + uintptr(i)*2*pageSize
 	}
+	p.n = poolSlots
 }
 
 // inPool reports whether the guarded run at base is one of the pool's.
-func (c *checker) inPool(base uintptr) bool { return base-c.poolBase < c.poolEnd-c.poolBase }
+func (c *checker) inPool(base uintptr) bool { return base-c.pool.base < c.pool.end-c.pool.base }
 
-// dropSpareRuns gives every spare run but the pool's back to the page heap,
-// accessible again, and reports whether there were any. Trim and a heap at
-// its limit call it, through flush.
-func (c *checker) dropSpareRuns() bool {
-	var spares []uintptr
+// poolRun takes the pool's run freed longest ago, or returns 0 if every
+// run is in use, and forgets the freed block whose record it kept.
+func (c *checker) poolRun() uintptr {
+	p := &c.pool
 	c.runMu.Lock()
-	kept := c.spareRuns[:0]
-	for _, base := range c.spareRuns {
-		if c.inPool(base) {
-			kept = append(kept, base)
-		} else {
-			spares = append(spares, base)
-		}
+	if p.n == 0 {
+		c.runMu.Unlock()
+		return 0
 	}
-	c.spareRuns = kept
+	base := p.free[p.head]
+	p.head = (p.head + 1) % poolSlots
+	p.n--
+	i := (base - p.base) / (2 * pageSize)
+	last := p.last[i]
+	p.last[i] = 0
+	c.runMu.Unlock()
+	if last != 0 {
+		c.rec(last).state = stateNone
+	}
+	return base
+}
+
+// retire puts the pool's run at base back, inaccessible, at the back of the
+// FIFO, counted freed; freed is the start of the freed block whose record
+// it keeps, or 0.
+func (c *checker) retire(base, freed uintptr) {
+	p := &c.pool
+	c.runMu.Lock()
+	p.free[(p.head+p.n)%poolSlots] = base
+	p.n++
+	p.last[(base-p.base)/(2*pageSize)] = freed
+	c.runMu.Unlock()
+	c.h.pages.keepRun(2)
+}
+
+// dropSpareRuns gives every spare run back to the page heap, accessible
+// again, and reports whether there were any. Trim and a heap at its limit
+// call it, through flush; the pool's runs stay.
+func (c *checker) dropSpareRuns() bool {
+	c.runMu.Lock()
+	spares := c.spareRuns
+	c.spareRuns = nil
 	c.runMu.Unlock()
 	for _, base := range spares {
 		if osmem.Commit(ptr(base), 2*pageSize) != nil {

@@ -274,57 +274,66 @@ func TestSampleRate(t *testing.T) {
 }
 
 // TestGuardPool: a sampled heap maps its pool of guarded runs when it is
-// made, all inaccessible and none counted as in use; its samples land on
-// the pool's runs, with a guard page after the block and the data page
-// inaccessible once freed; Trim keeps the pool, and the census pairs every
-// sample's Alloc and Free.
+// made, all inaccessible and none counted as in use; its samples take the
+// pool's runs, freed longest ago first, with a guard page after the block;
+// a freed block's run stays inaccessible, and its record says who
+// allocated and freed it (Lookup, a second Free), until the run is taken
+// again; samples beyond the pool take runs of their own; Trim keeps the
+// pool, and the census pairs every sample's Alloc and Free.
 func TestGuardPool(t *testing.T) {
 	if buildChecked {
 		t.Skip("every heap is checked under the offheapchecked tag: a checked heap has no pool")
 	}
 	h := newTestHeap(t, Options{SampleRate: 1, ProfileRate: -1})
 	c := h.chk
-	if n := len(c.spareRuns); n != poolSlots || c.poolEnd-c.poolBase != 2*poolSlots*pageSize {
-		t.Fatalf("a new sampled heap: %d spare runs, pool [%#x, %#x); want %d runs of two pages", n, c.poolBase, c.poolEnd, poolSlots)
+	p := &c.pool
+	if p.n != poolSlots || p.end-p.base != 2*poolSlots*pageSize {
+		t.Fatalf("a new sampled heap: %d free runs in the pool [%#x, %#x); want %d runs of two pages", p.n, p.base, p.end, poolSlots)
 	}
-	for _, base := range c.spareRuns {
-		if !c.inPool(base) {
-			t.Fatalf("spare run %#x is not the pool's", base)
-		}
-		if _, faulted := faultAddr(func() { sinkByte = *(*byte)(ptr(base)) }); !faulted {
-			t.Fatalf("reading the pool's run %#x did not fault", base)
-		}
+	if _, faulted := faultAddr(func() { sinkByte = *(*byte)(ptr(p.base)) }); !faulted {
+		t.Fatal("reading the pool did not fault")
 	}
 	if s := h.Stats(); s.Allocs != 0 || s.InUseBytes != 0 {
 		t.Fatalf("a new sampled heap counts its pool: Allocs %d, InUseBytes %d", s.Allocs, s.InUseBytes)
 	}
-	var blocks [][]byte
-	for range 3 * poolSlots { // more than the pool: the rest take runs of their own
-		b := h.Alloc(100)
-		b[99] = 1
-		blocks = append(blocks, b)
+
+	// The first block is freed, then the pool's other runs are taken: the
+	// freed run is the last the pool hands out.
+	first := h.Alloc(100)
+	firstRun := guardBase(addrOf(first))
+	if !c.inPool(firstRun) {
+		t.Fatalf("the first sample at %#x is not on the pool", addrOf(first))
 	}
-	for i, b := range blocks[:poolSlots] {
-		if !c.inPool(guardBase(addrOf(b))) {
-			t.Fatalf("sample %d at %#x, not on the pool", i, addrOf(b))
-		}
-	}
-	end := unsafe.Add(unsafe.Pointer(unsafe.SliceData(blocks[0])), 112) // 100 rounded up to 16: the guard page
+	end := unsafe.Add(unsafe.Pointer(unsafe.SliceData(first)), 112) // 100 rounded up to 16: the guard page
 	if _, faulted := faultAddr(func() { sinkByte = *(*byte)(end) }); !faulted {
 		t.Fatal("reading past a block on the pool did not fault: no guard page")
 	}
-	first := unsafe.SliceData(blocks[0])
+	h.Free(first)
+	addr, faulted := faultAddr(func() { sinkByte = *unsafe.SliceData(first) })
+	if info, ok := h.Lookup(addr); !faulted || !ok || !info.Freed || info.Start != addrOf(first) {
+		t.Fatalf("a freed block on the pool: faulted %v, Lookup = %+v, %v", faulted, info, ok)
+	}
+	if me := memoryError(t, func() { h.Free(first) }); me.Kind != DoubleFree {
+		t.Fatalf("a second Free of a block on the pool: %v", me)
+	}
+	var blocks [][]byte
+	for i := range 3 * poolSlots { // more than the pool: the rest take runs of their own
+		b := h.Alloc(100)
+		b[99] = 1
+		blocks = append(blocks, b)
+		run := guardBase(addrOf(b))
+		if onPool := c.inPool(run); onPool != (i < poolSlots) || (run == firstRun) != (i == poolSlots-1) {
+			t.Fatalf("sample %d at %#x: on the pool %v, the first sample's run %v", i, addrOf(b), onPool, run == firstRun)
+		}
+	}
 	for _, b := range blocks {
 		h.Free(b)
 	}
-	if _, faulted := faultAddr(func() { sinkByte = *first }); !faulted {
-		t.Fatal("reading a freed block on the pool did not fault")
-	}
 	h.Trim()
-	if n := len(c.spareRuns); n != poolSlots {
-		t.Fatalf("after Trim: %d spare runs, want the pool's %d", n, poolSlots)
+	if p.n != poolSlots {
+		t.Fatalf("after Trim: %d free runs in the pool, want %d", p.n, poolSlots)
 	}
-	if s := h.Stats(); s.Allocs != 3*poolSlots || s.Frees != 3*poolSlots || s.InUseBytes != 0 {
+	if s := h.Stats(); s.Allocs != 1+3*poolSlots || s.Frees != 1+3*poolSlots || s.InUseBytes != 0 {
 		t.Fatalf("Stats after Trim: Allocs %d, Frees %d, InUseBytes %d", s.Allocs, s.Frees, s.InUseBytes)
 	}
 	closeClean(t, h)
