@@ -64,14 +64,15 @@ package offheap
 // A sample costs system calls, and they, not the bookkeeping, set the price
 // of sampling: an mprotect to PROT_NONE of a touched page (its TLB flush)
 // most of all, then the mprotect back to read-write and the fault of the
-// first write after it. A sample on a spare run makes two of those calls
-// (read-write at Alloc, PROT_NONE at Free) and takes the fault; a sample on
-// a new run makes three (its guard page, PROT_NONE at Free, read-write when
-// it leaves the quarantine). So the price of a SampleRate is about the cost
-// of a sample over SampleRate pairs (BenchmarkCheckedPair64, arm=sampled,
-// and internal/osmem's BenchmarkSample; the figures are in docs/DESIGN.md).
-// Deferring the PROT_NONE of freed blocks to batch it would cut that cost
-// but leave a window in which a use after free does not fault.
+// first write after it. A sample on the pool (mapPool) or a spare run makes
+// two of those calls (read-write at Alloc, PROT_NONE at Free) and takes the
+// fault, the least a guarded sample can make; a sample on a new run makes
+// three or four (its guard page, PROT_NONE at Free, read-write when it
+// leaves the quarantine, to the page heap). So the price of a SampleRate is
+// about the cost of a sample over SampleRate pairs (BenchmarkGuardSample,
+// BenchmarkSampleRateCost; the figures are in docs/DESIGN.md). Deferring
+// the PROT_NONE of freed blocks to batch it would cut that cost but leave a
+// window in which a use after free does not fault.
 
 import (
 	"fmt"

@@ -46,8 +46,24 @@ type Options struct {
 	// once freed: a use after free or past the end faults at once.
 	GuardPages bool
 
-	// SampleRate, when positive, gives one allocation in SampleRate the
-	// GuardPages treatment in an otherwise fast heap.
+	// SampleRate, when positive, gives one allocation in SampleRate (on
+	// average) the GuardPages treatment in an otherwise fast heap: a use
+	// after free or a write past the end of a sampled block faults where
+	// it happens, in production (guard.go says what a fault looks like).
+	// A sample costs two mprotects and a page fault, about 7 µs on a
+	// 2-vCPU VM, and the heap maps a pool of 32 guarded pages, 512 KiB of
+	// address space, for its samples; while a sampled block's page waits
+	// in the pool after its Free, about the time 31 more samples take,
+	// touching it faults too.
+	//
+	// 50000 is a production rate: it costs a 64-byte Alloc+Free pair about
+	// 1% (at most 2%: 25000 would be about 2%, 10000 5%), and a server
+	// that allocates a million blocks a second puts 72,000 blocks an hour
+	// on guard pages, each of whose uses after free (within the pool's
+	// window) and overruns faults: a bug that touches a freed or overrun
+	// block once a second is caught 0.07 times an hour (3600/50000): with
+	// probability 7% in an hour on one server, 88% on a fleet of 30. The
+	// pool's window there is about 1.5 s (31 samples at 20 a second).
 	SampleRate int
 
 	// ProfileRate is the average number of bytes allocated between two
