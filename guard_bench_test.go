@@ -25,6 +25,29 @@ func BenchmarkGuardSample(b *testing.B) {
 	}
 }
 
+// BenchmarkGuardColdSamples is a new sampled heap's first 1000 samples
+// (SampleRate 1, an Alloc and a Free each), reported per sample: until its
+// quarantine fills, a sample that finds neither the pool nor a spare run
+// takes a run of its own.
+func BenchmarkGuardColdSamples(b *testing.B) {
+	const samples = 1000
+	for b.Loop() {
+		b.StopTimer()
+		h, err := NewHeap(Options{SampleRate: 1, ProfileRate: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		for range samples {
+			h.Free(h.Alloc(100))
+		}
+		b.StopTimer()
+		h.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*samples), "ns/sample")
+}
+
 // BenchmarkSampleRateCost is BenchmarkPair64's pair on a heap that samples
 // one allocation in rate for guard pages and on one that samples none,
 // interleaved in one process: each iteration times a round of rate pairs

@@ -51,10 +51,11 @@ type Options struct {
 	// after free or a write past the end of a sampled block faults where
 	// it happens, in production (guard.go says what a fault looks like).
 	// A sample costs two mprotects and a page fault, about 7 µs on a
-	// 2-vCPU VM, and the heap maps a pool of 32 guarded pages, 512 KiB of
-	// address space, for its samples; while a sampled block's page waits
-	// in the pool after its Free, about the time 31 more samples take,
-	// touching it faults too.
+	// 2-vCPU VM. The heap maps a pool of 32 guarded pages for its samples,
+	// 512 KiB counted in MappedBytes and against the Limit, resident only
+	// where a sample is; while a sampled block's page waits in the pool
+	// after its Free, about the time 31 more samples take, touching it
+	// faults too.
 	//
 	// 50000 is a production rate: it costs a 64-byte Alloc+Free pair about
 	// 1% (at most 2%: 25000 would be about 2%, 10000 5%), and a server
