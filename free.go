@@ -119,10 +119,15 @@ func (h *Heap) freeSlow(b []byte) {
 	}
 	start := a - uintptr(into)
 	if sharedBlock(start, a) {
-		panic(fmt.Sprintf("offheap: Free of %#x, the bytes of a Shared: a Shared is freed by its last Release, not by Free", a))
+		panic(sharedFree(a))
 	}
 	panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %d bytes into the %d-byte block at %#x",
 		a, a-start, ci.size, start))
+}
+
+// sharedFree is what Free panics with for the bytes of a Shared.
+func sharedFree(a uintptr) string {
+	return fmt.Sprintf("offheap: Free of %#x, the bytes of a Shared: a Shared is freed by its last Release, not by Free", a)
 }
 
 // arenaFree is what Free panics with for an address of an Arena's memory.

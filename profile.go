@@ -28,6 +28,7 @@ package offheap
 
 import (
 	"compress/gzip"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -168,12 +169,19 @@ func (h *Heap) allocSampled(n int, zero bool, st stackID, kind sampleKind) ([]by
 }
 
 // freeSampled frees the sampled block at a, or panics if a is not the start
-// of one. Called between enter and exit.
+// of one, as freeSlow does for any block. Called between enter and exit.
 func (h *Heap) freeSampled(a uintptr) {
 	// Out of the profile first: once its pages are free, another sample
 	// may take the address.
 	h.prof.release(a)
-	h.freeLarge(a, classSampled)
+	if h.pages.freeRun(a, classSampled) {
+		return
+	}
+	start, _, _ := h.pages.runHolding(a)
+	if sharedBlock(start, a) {
+		panic(sharedFree(a))
+	}
+	panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %d bytes into the block at %#x", a, a-start, start))
 }
 
 // sampleArenaRun samples the arena run of n bytes at a, allocated at st.

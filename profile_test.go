@@ -15,7 +15,7 @@ func TestSampledBlock(t *testing.T) {
 	if buildChecked {
 		t.Skip("a checked heap does not profile")
 	}
-	h := newTestHeap(t, Options{ProfileRate: 1})
+	h := newTestHeap(t, Options{ProfileRate: 1}) // every block sampled
 	b := h.Alloc(100)
 	if len(b) != 100 || cap(b) != 100 || addrOf(b)&(pageSize-1) != 0 {
 		t.Fatalf("a sampled Alloc(100): len %d cap %d at %#x, want a page of its own", len(b), cap(b), addrOf(b))
@@ -38,6 +38,14 @@ func TestSampledBlock(t *testing.T) {
 	if msg := mustPanic(t, func() { h.Free(b[8:]) }); !strings.HasPrefix(msg, "offheap: Free of") {
 		t.Errorf("Free inside a sampled block: %q", msg)
 	}
+	if msg := mustPanic(t, func() { h.Free(b[16:]) }); !strings.Contains(msg, "16 bytes into the block") {
+		t.Errorf("Free 16 bytes into a sampled block: %q", msg)
+	}
+	s := h.NewShared(100) // a Shared's bytes are 16 into its block
+	if msg := mustPanic(t, func() { h.Free(s.Bytes()) }); !strings.Contains(msg, "bytes of a Shared") {
+		t.Errorf("Free of a sampled Shared's bytes: %q", msg)
+	}
+	s.Release()
 	h.Free(b)
 	if msg := mustPanic(t, func() { h.Free(b) }); !strings.Contains(msg, "not allocated") {
 		t.Errorf("a second Free of a sampled block: %q", msg)
@@ -56,8 +64,8 @@ func TestSampledBlock(t *testing.T) {
 		allocs += bk.allocs
 		frees += bk.frees
 	}
-	if allocs != 2 || frees != 2 { // Alloc, and Realloc's move
-		t.Errorf("the profile counts %d allocs and %d frees, want 2 and 2", allocs, frees)
+	if allocs != 3 || frees != 3 { // Alloc, Realloc's move, the Shared
+		t.Errorf("the profile counts %d allocs and %d frees, want 3 and 3", allocs, frees)
 	}
 }
 
