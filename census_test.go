@@ -148,7 +148,7 @@ func TestInUseAllocatesNothing(t *testing.T) {
 // (a sum that went negative would wrap to a huge one), and are exact once
 // the workers stop.
 func TestInUseConcurrent(t *testing.T) {
-	h := newTestHeap(t, Options{})
+	h := newTestHeap(t, Options{ProfileRate: -1}) // the bound is in class sizes: a sample counts a page
 	const (
 		workers = 4
 		keep    = 16 // blocks a worker holds at most
