@@ -129,7 +129,14 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 	var rc reclaimTry
 	c := h.chk
 	var guard, prof bool
-	if c == nil || !c.all {
+	switch {
+	case c != nil && c.all: // the checker takes them all
+	case c == nil && !h.mags.on && n <= maxSmall:
+		// Magazines off: every Alloc comes here, and reads its central
+		// list's mark (sampling.go) without a call.
+		cen := &h.central[sizeClass(n)]
+		prof = cen.profDue.Load() && cen.takeSample(h.prof)
+	default:
 		guard, prof = h.sampleDue(n) // sampling.go
 	}
 	if c != nil && (c.all || guard) {
