@@ -21,7 +21,7 @@ func (h *Heap) Alloc(n int) []byte {
 	if a := h.allocFast(n); a != 0 {
 		return bytesAt(a, n)
 	}
-	b, err := h.allocSlow(n, true)
+	b, err := h.allocSlow(n, true, kindHeap)
 	if err != nil {
 		panic(err)
 	}
@@ -50,7 +50,20 @@ func (h *Heap) AllocUnzeroed(n int) []byte {
 	} else if a := h.allocFast(n); a != 0 {
 		return bytesAt(a, n)
 	}
-	b, err := h.allocSlow(n, false)
+	b, err := h.allocSlow(n, false, kindHeap)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// allocShared is Alloc for a Shared's block, which the profile labels
+// kind=shared.
+func (h *Heap) allocShared(n int) []byte {
+	if a := h.allocFast(n); a != 0 {
+		return bytesAt(a, n)
+	}
+	b, err := h.allocSlow(n, true, kindShared)
 	if err != nil {
 		panic(err)
 	}
@@ -63,7 +76,7 @@ func (h *Heap) TryAlloc(n int) ([]byte, error) {
 	if a := h.allocFast(n); a != 0 {
 		return bytesAt(a, n), nil
 	}
-	return h.allocSlow(n, true)
+	return h.allocSlow(n, true, kindHeap)
 }
 
 // allocFast pops a block for a small request from the current P's magazine
@@ -100,8 +113,9 @@ func (h *Heap) allocFast(n int) uintptr {
 }
 
 // allocSlow serves every Alloc the fast path did not: an empty magazine,
-// magazines off, a large or odd size, a closed heap.
-func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
+// magazines off, a large or odd size, a closed heap, a sample. The profile
+// labels a sampled block kind.
+func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 	switch {
 	case h.closed.Load():
 		return nil, ErrClosed
@@ -113,7 +127,19 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 	// A refusal by the limit is tried once more after the heap gets back
 	// the free memory it keeps (reclaim.go).
 	var rc reclaimTry
-	if c := h.chk; c != nil && c.takes(n) {
+	c := h.chk
+	var guard, prof bool
+	switch {
+	case c != nil && c.all: // the checker takes them all
+	case c == nil && !h.mags.on && n <= maxSmall:
+		// Magazines off: every Alloc comes here, and reads its central
+		// list's mark (sampling.go) without a call.
+		cen := &h.central[sizeClass(n)]
+		prof = cen.profDue.Load() && cen.takeSample(h.prof)
+	default:
+		guard, prof = h.sampleDue(n) // sampling.go
+	}
+	if c != nil && (c.all || guard) {
 		// The checker's allocations (all in checked mode, the sampled ones
 		// otherwise), with the stack walked from this frame: it starts at
 		// the caller of Alloc (checked.go).
@@ -130,6 +156,9 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 				return b, err
 			}
 		}
+	}
+	if prof {
+		return h.allocProfiled(n, zero, kind)
 	}
 	for {
 		var b []byte
@@ -157,6 +186,21 @@ func (h *Heap) allocSlow(n int, zero bool) ([]byte, error) {
 		}
 		if !errors.Is(err, ErrLimit) || !rc.again(h, n) {
 			return nil, err
+		}
+	}
+}
+
+// allocProfiled allocates the n bytes of an allocation the profile samples
+// (profile.go), trying once more after a reclaim at the limit. The stack is
+// walked from here; the profile trims offheap's own frames.
+func (h *Heap) allocProfiled(n int, zero bool, kind sampleKind) ([]byte, error) {
+	var s stack
+	st := intern(&s, s.fill(fpStack(&s.pcs)))
+	var rc reclaimTry
+	for {
+		b, err := h.allocSampled(n, zero, st, kind)
+		if err == nil || !errors.Is(err, ErrLimit) || !rc.again(h, n) {
+			return b, err
 		}
 	}
 }

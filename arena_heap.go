@@ -99,6 +99,10 @@ func (h *Heap) arenaRun(n int, zero bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if prof := h.prof; prof != nil && prof.draw(n) {
+		var s stack
+		h.sampleArenaRun(p, n, intern(&s, s.fill(fpStack(&s.pcs))))
+	}
 	return bytesAt(p, n), nil
 }
 
@@ -110,6 +114,7 @@ func (h *Heap) freeArenaRun(p uintptr) {
 		c.quarantineArena(p)
 		return
 	}
+	h.releaseArenaRun(p) // out of the profile first, as freeSampled
 	h.freeLarge(p, classArena)
 }
 

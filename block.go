@@ -82,7 +82,7 @@ func (h *Heap) blockAt(a uintptr) (kind blockKind, usable uintptr, why string) {
 	}
 	e := *h.pages.entry(page)
 	switch c := uint8(e); {
-	case c == classLarge:
+	case c == classLarge || c == classSampled:
 		if uint32(e)>>8 != 0 || a&(pageSize-1) != 0 {
 			return notBlock, 0, "is not the start of a block: it is inside a large block"
 		}
@@ -110,5 +110,5 @@ func (h *Heap) tryAllocUnzeroed(n int) ([]byte, error) {
 	if a := h.allocFast(n); a != 0 { // zeroed: Buffer's blocks are not hot enough for AllocUnzeroed's copy
 		return bytesAt(a, n), nil
 	}
-	return h.allocSlow(n, false)
+	return h.allocSlow(n, false, kindHeap)
 }

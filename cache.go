@@ -76,6 +76,11 @@ type cacheClass struct {
 	_      uint32
 	hits   uint64 // Allocs served from this stack
 	frees  uint64 // Frees pushed onto this stack
+
+	// sampleAt is the hits count at which pop declines, so that the
+	// allocation reaches allocSlow as the profile's sample (sampling.go);
+	// never reached in a heap that does not profile.
+	sampleAt uint64
 }
 
 // noCache is the state of a Cache that holds nothing: one that forwards
@@ -103,6 +108,7 @@ func (h *Heap) NewCache() *Cache {
 	if err != nil {
 		panic(fmt.Errorf("offheap: NewCache: %w", err))
 	}
+	h.startCacheSampling(st)
 	c.st = st
 	c.cleanup = runtime.AddCleanup(c, func(st *cacheState) { _ = h.dropCache(st) }, st)
 	return c
@@ -151,7 +157,7 @@ func (c *Cache) AllocUnzeroed(n int) []byte {
 // is empty. It inlines into the fast paths.
 func (st *cacheState) pop(cl uint8) uintptr {
 	mc := &st.cls[cl]
-	if k := mc.n; k != 0 {
+	if k := mc.n; k != 0 && mc.hits != mc.sampleAt {
 		k--
 		a := st.slots[cl][k%maxDepth]
 		mc.n = k
@@ -334,8 +340,16 @@ func (c *Cache) allocSlow(n int, zero bool) []byte {
 	if !h.enter() {
 		panic(closedError("Cache.Alloc"))
 	}
-	a, err := c.refill(sizeClass(n))
-	if err == nil {
+	cl := sizeClass(n)
+	if h.prof != nil && c.sampled(cl) {
+		h.exit()
+		if b, err := h.allocProfiled(n, zero, kindHeap); err == nil {
+			return b
+		}
+		if !h.enter() {
+			panic(closedError("Cache.Alloc"))
+		}
+	} else if a, err := c.refill(cl); err == nil {
 		if zero {
 			clear(bytesAt(a, n))
 		} else if n > 8 {

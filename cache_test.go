@@ -18,7 +18,7 @@ import (
 func TestCacheCensus(t *testing.T) {
 	for _, arm := range modeArms {
 		t.Run(arm.name, func(t *testing.T) {
-			h := newTestHeap(t, arm.opts)
+			h := newTestHeap(t, unprofiled(arm.opts))
 			c := h.NewCache()
 			var want census
 			var live [][]byte
@@ -121,8 +121,8 @@ func checkCensusOf(h *Heap, s Stats, want census) error {
 func TestCacheFreeAgrees(t *testing.T) {
 	for _, arm := range modeArms {
 		t.Run(arm.name, func(t *testing.T) {
-			h := newTestHeap(t, arm.opts)
-			other := newTestHeap(t, Options{})
+			h := newTestHeap(t, unprofiled(arm.opts))
+			other := newTestHeap(t, unprofiled(Options{}))
 			c := h.NewCache()
 			defer c.Close()
 			a := h.NewArena()
@@ -178,7 +178,7 @@ func TestCacheFreeAgrees(t *testing.T) {
 // start is, as Heap.Free does; a second Free of it is a double free.
 func TestCacheFreeShortCap(t *testing.T) {
 	skipChecked(t)
-	h := newTestHeap(t, Options{})
+	h := newTestHeap(t, unprofiled(Options{}))
 	c := h.NewCache()
 	defer c.Close()
 	for _, n := range []int{16, 64, 1000, 20000} {
@@ -215,7 +215,7 @@ func TestCacheBound(t *testing.T) {
 	}
 	for _, depth := range []int{0, 1, MaxMagazineDepth, -1} {
 		t.Run(fmt.Sprint("depth=", depth), func(t *testing.T) {
-			h := newTestHeap(t, Options{MagazineDepth: depth})
+			h := newTestHeap(t, unprofiled(Options{MagazineDepth: depth}))
 			c := h.NewCache()
 			defer c.Close()
 			bound := uint64(cacheBound(depth))
@@ -254,7 +254,7 @@ func skipChecked(t *testing.T) {
 // frees are the ones it hands out next.
 func TestCacheFillsItsStacks(t *testing.T) {
 	skipChecked(t)
-	h := newTestHeap(t, Options{})
+	h := newTestHeap(t, unprofiled(Options{}))
 	c := h.NewCache()
 	defer c.Close()
 	b := c.AllocUnzeroed(64)
@@ -273,7 +273,7 @@ func TestCacheFillsItsStacks(t *testing.T) {
 // bytes or less refilled on every call, and dropped the stack it had.
 func TestCacheServesEverySize(t *testing.T) {
 	skipChecked(t)
-	h := newTestHeap(t, Options{})
+	h := newTestHeap(t, unprofiled(Options{}))
 	c := h.NewCache()
 	defer c.Close()
 	for _, n := range []int{1, 8, 9, 16, 64, 1000, cacheMax} {
@@ -300,7 +300,7 @@ func TestCacheServesEverySize(t *testing.T) {
 // does not make the heap refuse what it has room for.
 func TestCacheAtLimit(t *testing.T) {
 	skipChecked(t)
-	h := newTestHeap(t, Options{Limit: 1 << 20, ReleaseDelay: -1})
+	h := newTestHeap(t, unprofiled(Options{Limit: 1 << 20, ReleaseDelay: -1}))
 	c := h.NewCache()
 	defer c.Close()
 	noPanic(t, func() {
@@ -315,7 +315,7 @@ func TestCacheAtLimit(t *testing.T) {
 func TestCacheAfterClose(t *testing.T) {
 	for _, arm := range modeArms {
 		t.Run(arm.name, func(t *testing.T) {
-			h := newTestHeap(t, arm.opts)
+			h := newTestHeap(t, unprofiled(arm.opts))
 			c := h.NewCache()
 			b := c.Alloc(64)
 			c.Close()
@@ -341,7 +341,7 @@ func TestCacheAfterClose(t *testing.T) {
 func TestCacheHeapClosed(t *testing.T) {
 	for _, arm := range modeArms {
 		t.Run(arm.name, func(t *testing.T) {
-			h := newTestHeap(t, arm.opts)
+			h := newTestHeap(t, unprofiled(arm.opts))
 			c := h.NewCache()
 			var blocks [][]byte
 			for i := range 300 {
@@ -367,7 +367,7 @@ func TestCacheHeapClosed(t *testing.T) {
 // TestCacheTrim: Trim leaves a Cache's blocks to it; Flush gives them back.
 func TestCacheTrim(t *testing.T) {
 	skipChecked(t)
-	h := newTestHeap(t, Options{})
+	h := newTestHeap(t, unprofiled(Options{}))
 	c := h.NewCache()
 	defer c.Close()
 	var blocks [][]byte
@@ -393,7 +393,7 @@ func TestCacheTrim(t *testing.T) {
 // the collector finds it unreachable; its state serves the next NewCache.
 func TestCacheCleanup(t *testing.T) {
 	skipChecked(t)
-	h := newTestHeap(t, Options{})
+	h := newTestHeap(t, unprofiled(Options{}))
 	func() {
 		c := h.NewCache()
 		var blocks [][]byte
@@ -429,7 +429,7 @@ func TestCacheCleanup(t *testing.T) {
 // safely after the heap's Close, and at the same time as it.
 func TestCacheCleanupAfterClose(t *testing.T) {
 	for i := range 20 {
-		h, err := NewHeap(Options{})
+		h, err := NewHeap(unprofiled(Options{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -454,7 +454,7 @@ func TestCacheCleanupAfterClose(t *testing.T) {
 func TestCacheStress(t *testing.T) {
 	for _, arm := range modeArms {
 		t.Run(arm.name, func(t *testing.T) {
-			h := newTestHeap(t, arm.opts)
+			h := newTestHeap(t, unprofiled(arm.opts))
 			const workers = 4
 			ops := 20000
 			if testing.Short() || arm.opts.Checked {
@@ -606,7 +606,7 @@ func TestCacheCheckedConcurrentUse(t *testing.T) {
 // stacks of the default depth, and its batches go back to the spans.
 func TestCacheMagazinesOff(t *testing.T) {
 	skipChecked(t)
-	h := newTestHeap(t, Options{MagazineDepth: -1})
+	h := newTestHeap(t, unprofiled(Options{MagazineDepth: -1}))
 	c := h.NewCache()
 	for range 3 {
 		c.Free(c.AllocUnzeroed(64))

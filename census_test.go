@@ -13,8 +13,9 @@ var inUseOpts = []struct {
 	name string
 	opts Options
 }{
-	{"fast", Options{}},
-	{"nomag", Options{MagazineDepth: -1}},
+	{"fast", Options{ProfileRate: -1}},
+	{"nomag", Options{MagazineDepth: -1, ProfileRate: -1}},
+	{"profiled", Options{}},
 	{"checked", Options{Checked: true}},
 	{"sampled", Options{SampleRate: 5}},
 	{"guarded", Options{Checked: true, GuardPages: true}},
@@ -45,7 +46,7 @@ func TestInUse(t *testing.T) {
 	for _, tc := range inUseOpts {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newTestHeap(t, tc.opts)
-			exact := !h.opts.Checked && h.opts.SampleRate == 0 // a checked block is larger than its class
+			exact := !h.opts.Checked && h.opts.SampleRate == 0 && h.opts.ProfileRate < 0 // a checked block is larger than its class, a sampled one a page
 			var model *[2]uint64
 			if exact {
 				model = new([2]uint64)
@@ -147,7 +148,7 @@ func TestInUseAllocatesNothing(t *testing.T) {
 // (a sum that went negative would wrap to a huge one), and are exact once
 // the workers stop.
 func TestInUseConcurrent(t *testing.T) {
-	h := newTestHeap(t, Options{})
+	h := newTestHeap(t, Options{ProfileRate: -1}) // the bound is in class sizes: a sample counts a page
 	const (
 		workers = 4
 		keep    = 16 // blocks a worker holds at most

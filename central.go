@@ -43,6 +43,14 @@ type centralLists struct {
 	hits  atomic.Uint64 // Allocs served from a span's free list
 	fresh atomic.Uint64 // Allocs served by carving a new block
 	frees atomic.Uint64 // Frees that came here directly (magazines off or bypassed)
+
+	// The profile's count of the allocations no magazine counts (a
+	// refill's own, or every one with magazines off): profLeft, under mu,
+	// is how many more pass before the next sample, which profDue then
+	// marks for the next allocation of the class to reach the slow path
+	// (sampling.go).
+	profLeft uint64
+	profDue  atomic.Bool
 }
 
 // batch is a run of free blocks moved between a magazine and the depot in
@@ -82,6 +90,7 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 		n = copy(dst, b.blocks[:b.n])
 		c.spare = append(c.spare, b)
 		c.hits.Add(1)
+		c.countSample()
 		return n, false, nil
 	}
 	for n < len(dst) {
@@ -115,6 +124,7 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 		} else {
 			c.hits.Add(1)
 		}
+		c.countSample()
 	}
 	return n, fresh, err
 }

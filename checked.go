@@ -123,6 +123,17 @@ type checker struct {
 	closeLeaks atomic.Pointer[LeakError] // the leaks Close found, for Heap.Leaks
 
 	runMu sync.Mutex
+	// The pool of a sampled heap (guard.go): the guarded runs in [poolBase,
+	// poolEnd), mapped at NewHeap. Under runMu: free holds the runs not in
+	// use, the longest free first (a FIFO of free[head:head+n], modulo
+	// poolSlots); last, per run, the start of the freed block whose record
+	// it keeps until the run is used again.
+	pool struct {
+		base, end uintptr
+		free      [poolSlots]uintptr
+		head, n   int
+		last      [poolSlots]uintptr
+	}
 	// spareRuns are the first pages of one-page guarded runs that left the
 	// quarantine, kept inaccessible for the next guarded block (guard.go).
 	spareRuns []uintptr
@@ -150,16 +161,12 @@ func (h *Heap) initChecked() {
 	initDepot()
 	register(c)
 	h.chk = c
+	if !c.all {
+		c.mapPool()
+	}
 	if c.all {
 		h.fastSize = 0 // every Free to freeSlow, which hands it to the checker
 	}
-}
-
-// takes reports whether the checker serves an allocation of n bytes that
-// reached the slow path: every one in checked mode, the sampled ones in a
-// sampled heap (guard.go).
-func (c *checker) takes(n int) bool {
-	return c.all || c.sampleDue(n)
 }
 
 // owns reports whether the checker handles the Free of a: every Free in
@@ -274,12 +281,18 @@ func (c *checker) freeRun(a uintptr, st stackID) {
 	alloc := r.alloc
 	r.free = st
 	r.state = stateFreed
-	if cl == classGuarded {
-		c.protectFreed(a)
-	} else {
+	var err error
+	switch {
+	case cl != classGuarded:
 		poison(bytesAt(a, int(c.poisonLen(a, cl))))
+		err = c.quarantineRun(a, cl)
+	case c.inPool(guardBase(a)):
+		c.protectFreed(a)
+		c.retire(guardBase(a), a) // the pool is its own quarantine (guard.go)
+	default:
+		c.protectFreed(a)
+		err = c.quarantineRun(a, cl)
 	}
-	err := c.quarantineRun(a, cl)
 	if !intact {
 		err = errors.Join(overrun(a, size, alloc), err)
 	}

@@ -557,7 +557,7 @@ func TestSampleRateOffCostsNothing(t *testing.T) {
 	if buildChecked {
 		t.Skip("checked mode's magazines decline every allocation: TestCheckedMagazinesDecline")
 	}
-	h := newTestHeap(t, Options{})
+	h := newTestHeap(t, Options{ProfileRate: -1})
 	h.Free(h.Alloc(64)) // installs this P's magazine
 	for _, m := range h.mags.all {
 		for c := 1; c < numClasses; c++ {

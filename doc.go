@@ -45,6 +45,15 @@
 // Grow a block with Realloc, not append: append on a full slice copies it
 // to a new array on the Go heap, which Free refuses.
 //
+// # Profiles
+//
+// Every heap samples about one allocation in each 512 KiB allocated
+// (Options.ProfileRate), as the Go runtime samples its own, at no cost to
+// the fast path, and Heap.WriteProfile writes what it saw as a pprof heap
+// profile: go tool pprof -top -lines names the lines whose off-heap memory
+// is still live. The offheappprof package serves it at /debug/offheap/heap,
+// beside net/http/pprof.
+//
 // # Checked mode in tests
 //
 // Run the tests with the offheapchecked build tag,
@@ -113,13 +122,19 @@
 // off-heap, as a magazine is, and the heap keeps it (cache_set.go) for
 // Stats, the double-free check and the next NewCache.
 //
+// sampling.go decides which allocations are sampled, for the allocation
+// profile (profile.go, written by profile_proto.go: WriteProfile) and for
+// guard pages (SampleRate), at the cost of one compare the fast path
+// already made.
+//
 // census.go sums every counter into Stats, and into InUse without a lock;
 // doublefree.go is fast mode's double-free key; reclaim.go gives back free
 // memory before an allocation fails at the Limit; resident.go asks the
 // operating system which committed pages are resident; golimit.go keeps the
 // Go runtime's memory limit clear of what the heaps map (LimitGoMemory).
 // The subpackage offheapexpvar and the module offheapprom export Stats to
-// expvar and Prometheus. The unsafe conversions between addresses and
+// expvar and Prometheus; offheappprof serves the profile over HTTP, and the
+// module internal/profiletest reads it with pprof's own parser. The unsafe conversions between addresses and
 // pointers are in unsafe.go, the one runtime linkname (procPin) in
 // internal/pin, and the system calls in internal/osmem.
 //

@@ -24,7 +24,9 @@ func ExampleHeap_InUse() {
 	const budget = 1 << 20
 	var entries [][]byte
 	for {
-		if bytes, _ := h.InUse(); bytes+4096 > budget {
+		// An entry takes 4096 bytes (its size class), or a page of 8192
+		// if the heap's profile samples it.
+		if bytes, _ := h.InUse(); bytes+8192 > budget {
 			break // full: a real cache would evict
 		}
 		entries = append(entries, h.Alloc(4000))

@@ -74,7 +74,8 @@ slow:
 }
 
 // freeSlow handles every Free the fast path did not take: large blocks,
-// small blocks of the regions after the first (region.go), the key found, a
+// the profile's samples, small blocks of the regions after the first
+// (region.go), the key found, a
 // closed heap, and the addresses that are not a block start of this heap,
 // which panic.
 func (h *Heap) freeSlow(b []byte) {
@@ -104,6 +105,9 @@ func (h *Heap) freeSlow(b []byte) {
 	case c == classLarge:
 		h.freeLarge(a, classLarge)
 		return
+	case c == classSampled: // the profile's (profile.go)
+		h.freeSampled(a)
+		return
 	case c-1 >= numClasses-1:
 		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which is not allocated (already freed, or never handed out)", a, cap(b)))
 	}
@@ -116,10 +120,15 @@ func (h *Heap) freeSlow(b []byte) {
 	}
 	start := a - uintptr(into)
 	if sharedBlock(start, a) {
-		panic(fmt.Sprintf("offheap: Free of %#x, the bytes of a Shared: a Shared is freed by its last Release, not by Free", a))
+		panic(sharedFree(a))
 	}
 	panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %d bytes into the %d-byte block at %#x",
 		a, a-start, ci.size, start))
+}
+
+// sharedFree is what Free panics with for the bytes of a Shared.
+func sharedFree(a uintptr) string {
+	return fmt.Sprintf("offheap: Free of %#x, the bytes of a Shared: a Shared is freed by its last Release, not by Free", a)
 }
 
 // arenaFree is what Free panics with for an address of an Arena's memory.

@@ -53,33 +53,32 @@ package offheap
 // A sampled heap is a fast heap with a checker that takes only sampled
 // allocations. The decision costs the fast path one compare: each magazine
 // class keeps, next to its count of magazine hits, the hit count at which the
-// next allocation is sampled (magClass.sampleAt). The fast path stops short
-// when the two are equal, so the allocation falls to the slow path, where
-// sampleDue draws the next interval (uniform in [1, 2*SampleRate-1], mean
-// SampleRate, random so that a periodic program is not always sampled at the
-// same call) and the checker allocates the block with guard pages. A heap
-// that does not sample sets sampleAt to the maximum uint64, which the hit
-// count never reaches. Allocations that miss the magazine (a refill, or a
-// large block) are sampled by a shared counter instead.
+// next allocation is sampled (magClass.sampleAt), shared with the profile's
+// sampling (sampling.go). The fast path stops short when the two are equal,
+// so the allocation falls to the slow path, where sampleDue draws the next
+// interval (uniform in [1, 2*SampleRate-1], mean SampleRate, random so that
+// a periodic program is not always sampled at the same call) and the
+// checker allocates the block with guard pages. Allocations that miss the
+// magazine (a refill, or a large block) are sampled by a shared counter
+// instead.
 //
 // A sample costs system calls, and they, not the bookkeeping, set the price
 // of sampling: an mprotect to PROT_NONE of a touched page (its TLB flush)
 // most of all, then the mprotect back to read-write and the fault of the
-// first write after it. A sample on a spare run makes two of those calls
-// (read-write at Alloc, PROT_NONE at Free) and takes the fault; a sample on
-// a new run makes three (its guard page, PROT_NONE at Free, read-write when
-// it leaves the quarantine). So the price of a SampleRate is about the cost
-// of a sample over SampleRate pairs (BenchmarkCheckedPair64, arm=sampled,
-// and internal/osmem's BenchmarkSample; the figures are in docs/DESIGN.md).
-// Deferring the PROT_NONE of freed blocks to batch it would cut that cost
-// but leave a window in which a use after free does not fault.
+// first write after it. A sample on the pool (mapPool) or a spare run makes
+// two of those calls (read-write at Alloc, PROT_NONE at Free) and takes the
+// fault, the least a guarded sample can make; a sample on a new run makes
+// three or four (its guard page, PROT_NONE at Free, read-write when it
+// leaves the quarantine, to the page heap). So the price of a SampleRate is
+// about the cost of a sample over SampleRate pairs (BenchmarkGuardSample,
+// BenchmarkSampleRateCost; the figures are in docs/DESIGN.md). Deferring
+// the PROT_NONE of freed blocks to batch it would cut that cost but leave a
+// window in which a use after free does not fault.
 
 import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-
-	"github.com/offheap/offheap/internal/pin"
 )
 
 // classGuarded is the pagemap class of a guarded run's pages.
@@ -117,18 +116,27 @@ func (c *checker) allocGuarded(n int, zero bool, st stackID) ([]byte, error) {
 func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 	ph := &c.h.pages
 	if np == 1 {
-		c.runMu.Lock()
-		if k := len(c.spareRuns); k > 0 {
-			base = c.spareRuns[k-1]
-			c.spareRuns = c.spareRuns[:k-1]
+		pool := true
+		if base = c.poolRun(); base == 0 {
+			pool = false
+			c.runMu.Lock()
+			if k := len(c.spareRuns); k > 0 {
+				base = c.spareRuns[k-1]
+				c.spareRuns = c.spareRuns[:k-1]
+			}
+			c.runMu.Unlock()
 		}
-		c.runMu.Unlock()
 		if base != 0 {
 			if err := ph.reuseRun(2); err != nil {
 				return 0, false, err
 			}
 			if err := commitRegion(ptr(base), pageSize); err != nil {
-				c.releaseGuarded(base) // counts it freed: Allocs and Frees stay paired
+				// Counted freed, so that Allocs and Frees stay paired.
+				if pool {
+					c.retire(base, 0)
+				} else {
+					c.releaseGuarded(base)
+				}
 				return 0, false, err
 			}
 			return base, true, nil
@@ -202,9 +210,86 @@ func (c *checker) releaseGuarded(a uintptr) {
 // 1 MiB of address space, none of it accessible.
 const maxSpareRuns = 64
 
+// poolSlots is how many one-page guarded runs a sampled heap maps when it
+// is made (mapPool): 512 KiB of address space, inaccessible until a sample
+// takes a run, which then has 8 KiB resident at most. GWP-ASan's default
+// pool in Android has 32 slots too.
+const poolSlots = 32
+
+// mapPool maps a sampled heap's pool of guarded runs (GWP-ASan's slots):
+// one run of the page heap, made inaccessible whole with one system call,
+// then carved into poolSlots runs of a data page and a guard page each.
+//
+// The pool is its own quarantine: a freed block on it keeps its record
+// (freed, with both stacks, for Lookup and a second Free) and its run goes
+// to the back of the pool's FIFO, inaccessible, while a sample takes the
+// run at the front, the one freed longest ago. So a sample on the pool
+// costs the two calls that make its data page accessible at Alloc and
+// inaccessible at Free, and no more, from the first sample on and after
+// Trim. A sample that finds the pool empty (all its runs in use) takes a
+// spare run, or one of its own, and the quarantine as before; a heap whose
+// pool cannot be had (a small Limit, say) does so for every sample.
+func (c *checker) mapPool() {
+	ph := &c.h.pages
+	n := uintptr(2 * poolSlots)
+	base, _, err := ph.allocRun(uint32(n), classGuarded)
+	if err != nil {
+		return
+	}
+	if protectRegion(ptr(base), n<<pageShift) != nil {
+		ph.freeRun(base, classGuarded)
+		return
+	}
+	ph.carveRuns(base, poolSlots, 2)
+	p := &c.pool
+	p.base, p.end = base, base+n<<pageShift
+	for i := range poolSlots {
+		p.free[i] = base + uintptr(i)*2*pageSize
+	}
+	p.n = poolSlots
+}
+
+// inPool reports whether the guarded run at base is one of the pool's.
+func (c *checker) inPool(base uintptr) bool { return base-c.pool.base < c.pool.end-c.pool.base }
+
+// poolRun takes the pool's run freed longest ago, or returns 0 if every
+// run is in use, and forgets the freed block whose record it kept.
+func (c *checker) poolRun() uintptr {
+	p := &c.pool
+	c.runMu.Lock()
+	if p.n == 0 {
+		c.runMu.Unlock()
+		return 0
+	}
+	base := p.free[p.head]
+	p.head = (p.head + 1) % poolSlots
+	p.n--
+	i := (base - p.base) / (2 * pageSize)
+	last := p.last[i]
+	p.last[i] = 0
+	c.runMu.Unlock()
+	if last != 0 {
+		c.rec(last).state = stateNone
+	}
+	return base
+}
+
+// retire puts the pool's run at base back, inaccessible, at the back of the
+// FIFO, counted freed; freed is the start of the freed block whose record
+// it keeps, or 0.
+func (c *checker) retire(base, freed uintptr) {
+	p := &c.pool
+	c.runMu.Lock()
+	p.free[(p.head+p.n)%poolSlots] = base
+	p.n++
+	p.last[(base-p.base)/(2*pageSize)] = freed
+	c.runMu.Unlock()
+	c.h.pages.keepRun(2)
+}
+
 // dropSpareRuns gives every spare run back to the page heap, accessible
 // again, and reports whether there were any. Trim and a heap at its limit
-// call it, through flush.
+// call it, through flush; the pool's runs stay.
 func (c *checker) dropSpareRuns() bool {
 	c.runMu.Lock()
 	spares := c.spareRuns
@@ -219,53 +304,8 @@ func (c *checker) dropSpareRuns() bool {
 	return len(spares) > 0
 }
 
-// sampleDue reports whether the allocation of n bytes that reached the slow
-// path of a sampled heap is sampled: its magazine class's hit count reached
-// sampleAt (then the next interval is drawn), or, for one that has no
-// magazine to count it, the shared counter says so.
-func (c *checker) sampleDue(n int) bool {
-	if c.rate == 0 {
-		return false
-	}
-	h := c.h
-	if n > maxSmall || !h.mags.on {
-		return c.ticks.Add(1)%c.rate == 0
-	}
-	cl := sizeClass(n)
-	next := c.interval()
-	due, counted := false, false
-	pid := pin.Pin()
-	if m := h.mag(pid); m != nil {
-		mc := &m.cls[cl]
-		counted = true
-		if mc.hits >= mc.sampleAt {
-			mc.sampleAt = mc.hits + next - 1 // this one, then next-1 hits
-			due = true
-		}
-	}
-	pin.Unpin()
-	if !counted { // this P has no magazine yet
-		return c.ticks.Add(1)%c.rate == 0
-	}
-	return due
-}
-
 // interval draws how many allocations the next sample is for: the sampled
 // one and the interval-1 magazine hits after it.
 func (c *checker) interval() uint64 {
 	return 1 + rand.Uint64N(2*c.rate-1)
-}
-
-// sampleStart is the sampleAt of a new magazine's classes: in a checked
-// heap 0, its hits, so that the fast path declines every allocation (see
-// magazine.take); in a sampled heap the first interval; in any other never.
-func (h *Heap) sampleStart() uint64 {
-	switch c := h.chk; {
-	case c == nil:
-	case c.all:
-		return 0
-	case c.rate > 0:
-		return c.interval() - 1
-	}
-	return math.MaxUint64
 }

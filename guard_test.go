@@ -275,3 +275,70 @@ func TestSampleRate(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 }
+
+// TestGuardPool: a sampled heap maps its pool of guarded runs when it is
+// made, all inaccessible and none counted as in use; its samples take the
+// pool's runs, freed longest ago first, with a guard page after the block;
+// a freed block's run stays inaccessible, and its record says who
+// allocated and freed it (Lookup, a second Free), until the run is taken
+// again; samples beyond the pool take runs of their own; Trim keeps the
+// pool, and the census pairs every sample's Alloc and Free.
+func TestGuardPool(t *testing.T) {
+	if buildChecked {
+		t.Skip("every heap is checked under the offheapchecked tag: a checked heap has no pool")
+	}
+	skipRace(t, "guard pages do not fault: the heap is Go memory, which is never made inaccessible")
+	h := newTestHeap(t, Options{SampleRate: 1, ProfileRate: -1})
+	c := h.chk
+	p := &c.pool
+	if p.n != poolSlots || p.end-p.base != 2*poolSlots*pageSize {
+		t.Fatalf("a new sampled heap: %d free runs in the pool [%#x, %#x); want %d runs of two pages", p.n, p.base, p.end, poolSlots)
+	}
+	if _, faulted := faultAddr(func() { sinkByte = *(*byte)(ptr(p.base)) }); !faulted {
+		t.Fatal("reading the pool did not fault")
+	}
+	if s := h.Stats(); s.Allocs != 0 || s.InUseBytes != 0 {
+		t.Fatalf("a new sampled heap counts its pool: Allocs %d, InUseBytes %d", s.Allocs, s.InUseBytes)
+	}
+
+	// The first block is freed, then the pool's other runs are taken: the
+	// freed run is the last the pool hands out.
+	first := h.Alloc(100)
+	firstRun := guardBase(addrOf(first))
+	if !c.inPool(firstRun) {
+		t.Fatalf("the first sample at %#x is not on the pool", addrOf(first))
+	}
+	end := unsafe.Add(unsafe.Pointer(unsafe.SliceData(first)), 112) // 100 rounded up to 16: the guard page
+	if _, faulted := faultAddr(func() { sinkByte = *(*byte)(end) }); !faulted {
+		t.Fatal("reading past a block on the pool did not fault: no guard page")
+	}
+	h.Free(first)
+	addr, faulted := faultAddr(func() { sinkByte = *unsafe.SliceData(first) })
+	if info, ok := h.Lookup(addr); !faulted || !ok || !info.Freed || info.Start != addrOf(first) {
+		t.Fatalf("a freed block on the pool: faulted %v, Lookup = %+v, %v", faulted, info, ok)
+	}
+	if me := memoryError(t, func() { h.Free(first) }); me.Kind != DoubleFree {
+		t.Fatalf("a second Free of a block on the pool: %v", me)
+	}
+	var blocks [][]byte
+	for i := range 3 * poolSlots { // more than the pool: the rest take runs of their own
+		b := h.Alloc(100)
+		b[99] = 1
+		blocks = append(blocks, b)
+		run := guardBase(addrOf(b))
+		if onPool := c.inPool(run); onPool != (i < poolSlots) || (run == firstRun) != (i == poolSlots-1) {
+			t.Fatalf("sample %d at %#x: on the pool %v, the first sample's run %v", i, addrOf(b), onPool, run == firstRun)
+		}
+	}
+	for _, b := range blocks {
+		h.Free(b)
+	}
+	h.Trim()
+	if p.n != poolSlots {
+		t.Fatalf("after Trim: %d free runs in the pool, want %d", p.n, poolSlots)
+	}
+	if s := h.Stats(); s.Allocs != 1+3*poolSlots || s.Frees != 1+3*poolSlots || s.InUseBytes != 0 {
+		t.Fatalf("Stats after Trim: Allocs %d, Frees %d, InUseBytes %d", s.Allocs, s.Frees, s.InUseBytes)
+	}
+	closeClean(t, h)
+}

@@ -50,6 +50,14 @@ func BenchmarkPair64(b *testing.B) {
 			h.Free(h.Alloc(64))
 		}
 	})
+	// The default heap profiles (ProfileRate 0: 512 KiB); this one does
+	// not, the arm that shows what the profile costs.
+	noprof := newTestHeap(b, Options{ProfileRate: -1})
+	b.Run("arm=offheap-noprof", func(b *testing.B) {
+		for b.Loop() {
+			noprof.Free(noprof.Alloc(64))
+		}
+	})
 	b.Run("arm=go-make", func(b *testing.B) {
 		for b.Loop() {
 			sink = make([]byte, 64)

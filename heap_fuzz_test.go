@@ -28,7 +28,7 @@ func FuzzHeap(f *testing.F) {
 		ops = ops[:min(len(ops), 4*maxFuzzOps)]
 		// A first region of 8 MiB: past it, blocks come from later regions
 		// (region.go), whose Frees take the slow path.
-		h, err := newHeap(Options{MagazineDepth: int(depth), Limit: 64 << 20}, 8<<20)
+		h, err := newHeap(Options{MagazineDepth: int(depth), Limit: 64 << 20, ProfileRate: -1}, 8<<20)
 		if err != nil {
 			return // depth out of range: NewHeap said so, nothing to test
 		}

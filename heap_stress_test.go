@@ -66,8 +66,13 @@ func stressSize(r *rand.Rand) int {
 // owners at once fails the check. (The window Trim's wait closes, a few
 // instructions inside a pinned section, is too short for this test to hit
 // without it; TestQuiesceWaitsForPinned shows the wait itself.)
+//
+// The arm sampled also puts one allocation in 7 on guard pages, most of
+// them on the pool's runs, and profiles at a tenth of a page.
 func TestConcurrentStress(t *testing.T) {
-	for _, arm := range arms {
+	sampled := arms[0]
+	sampled.name, sampled.opts = "sampled", Options{SampleRate: 7, ProfileRate: 800}
+	for _, arm := range append(arms[:len(arms):len(arms)], sampled) {
 		t.Run(arm.name, func(t *testing.T) {
 			h := newTestHeap(t, arm.opts)
 			workers := runtime.GOMAXPROCS(0) * 4

@@ -22,6 +22,14 @@ var arms = []struct {
 	{"depth1", Options{MagazineDepth: 1}},
 }
 
+// unprofiled is opts without the allocation profile, for the tests of what
+// a fast heap's blocks are and how the census counts them: the profile
+// gives each sampled block a page run of its own (profile.go).
+func unprofiled(opts Options) Options {
+	opts.ProfileRate = -1
+	return opts
+}
+
 func newTestHeap(t testing.TB, opts Options) *Heap {
 	t.Helper()
 	h, err := NewHeap(opts)
@@ -157,7 +165,7 @@ func blockBytes(n int) uint64 {
 func TestCensusExact(t *testing.T) {
 	for _, arm := range arms {
 		t.Run(arm.name, func(t *testing.T) {
-			h := newTestHeap(t, arm.opts)
+			h := newTestHeap(t, unprofiled(arm.opts))
 			var want census
 			var live [][]byte
 			for i := range 20000 {
@@ -578,7 +586,7 @@ func TestFreeOnlyGoroutineBounded(t *testing.T) {
 }
 
 func TestGOMAXPROCSChange(t *testing.T) {
-	h := newTestHeap(t, Options{})
+	h := newTestHeap(t, unprofiled(Options{}))
 	old := runtime.GOMAXPROCS(0)
 	defer runtime.GOMAXPROCS(old)
 	var want census
@@ -721,7 +729,7 @@ func TestBigClassesCached(t *testing.T) {
 	if buildChecked {
 		t.Skip("checked mode has no magazines on the fast path")
 	}
-	h := newTestHeap(t, Options{})
+	h := newTestHeap(t, unprofiled(Options{}))
 	for _, n := range []int{16 << 10, 64 << 10, 256 << 10} {
 		h.Free(h.Alloc(n))
 		before := h.Stats()
@@ -746,7 +754,7 @@ func TestAllocUnzeroedAgrees(t *testing.T) {
 		t.Skip("a checked heap's fast paths decline every allocation (TestCheckedMagazinesDecline)")
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P: every pop and push on its magazine
-	h := newTestHeap(t, Options{})
+	h := newTestHeap(t, unprofiled(Options{}))
 	allocs := []struct {
 		name  string
 		alloc func(int) []byte

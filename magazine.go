@@ -37,7 +37,14 @@ import (
 type magazine struct {
 	cls   [numClasses]magClass
 	slots [numClasses][maxDepth]uintptr
+	next  [numClasses]sampleNext // the slow path's, out of the fast path's lines
 }
+
+// sampleNext is when each of a magazine class's samplers next takes an
+// allocation, as a hits count: the profile's (profile.go) and the guard
+// pages' (guard.go). The class's sampleAt is the lesser of the two; only the
+// owning P's slow path reads or writes them (sampleDue).
+type sampleNext struct{ prof, guard uint64 }
 
 // magClass is one class's stack header and census in a magazine.
 type magClass struct {
@@ -46,9 +53,10 @@ type magClass struct {
 	frees  uint64 // Frees pushed onto this stack
 
 	// sampleAt is the hits count at which the fast path declines, so that
-	// the allocation reaches the slow path and is sampled (guard.go). Only
-	// the owning P touches it. The maximum uint64, never reached, in a heap
-	// that does not sample; in a checked heap, whose checker takes every
+	// the allocation reaches the slow path and is sampled (by the profile,
+	// profile.go, or for guard pages, guard.go). Only the owning P touches
+	// it. The maximum uint64, never reached, in a heap that does not
+	// sample; in a checked heap, whose checker takes every
 	// allocation from these same magazines, always hits (take keeps the two
 	// equal), so the fast path declines every one.
 	sampleAt uint64
@@ -159,7 +167,7 @@ func (h *Heap) installMagazine(pid int) error {
 		m := (*magazine)(p)
 		for c := 1; c < numClasses; c++ {
 			m.cls[c].cap = h.mags.caps[c]
-			m.cls[c].sampleAt = h.sampleStart() // sampled and checked heaps: guard.go
+			h.startSampling(m, uint8(c)) // profile.go
 		}
 		return m, nil
 	})

@@ -25,7 +25,8 @@ import (
 // lock:
 //
 //	bits  0-7   class: 0 free, 1..numClasses-1 a small span, or the class
-//	            of a run of its own: classLarge, classArena, classGuarded
+//	            of a run of its own: classLarge, classArena, classGuarded,
+//	            classSampled
 //	bits  8-31  the page's index within its span (small), 0 or 1 (a run:
 //	            first page or not); on a free page, pageDirty or 0
 //	bits 32-63  the span's id (small), the run's page count (a run, on its
@@ -257,8 +258,9 @@ func (ph *pageHeap) release(first, n uint32) {
 }
 
 // Runs of their own: a large block (classLarge), an arena's chunk or per-P
-// array (classArena, arena.go) and a guarded block with its guard page
-// (classGuarded, guard.go) each take a run of whole pages, its class in
+// array (classArena, arena.go), a guarded block with its guard page
+// (classGuarded, guard.go) and a block the profile sampled (classSampled,
+// profile.go) each take a run of whole pages, its class in
 // every page's word. The census counts every such run as a large block
 // (Stats.Large, and InUseBytes by pages) from allocRun to freeRun: these
 // and keepRun and reuseRun are the only writers of that census.
@@ -323,7 +325,7 @@ func (ph *pageHeap) runHolding(a uintptr) (first uintptr, class uint8, ok bool) 
 	}
 	e := *ph.entry(page)
 	switch class = uint8(e); class {
-	case classLarge, classArena, classGuarded:
+	case classLarge, classArena, classGuarded, classSampled:
 	default:
 		return 0, 0, false
 	}
@@ -402,6 +404,23 @@ func (ph *pageHeap) dropRun(a uintptr) {
 		page, _ := ph.pageOf(a)
 		ph.release(page, uint32(*ph.entry(page)>>32))
 	}
+}
+
+// carveRuns makes the run of n*np pages at a, which the caller allocated
+// (allocRun) and holds, n runs of np pages each, as the pagemap and the
+// census see them: each then goes back to the page heap by a freeRun of its
+// own, and none is counted as allocated, for the caller counts each as it
+// hands it out (reuseRun).
+func (ph *pageHeap) carveRuns(a uintptr, n, np uint32) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	page, _ := ph.pageOf(a)
+	class := uint8(*ph.entry(page))
+	for i := range n {
+		*ph.entry(page + i*np) = uint64(class) | uint64(np)<<32 // the others' words say "not a first page" already
+	}
+	ph.largeAllocs.Add(^uint64(0)) // allocRun's count, undone
+	ph.largePages.Add(-uint64(n * np))
 }
 
 // countRun and uncountRun add a run of np pages to the census and take it

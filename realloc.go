@@ -16,7 +16,7 @@ import (
 // size class, or the same number of pages), the same memory comes back and
 // nothing is copied; otherwise the bytes move to a new block and b's block is
 // freed. A checked heap always moves them, so that a stale use of b is
-// caught.
+// caught, and so does every heap for a block its profile sampled.
 //
 // b is the block it starts whatever its length, as for Free: a b of
 // capacity 0 (nil, or Alloc(0)'s) is no block, and Realloc(nil, n) is

@@ -207,7 +207,7 @@ func (h *Heap) NewShared(n int, opts ...SharedOption) Shared {
 		nslots = min(runtime.GOMAXPROCS(0), maxHotSlots)
 		size += hotLine - 1 + hotLine*(1+nslots) // alignment, mode line, slots
 	}
-	block := addrOf(h.Alloc(size)) // zeroed: the slots are 0, the mode perP
+	block := addrOf(h.allocShared(size)) // zeroed: the slots are 0, the mode perP
 	s := Shared{data: ptr(block + sharedHdr), h: h, meta: uint64(n) | flagHeap}
 	// Written pinned with the heap seen open: a racing Close may have
 	// unmapped the block since Alloc returned (closing.go).

@@ -1,0 +1,261 @@
+package offheap
+
+// Sampled allocation profiles: Go's heap profile for off-heap memory.
+//
+// One allocation in about every ProfileRate bytes is sampled (sampling.go
+// says how the slow path decides, at no cost to the fast path). A sampled
+// block, small or large, is a page run of its own whose pagemap words carry
+// classSampled, as jemalloc promotes its sampled small allocations to a
+// page-sized extent: Free's fast path takes no block of that class, so the
+// Free of a sampled block reaches freeSlow, which finds the class there and
+// counts the Free in the profile (freeSampled), while every other Free
+// costs what it did. A sampled small block costs a page (8 KiB) for its
+// lifetime, so the profile costs a heap of small blocks about 8 KiB /
+// ProfileRate of its live bytes in mapped memory: 1.6% at the default rate,
+// and less resident, since only the block's own bytes are touched. The
+// census counts a sampled block as what it is, a page run (Stats.Large, and
+// InUseBytes by pages).
+//
+// An Arena's chunks are sampled where the arena takes them from the heap,
+// and keep their class (classArena): freeArenaRun looks them up in the
+// profile while any is live. A Shared's block is sampled as a heap block,
+// labelled kind=shared.
+//
+// The profile keeps, per call stack, block size and kind, the counts of
+// sampled allocations and frees (a bucket), as the runtime's memory profile
+// does, and WriteProfile scales them into estimates of the truth
+// (scaleSample).
+
+import (
+	"compress/gzip"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultProfileRate is the average number of bytes allocated between two
+// samples of a heap's profile when Options.ProfileRate is 0: 512 KiB, the Go
+// runtime's default runtime.MemProfileRate.
+const DefaultProfileRate = 512 << 10
+
+// classSampled is the pagemap class of a sampled block's pages.
+const classSampled = 0xfc
+
+// sampleKind says what a sampled block is, for the profile's kind label.
+type sampleKind uint8
+
+const (
+	kindHeap   sampleKind = iota // Alloc and its variants, large blocks included
+	kindArena                    // an Arena's chunk
+	kindShared                   // a Shared's block
+)
+
+var kindNames = [...]string{kindHeap: "heap", kindArena: "arena", kindShared: "shared"}
+
+// profiler is a heap's allocation profile.
+type profiler struct {
+	rate float64 // Options.ProfileRate
+	// mean[c] is rate/classSize[c]: the mean number of allocations of class
+	// c between samples, less the sampled one.
+	mean [numClasses]float64
+
+	mu      sync.Mutex
+	buckets map[bucketKey]*bucket
+	live    map[uintptr]*bucket // the sampled blocks and chunks not yet freed, by address
+	arenas  atomic.Int64        // how many of them are an Arena's
+}
+
+// bucketKey is what the profile tells samples apart by.
+type bucketKey struct {
+	st   stackID
+	size uint64 // bytes of each block
+	kind sampleKind
+}
+
+// bucket counts the sampled allocations of one bucketKey, and their frees.
+type bucket struct{ allocs, frees uint64 }
+
+// newProfiler returns the profile of a heap with the given ProfileRate, or
+// nil for a negative one.
+func newProfiler(rate int) *profiler {
+	if rate < 0 {
+		return nil
+	}
+	if rate == 0 {
+		rate = DefaultProfileRate
+	}
+	p := &profiler{rate: float64(rate), buckets: make(map[bucketKey]*bucket), live: make(map[uintptr]*bucket)}
+	for c := 1; c < numClasses; c++ {
+		p.mean[c] = p.rate / float64(classSize[c])
+	}
+	initDepot()
+	return p
+}
+
+// gap draws how many magazine hits of class c pass before the next sample:
+// the gap in bytes to the next sample is exponential with mean rate, so the
+// count of whole blocks it spans is geometric.
+func (p *profiler) gap(c uint8) uint64 {
+	return uint64(min(rand.ExpFloat64()*p.mean[c], 1<<62))
+}
+
+// draw reports whether an allocation of n bytes that no counter counts (a
+// large block, an arena's chunk) is sampled: with probability
+// 1-exp(-size/rate) for its block of size bytes.
+func (p *profiler) draw(n int) bool {
+	return rand.Float64() < -math.Expm1(-float64(sampleSize(n))/p.rate)
+}
+
+// sampleSize is the size the profile counts an allocation of n bytes at: its
+// block's, a size class or whole pages, as Stats counts it.
+func sampleSize(n int) int {
+	if n <= maxSmall {
+		return int(classSize[sizeClass(n)])
+	}
+	np, _ := pagesFor(n)
+	return int(np) << pageShift
+}
+
+// record adds the sampled block at a, allocated at st.
+func (p *profiler) record(a uintptr, size int, st stackID, kind sampleKind) {
+	k := bucketKey{st: st, size: uint64(size), kind: kind}
+	p.mu.Lock()
+	b := p.buckets[k]
+	if b == nil {
+		b = new(bucket)
+		p.buckets[k] = b
+	}
+	b.allocs++
+	p.live[a] = b
+	p.mu.Unlock()
+	if kind == kindArena {
+		p.arenas.Add(1)
+	}
+}
+
+// release counts the Free of the sampled block at a, if it is one, and
+// reports whether it was.
+func (p *profiler) release(a uintptr) bool {
+	p.mu.Lock()
+	b := p.live[a]
+	if b != nil {
+		b.frees++
+		delete(p.live, a)
+	}
+	p.mu.Unlock()
+	return b != nil
+}
+
+// allocSampled allocates the n bytes of a sampled allocation at st, between
+// enter and exit: a page run of their own, marked classSampled.
+func (h *Heap) allocSampled(n int, zero bool, st stackID, kind sampleKind) ([]byte, error) {
+	if !h.enter() {
+		return nil, ErrClosed
+	}
+	defer h.exit()
+	a, err := h.allocLarge(n, zero, classSampled)
+	if err != nil {
+		return nil, err
+	}
+	if !zero && n > 8 {
+		*(*uint64)(ptr(a + 8)) = 0 // as every block: no key where the program finds it (doublefree.go)
+	}
+	h.prof.record(a, sampleSize(n), st, kind)
+	return bytesAt(a, n), nil
+}
+
+// freeSampled frees the sampled block at a, or panics if a is not the start
+// of one, as freeSlow does for any block. Called between enter and exit.
+func (h *Heap) freeSampled(a uintptr) {
+	// Out of the profile first: once its pages are free, another sample
+	// may take the address.
+	h.prof.release(a)
+	if h.pages.freeRun(a, classSampled) {
+		return
+	}
+	start, _, _ := h.pages.runHolding(a)
+	if sharedBlock(start, a) {
+		panic(sharedFree(a))
+	}
+	panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %d bytes into the block at %#x", a, a-start, start))
+}
+
+// sampleArenaRun samples the arena run of n bytes at a, allocated at st.
+func (h *Heap) sampleArenaRun(a uintptr, n int, st stackID) {
+	h.prof.record(a, sampleSize(n), st, kindArena)
+}
+
+// releaseArenaRun takes the arena run at a out of the profile, if it was
+// sampled.
+func (h *Heap) releaseArenaRun(a uintptr) {
+	if p := h.prof; p != nil && p.arenas.Load() > 0 && p.release(a) {
+		p.arenas.Add(-1)
+	}
+}
+
+// WriteProfile writes the heap's allocation profile to w as a gzipped pprof
+// protobuf, the format of Go's own heap profile, which go tool pprof reads:
+//
+//	go tool pprof -top profile.pb.gz
+//
+// It holds four values per call stack: alloc_objects and alloc_space, the
+// blocks and bytes allocated there since the heap was made, and
+// inuse_objects and inuse_space (the default), those not yet freed. They
+// are estimates from the sample Options.ProfileRate sets, scaled as the Go
+// runtime scales its heap profile, so that their totals estimate the
+// heap's; a block counts at its size in the heap (its size class, or whole
+// pages), as Stats counts it. Each stack starts at the program's call into
+// this package (Alloc, New, Arena.Alloc, NewShared, ...), without the
+// heap's own frames below it, and each sample has the label kind: heap (a
+// block of Alloc or its variants, or of Realloc, Buffer, New and MakeSlice),
+// arena (an Arena's chunk, which serves many allocations: its stack is the
+// one whose allocation took it) or shared (a Shared's block); and the label
+// bytes, the size of each of its blocks.
+//
+// A heap with a negative ProfileRate, or a checked heap (Options.Checked,
+// GuardPages, or the offheapchecked build tag), whose LeakError and Lookup
+// name every block's stack instead, writes a profile with no samples.
+// WriteProfile may be called at any time, from any goroutine, also after
+// Close; the offheappprof package serves the profile over HTTP.
+func (h *Heap) WriteProfile(w io.Writer) error {
+	var samples []profSample
+	rate := int64(-1)
+	if p := h.prof; p != nil {
+		rate = int64(p.rate)
+		p.mu.Lock()
+		for k, b := range p.buckets {
+			samples = append(samples, profSample{bucketKey: k, bucket: *b})
+		}
+		p.mu.Unlock()
+	}
+	zw := gzip.NewWriter(w)
+	if _, err := zw.Write(encodeProfile(samples, rate, time.Now())); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+// profSample is a bucket as WriteProfile found it.
+type profSample struct {
+	bucketKey
+	bucket
+}
+
+// scaleSample estimates the blocks and bytes that count sampled blocks of
+// size bytes stand for, at the given rate. A block of s bytes is sampled
+// with probability 1-exp(-s/rate) (sampling.go), so each sampled one stands
+// for 1/(1-exp(-s/rate)) blocks: the runtime's scaleHeapSample.
+func scaleSample(count, size uint64, rate int64) (blocks, bytes int64) {
+	if count == 0 || size == 0 {
+		return 0, 0
+	}
+	if rate <= 1 {
+		return int64(count), int64(count * size)
+	}
+	scale := 1 / -math.Expm1(-float64(size)/float64(rate))
+	return int64(float64(count) * scale), int64(float64(count*size) * scale)
+}

@@ -1,0 +1,129 @@
+package offheap
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestSampledBlock: a block the profile sampled (ProfileRate 1 samples
+// every allocation) is a page run of its own that behaves as any block:
+// Alloc's shape and zeroing, Realloc, Ref and Bytes, Free; a second Free or
+// a Free inside it panics with offheap's message; the census counts it as a
+// large block while it lives, and the profile counts its Free.
+func TestSampledBlock(t *testing.T) {
+	if buildChecked {
+		t.Skip("a checked heap does not profile")
+	}
+	h := newTestHeap(t, Options{ProfileRate: 1}) // every block sampled
+	b := h.Alloc(100)
+	if len(b) != 100 || cap(b) != 100 || addrOf(b)&(pageSize-1) != 0 {
+		t.Fatalf("a sampled Alloc(100): len %d cap %d at %#x, want a page of its own", len(b), cap(b), addrOf(b))
+	}
+	if page, _ := h.pages.pageOf(addrOf(b)); uint8(*h.pages.entry(page)) != classSampled {
+		t.Fatal("the sampled block's page is not marked classSampled")
+	}
+	if s := h.Stats(); s.Large != 1 || s.InUseBytes != pageSize {
+		t.Errorf("Stats with one sampled block: Large %d, InUseBytes %d; want 1 and a page", s.Large, s.InUseBytes)
+	}
+	copy(b, "sampled")
+	r := h.Ref(b)
+	if got := h.Bytes(r); !bytes.Equal(got, b) {
+		t.Errorf("Bytes(Ref(b)) = %q, want b", got[:7])
+	}
+	b = h.Realloc(b, 200)
+	if string(b[:7]) != "sampled" || len(b) != 200 {
+		t.Fatalf("Realloc of a sampled block: %q, len %d", b[:7], len(b))
+	}
+	if msg := mustPanic(t, func() { h.Free(b[8:]) }); !strings.HasPrefix(msg, "offheap: Free of") {
+		t.Errorf("Free inside a sampled block: %q", msg)
+	}
+	if msg := mustPanic(t, func() { h.Free(b[16:]) }); !strings.Contains(msg, "16 bytes into the block") {
+		t.Errorf("Free 16 bytes into a sampled block: %q", msg)
+	}
+	s := h.NewShared(100) // a Shared's bytes are 16 into its block
+	if msg := mustPanic(t, func() { h.Free(s.Bytes()) }); !strings.Contains(msg, "bytes of a Shared") {
+		t.Errorf("Free of a sampled Shared's bytes: %q", msg)
+	}
+	s.Release()
+	h.Free(b)
+	if msg := mustPanic(t, func() { h.Free(b) }); !strings.Contains(msg, "not allocated") {
+		t.Errorf("a second Free of a sampled block: %q", msg)
+	}
+	if bytes, blocks := h.InUse(); bytes != 0 || blocks != 0 {
+		t.Errorf("InUse after every Free: %d bytes, %d blocks", bytes, blocks)
+	}
+	p := h.prof
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.live) != 0 {
+		t.Errorf("%d sampled blocks live in the profile after every Free", len(p.live))
+	}
+	var allocs, frees uint64
+	for _, bk := range p.buckets {
+		allocs += bk.allocs
+		frees += bk.frees
+	}
+	if allocs != 3 || frees != 3 { // Alloc, Realloc's move, the Shared
+		t.Errorf("the profile counts %d allocs and %d frees, want 3 and 3", allocs, frees)
+	}
+}
+
+// TestProfileScale: scaleSample undoes the sampling's odds, as the
+// runtime's scaleHeapSample does, and leaves a rate of 1 (every block
+// sampled) alone.
+func TestProfileScale(t *testing.T) {
+	// A block as large as the rate is sampled with odds 1-1/e: 1000
+	// samples stand for 1000/(1-1/e) = 1581.98 blocks, 6479776 bytes.
+	if n, b := scaleSample(1000, 4096, 4096); n != 1581 || b != 6479776 {
+		t.Errorf("scaleSample(1000, 4096, 4096) = %d, %d; want 1581, 6479776", n, b)
+	}
+	if n, b := scaleSample(3, 64, 1); n != 3 || b != 192 {
+		t.Errorf("at rate 1: %d, %d; want 3, 192", n, b)
+	}
+	if n, b := scaleSample(0, 64, 4096); n != 0 || b != 0 {
+		t.Errorf("no samples: %d, %d", n, b)
+	}
+}
+
+// TestCacheProfiled: a Cache's allocations are sampled as the heap's are,
+// those its stacks serve included. At ProfileRate 512, a 64-byte block is
+// sampled with odds 1-exp(-1/8), 11.75%: 4000 pairs through a Cache, whose
+// stack serves all but its first Alloc, take some 470 samples (a standard
+// deviation of 20); with the stacks never declining for a sample, there
+// would be one or none.
+func TestCacheProfiled(t *testing.T) {
+	if buildChecked {
+		t.Skip("a checked heap does not profile")
+	}
+	h := newTestHeap(t, Options{ProfileRate: 512})
+	c := h.NewCache()
+	defer c.Close()
+	sampled := 0
+	for i := range 4000 {
+		var b []byte
+		if i%2 == 0 {
+			b = c.Alloc(64)
+		} else {
+			b = c.AllocUnzeroed(64)
+		}
+		if page, _ := h.pages.pageOf(addrOf(b)); uint8(*h.pages.entry(page)) == classSampled {
+			sampled++
+		}
+		c.Free(b)
+	}
+	if sampled < 300 || sampled > 650 {
+		t.Errorf("%d of 4000 Allocs through a Cache sampled, want about 470", sampled)
+	}
+	p := h.prof
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var allocs, frees uint64
+	for _, bk := range p.buckets {
+		allocs += bk.allocs
+		frees += bk.frees
+	}
+	if allocs != uint64(sampled) || frees != uint64(sampled) {
+		t.Errorf("the profile counts %d allocs and %d frees, want %d of each", allocs, frees, sampled)
+	}
+}

@@ -1,0 +1,177 @@
+package offheap
+
+// Which allocations the slow path samples: the profile's (Options.ProfileRate,
+// profile.go) and the guard pages' (Options.SampleRate, guard.go). Both ride
+// on the magazines' count of hits, so that the fast path pays one compare
+// for the two together, the one it paid before either existed: each
+// magazine class keeps the hits count at which each sampler next takes an
+// allocation (magazine.next) and the lesser of them as sampleAt, at which
+// the fast path declines. The allocation then reaches allocSlow, which asks
+// sampleDue what to do with it. A Cache's stacks keep a sampleAt of their
+// own for the profile, as the magazines do (a Cache of a heap with guard
+// pages passes every call to the heap).
+//
+// The profile samples each block of s bytes with probability
+// 1-exp(-s/ProfileRate), the chance that a byte counter with exponential
+// gaps of mean ProfileRate crosses zero within it, as the Go runtime's does:
+// per class, the number of allocations between samples is then geometric,
+// and each counter draws it. Small allocations that no magazine counts (a
+// refill's own, or every one with magazines off) are counted by their
+// class's central list under the lock it takes anyway (countSample); a
+// large block or an arena's chunk is drawn for on its own. The guard pages
+// take one in SampleRate of the allocations no magazine counts by a shared
+// counter.
+
+import (
+	"math"
+
+	"github.com/offheap/offheap/internal/pin"
+)
+
+// sampleDue reports whether the allocation of n bytes that reached a fast
+// heap's slow path is sampled for guard pages and for the profile, and
+// draws the next sample of each sampler that takes it from the magazine's
+// count.
+func (h *Heap) sampleDue(n int) (guard, prof bool) {
+	c, p := h.chk, h.prof
+	guardOn := c != nil && c.rate > 0
+	if !guardOn && p == nil {
+		return false, false
+	}
+	if n > maxSmall {
+		guard = guardOn && c.ticks.Add(1)%c.rate == 0
+		prof = p != nil && p.draw(n)
+		return guard, prof
+	}
+	cl := sizeClass(n)
+	counted := false
+	if h.mags.on {
+		pid := pin.Pin()
+		if m := h.mag(pid); m != nil {
+			mc, nx := &m.cls[cl], &m.next[cl]
+			counted = true
+			if mc.hits >= nx.guard {
+				nx.guard = mc.hits + c.interval() - 1 // this one, then interval-1 hits
+				guard = true
+			}
+			if mc.hits >= nx.prof {
+				nx.prof = mc.hits + p.gap(cl)
+				prof = true
+			}
+			mc.sampleAt = min(nx.guard, nx.prof)
+		}
+		pin.Unpin()
+	}
+	if !counted && guardOn { // magazines off, or this P has none yet
+		guard = c.ticks.Add(1)%c.rate == 0
+	}
+	if p != nil && !prof {
+		// Not a magazine hit: a refill, magazines off, or moved to another
+		// P since the fast path declined. The central list counts these
+		// (countSample) and marks the one due.
+		cen := &h.central[cl]
+		prof = cen.profDue.Load() && cen.takeSample(p) // a load, not a call, while none is due
+	}
+	// A guarded sample is the checker's block: the profile does not see it
+	// (one in SampleRate of the profile's samples, a bias far below the
+	// sampling error).
+	return guard, prof && !guard
+}
+
+// countSample counts an allocation of c's class that no magazine counts (a
+// refill's own, or any with magazines off) toward the profile's next
+// sample: after profLeft of them, the class's next allocation to reach the
+// slow path is sampled (profDue, taken by takeSample). Called with mu held:
+// it costs the central path a compare and a decrement. A profLeft of 0 with
+// profDue false, in a heap that does not profile or for the moment
+// takeSample draws the next gap, counts nothing.
+func (c *central) countSample() {
+	if c.profLeft > 0 {
+		if c.profLeft--; c.profLeft == 0 {
+			c.profDue.Store(true)
+		}
+	}
+}
+
+// takeSample reports whether the allocation of c's class that reached the
+// slow path is the one countSample marked, and if so draws the next gap.
+func (c *central) takeSample(p *profiler) bool {
+	if !c.profDue.CompareAndSwap(true, false) {
+		return false
+	}
+	c.mu.Lock()
+	c.drawSample(p)
+	c.mu.Unlock()
+	return true
+}
+
+// drawSample draws how many allocations countSample lets pass before the
+// next sample, with mu held (or before the heap is in use).
+func (c *central) drawSample(p *profiler) {
+	if k := p.gap(c.class); k > 0 {
+		c.profLeft = k
+	} else {
+		c.profDue.Store(true)
+	}
+}
+
+// startProfile gives h the profile of ProfileRate rate (none if negative)
+// and draws each central list's first sample.
+func (h *Heap) startProfile(rate int) {
+	h.prof = newProfiler(rate)
+	if h.prof == nil {
+		return
+	}
+	for c := 1; c < numClasses; c++ {
+		h.central[c].drawSample(h.prof)
+	}
+}
+
+// startCacheSampling draws the profile's first sample of each class of st,
+// the state of a new Cache, counted from its hits (a state may have served
+// an earlier Cache); in a heap that does not profile, never.
+func (h *Heap) startCacheSampling(st *cacheState) {
+	for cl := 1; cl < numClasses; cl++ {
+		mc := &st.cls[cl]
+		mc.sampleAt = math.MaxUint64
+		if h.prof != nil {
+			mc.sampleAt = mc.hits + h.prof.gap(uint8(cl))
+		}
+	}
+}
+
+// sampled reports whether the allocation of class cl that reached the
+// Cache's slow path is the profile's sample: the one its stack declined at
+// sampleAt, or, on a refill, the one the class's central list marked (as
+// sampleDue does for a magazine); if so it draws the next. Called between
+// enter and exit, by the owner, in a heap that profiles.
+func (c *Cache) sampled(cl uint8) bool {
+	h := c.h
+	if mc := &c.st.cls[cl]; mc.hits == mc.sampleAt {
+		mc.sampleAt = mc.hits + h.prof.gap(cl)
+		return true
+	}
+	cen := &h.central[cl]
+	return cen.profDue.Load() && cen.takeSample(h.prof)
+}
+
+// startSampling draws the first sample of class cl of a new magazine m: in
+// a checked heap sampleAt is 0, its hits, so that the fast path declines
+// every allocation (see magazine.take); in a heap that samples, the lesser
+// of the samplers' first draws; in any other never.
+func (h *Heap) startSampling(m *magazine, cl uint8) {
+	nx := &m.next[cl]
+	nx.guard, nx.prof = math.MaxUint64, math.MaxUint64
+	c := h.chk
+	if c != nil && c.all {
+		m.cls[cl].sampleAt = 0
+		return
+	}
+	if c != nil && c.rate > 0 {
+		nx.guard = c.interval() - 1
+	}
+	if h.prof != nil {
+		nx.prof = h.prof.gap(cl)
+	}
+	m.cls[cl].sampleAt = min(nx.guard, nx.prof)
+}
