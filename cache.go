@@ -69,11 +69,11 @@ type cacheState struct {
 	slots [numClasses][maxDepth]uintptr
 }
 
-// cacheClass is one class's stack header and census in a Cache.
+// cacheClass is one class's stack header and census in a Cache: 32 bytes,
+// so that no class's header straddles two cache lines, and pop's loads
+// and stores fall on one.
 type cacheClass struct {
 	n, cap uint32 // blocks held; most blocks held (0 for the classes a Cache does not hold)
-	batch  uint32 // blocks moved per refill or spill
-	_      uint32
 	hits   uint64 // Allocs served from this stack
 	frees  uint64 // Frees pushed onto this stack
 
@@ -160,6 +160,7 @@ func (st *cacheState) pop(cl uint8) uintptr {
 	if k := mc.n; k != 0 && mc.hits != mc.sampleAt {
 		k--
 		a := st.slots[cl][k%maxDepth]
+		raceAcquire(ptr(a)) // race builds: after the block's last Free (race.go)
 		mc.n = k
 		mc.hits++
 		return a
@@ -195,6 +196,7 @@ func (c *Cache) Free(b []byte) {
 					kw := &(*[2]uint64)(ptr(a))[1]
 					if *kw != h.key {
 						*kw = h.key
+						raceRelease(ptr(a)) // race builds: to the block's next Alloc (race.go)
 						st.slots[cl][k%maxDepth] = a
 						mc.n = k + 1
 						mc.frees++
@@ -237,6 +239,7 @@ func (c *Cache) freeAny(b []byte) {
 					goto slow
 				}
 				*kw = h.key
+				raceRelease(ptr(a)) // as in Free
 				st.slots[cl][n%maxDepth] = a
 				mc.n = n + 1
 				mc.frees++
@@ -248,6 +251,7 @@ func (c *Cache) freeAny(b []byte) {
 		} else if q, into := blockIn(a, e, &classInfos[1]); cl == 1 && into == 0 && q < uint64(classInfos[1].blocks) {
 			mc := &st.cls[1]
 			if n := mc.n; n < mc.cap {
+				raceRelease(ptr(a)) // as in Free
 				st.slots[1][n%maxDepth] = a
 				mc.n = n + 1
 				mc.frees++
@@ -350,6 +354,7 @@ func (c *Cache) allocSlow(n int, zero bool) []byte {
 			panic(closedError("Cache.Alloc"))
 		}
 	} else if a, err := c.refill(cl); err == nil {
+		raceAcquire(ptr(a)) // as in pop
 		if zero {
 			clear(bytesAt(a, n))
 		} else if n > 8 {
@@ -381,7 +386,7 @@ func (c *Cache) refill(cl uint8) (uintptr, error) {
 	st := c.st
 	mc := &st.cls[cl]
 	var buf [maxDepth/2 + 1]uintptr
-	n, _, err := c.h.central[cl].get(c.h, buf[:mc.batch])
+	n, _, err := c.h.central[cl].get(c.h, buf[:batchOf(mc.cap)])
 	if err != nil {
 		return 0, err
 	}
@@ -401,7 +406,7 @@ func (c *Cache) spill(cl uint8) bool {
 	st := c.st
 	mc := &st.cls[cl]
 	s := &st.slots[cl]
-	k := mc.batch
+	k := batchOf(mc.cap)
 	h.central[cl].putBatch(h, s[:k])
 	copy(s[:], s[k:mc.n])
 	mc.n -= k

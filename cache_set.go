@@ -34,6 +34,10 @@ func (cs *cacheSet) init(depth int) {
 	}
 }
 
+// batchOf is how many blocks a Cache's stack of capacity cap moves to or
+// from the central list at once: half of it, as a magazine does.
+func batchOf(cap uint32) uint32 { return max(cap/2, 1) }
+
 // cacheBound is the most bytes of free blocks one Cache holds in a heap of
 // MagazineDepth depth.
 func cacheBound(depth int) int {
@@ -65,7 +69,6 @@ func (cs *cacheSet) get(closed *atomic.Bool) (*cacheState, error) {
 	st := (*cacheState)(p)
 	for c := 1; c < numClasses; c++ {
 		st.cls[c].cap = cs.caps[c]
-		st.cls[c].batch = max(cs.caps[c]/2, 1)
 	}
 	cs.all = append(cs.all, st)
 	list := cs.all
@@ -98,7 +101,7 @@ func (h *Heap) emptyCache(st *cacheState) {
 	for cl := 1; cl < numClasses; cl++ {
 		mc := &st.cls[cl]
 		for mc.n > 0 {
-			k := min(mc.n, mc.batch)
+			k := min(mc.n, batchOf(mc.cap))
 			h.central[cl].putBatch(h, st.slots[cl][mc.n-k:mc.n])
 			mc.n -= k
 		}
@@ -177,3 +180,6 @@ func (h *Heap) cachedAt(a uintptr, cl uint8) bool {
 	}
 	return false
 }
+
+// A cacheClass is 32 bytes, so that the classes' headers tile cache lines.
+var _ [0]struct{} = [unsafe.Sizeof(cacheClass{}) - 32]struct{}{}
