@@ -240,9 +240,9 @@
 // pointer-free []byte, which the garbage collector never scans
 // (region_race.go). The size classes, magazines, spans, census, checked
 // mode and metadata are those of any build. What the detector cannot see is
-// the per-P magazines and quarantine rings, which only pinning guards: where
-// a block passes through one, offheap annotates it (race.go), as sync.Pool
-// does its items. Every small block's Free ends with a release on the
+// the per-P magazines and quarantine rings, which only pinning guards, and
+// a Cache's stacks, which are off-heap: where a block passes through one,
+// offheap annotates it (race.go), as sync.Pool does its items. Every small block's Free ends with a release on the
 // block, after its own writes (the double-free key), and every Alloc that
 // hands the block out again begins with an acquire, before its zeroing: the
 // block's last owner's accesses happen before its next owner's. The rest is
