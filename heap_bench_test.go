@@ -80,13 +80,21 @@ func BenchmarkPair64(b *testing.B) {
 // classes end: 16 KiB, 64 KiB and 256 KiB are classes, cached per P as 64 B
 // is, and 1 MiB is a page run of its own from the page heap. The unzeroed
 // arm is the allocator's time; the zeroed one adds clear's, which any
-// allocator that zeroes pays alike.
+// allocator that zeroes pays alike. The noprof arm is the unzeroed one
+// without the allocation profile, whose samples (one 64 KiB block in nine
+// at the default rate) are most of a large class's pair.
 func BenchmarkPairSizes(b *testing.B) {
 	h := newTestHeap(b, Options{})
+	noprof := newTestHeap(b, Options{ProfileRate: -1})
 	for _, n := range []int{64, 16 << 10, 64 << 10, 256 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("size=%d/arm=offheap-unzeroed", n), func(b *testing.B) {
 			for b.Loop() {
 				h.Free(h.AllocUnzeroed(n))
+			}
+		})
+		b.Run(fmt.Sprintf("size=%d/arm=offheap-unzeroed-noprof", n), func(b *testing.B) {
+			for b.Loop() {
+				noprof.Free(noprof.AllocUnzeroed(n))
 			}
 		})
 		b.Run(fmt.Sprintf("size=%d/arm=offheap", n), func(b *testing.B) {

@@ -32,6 +32,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,7 +68,23 @@ type profiler struct {
 	buckets map[bucketKey]*bucket
 	live    map[uintptr]*bucket // the sampled blocks and chunks not yet freed, by address
 	arenas  atomic.Int64        // how many of them are an Arena's
+	stash   []uintptr           // runs of freed sampled blocks, kept for the next samples (stashRuns at most)
 }
+
+// The runs of up to stashPages pages that freed sampled blocks leave are
+// kept, stashRuns of them at most, for the next samples of their size: the
+// page heap would otherwise hand them back to the operating system, at once
+// with a negative ReleaseDelay, and a sample would cost a system call and a
+// page fault (several microseconds, against a quarter of one), which at the
+// sampling odds of a 64 KiB block (one in nine) would multiply its pair's
+// cost (BenchmarkPairSizes; offheap bench's pairs-64k/16k verdict). A kept
+// run is counted freed (keepRun) but keeps its pages' class, so that a
+// second Free of its block finds it (freeSampled); Trim and Close give the
+// runs back.
+const (
+	stashRuns  = 16
+	stashPages = maxSmall >> pageShift
+)
 
 // bucketKey is what the profile tells samples apart by.
 type bucketKey struct {
@@ -157,8 +174,15 @@ func (h *Heap) allocSampled(n int, zero bool, st stackID, kind sampleKind) ([]by
 		return nil, ErrClosed
 	}
 	defer h.exit()
-	a, err := h.allocLarge(n, zero, classSampled)
+	a, err := h.prof.reuse(&h.pages, n)
 	if err != nil {
+		return nil, err
+	}
+	if a != 0 {
+		if zero {
+			clear(bytesAt(a, n))
+		}
+	} else if a, err = h.allocLarge(n, zero, classSampled); err != nil {
 		return nil, err
 	}
 	if !zero && n > 8 {
@@ -173,15 +197,83 @@ func (h *Heap) allocSampled(n int, zero bool, st stackID, kind sampleKind) ([]by
 func (h *Heap) freeSampled(a uintptr) {
 	// Out of the profile first: once its pages are free, another sample
 	// may take the address.
-	h.prof.release(a)
-	if h.pages.freeRun(a, classSampled) {
-		return
+	if h.prof.release(a) {
+		if h.prof.keep(&h.pages, a) || h.pages.freeRun(a, classSampled) {
+			return
+		}
+	} else if h.prof.kept(a) {
+		panic(fmt.Sprintf("offheap: double free of %#x (%d bytes): the block is already free; free each block once "+
+			"(Options.Checked, or the offheapchecked build tag, reports where it was allocated and first freed)",
+			a, h.pages.runPages(a)<<pageShift))
 	}
 	start, _, _ := h.pages.runHolding(a)
 	if sharedBlock(start, a) {
 		panic(sharedFree(a))
 	}
 	panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %d bytes into the block at %#x", a, a-start, start))
+}
+
+// reuse takes a kept run fit for a sampled block of n bytes, counted
+// allocated again, or returns 0 if none is kept.
+func (p *profiler) reuse(ph *pageHeap, n int) (uintptr, error) {
+	np, _ := pagesFor(n)
+	if np > stashPages {
+		return 0, nil
+	}
+	p.mu.Lock()
+	a := uintptr(0)
+	for i, r := range p.stash {
+		if ph.runPages(r) == np {
+			a = r
+			p.stash = slices.Delete(p.stash, i, i+1)
+			break
+		}
+	}
+	p.mu.Unlock()
+	if a == 0 {
+		return 0, nil
+	}
+	if err := ph.reuseRun(np); err != nil {
+		return 0, err // closed: Close unmapped it
+	}
+	return a, nil
+}
+
+// keep counts the run of the freed sampled block at a freed and keeps it,
+// if it is short enough and the stash has room, and reports whether it did.
+func (p *profiler) keep(ph *pageHeap, a uintptr) bool {
+	np := ph.runPages(a)
+	if np > stashPages {
+		return false
+	}
+	p.mu.Lock()
+	ok := len(p.stash) < stashRuns
+	if ok {
+		p.stash = append(p.stash, a)
+	}
+	p.mu.Unlock()
+	if ok {
+		ph.keepRun(np)
+	}
+	return ok
+}
+
+// kept reports whether a starts a kept run: a sampled block freed already.
+func (p *profiler) kept(a uintptr) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Contains(p.stash, a)
+}
+
+// dropStash gives every kept run to the page heap's free set, for Trim.
+func (p *profiler) dropStash(ph *pageHeap) {
+	p.mu.Lock()
+	runs := p.stash
+	p.stash = nil
+	p.mu.Unlock()
+	for _, a := range runs {
+		ph.dropRun(a)
+	}
 }
 
 // sampleArenaRun samples the arena run of n bytes at a, allocated at st.
