@@ -35,6 +35,12 @@ func BenchmarkPair64(b *testing.B) {
 			c.Free(c.AllocUnzeroed(64))
 		}
 	})
+	b.Run("arm=cache-floor", func(b *testing.B) {
+		c := new(cacheFloor)
+		for b.Loop() {
+			c.free(c.alloc(64))
+		}
+	})
 	b.Run("arm=lean-floor", func(b *testing.B) {
 		for b.Loop() {
 			leanFree(leanAlloc())
@@ -172,6 +178,37 @@ func leanFree(a uintptr) {
 		m.n++
 	}
 	pin.Unpin()
+}
+
+// The Cache's floor is the least a stack a goroutine owns can cost with the
+// shape Cache's fast paths must have: two calls that are nosplit and never
+// inlined (so that the heap's Close waits them out: closing.go, way 2),
+// each a pop or a push on a fixed array, with no size class, census, range
+// check, block-start check or key. What a Cache pair costs above it is its
+// checks; the distance from it to sync.Pool bounds how far below the pool a
+// Cache can go while it keeps them.
+type cacheFloor struct {
+	n     uint64
+	slots [8]uintptr
+}
+
+//go:nosplit
+//go:noinline
+func (c *cacheFloor) alloc(n int) []byte {
+	if c.n == 0 {
+		c.slots[0], c.n = uintptr(unsafe.Pointer(&floorBlock)), 1
+	}
+	c.n--
+	return bytesAt(c.slots[c.n%8], n)
+}
+
+//go:nosplit
+//go:noinline
+func (c *cacheFloor) free(b []byte) {
+	if c.n < 8 {
+		c.slots[c.n%8] = addrOf(b)
+		c.n++
+	}
 }
 
 // padded is per-worker state on its own cache lines.
