@@ -382,7 +382,7 @@ func TestDefaults(t *testing.T) {
 	for _, a := range arms {
 		names = append(names, a.Name)
 	}
-	if got := strings.Join(names, ","); got != "offheap,offheap-cache,offheap-nomag,go-make,sync-pool,null" {
+	if got := strings.Join(names, ","); got != "offheap,offheap-cache,offheap-nomag,go-make,sync-pool,pin-floor,null" {
 		t.Errorf("default arms %s", got)
 	}
 }
