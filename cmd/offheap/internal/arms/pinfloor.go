@@ -1,6 +1,7 @@
 package arms
 
 import (
+	"errors"
 	"unsafe"
 
 	"github.com/offheap/offheap/cmd/offheap/internal/bench"
@@ -12,7 +13,14 @@ func init() {
 		Name:    "pin-floor",
 		Doc:     "not an allocator to use: per-P stacks of Go memory behind two pinned sections, no central list, census or check; what a pinned design cannot go below",
 		Default: true,
-		New:     func() (bench.Allocator, error) { return new(pinFloor), nil },
+		New: func() (bench.Allocator, error) {
+			if raceBuild {
+				// The detector cannot see that pinning orders the
+				// goroutines of one P, and reports their stacks' slots.
+				return nil, errors.New("not in a race build: the race detector does not see that pinning orders a P's goroutines")
+			}
+			return new(pinFloor), nil
+		},
 	})
 }
 
