@@ -291,8 +291,8 @@ func TestGuardPool(t *testing.T) {
 	h := newTestHeap(t, Options{SampleRate: 1, ProfileRate: -1})
 	c := h.chk
 	p := &c.pool
-	if p.n != poolSlots || p.end-p.base != 2*poolSlots*pageSize {
-		t.Fatalf("a new sampled heap: %d free runs in the pool [%#x, %#x); want %d runs of two pages", p.n, p.base, p.end, poolSlots)
+	if p.n != poolSlots || p.end-p.base != poolSlots*2*osPageBytes {
+		t.Fatalf("a new sampled heap: %d free runs in the pool [%#x, %#x); want %d runs of two OS pages", p.n, p.base, p.end, poolSlots)
 	}
 	if _, faulted := faultAddr(func() { sinkByte = *(*byte)(ptr(p.base)) }); !faulted {
 		t.Fatal("reading the pool did not fault")

@@ -242,7 +242,7 @@ func (h *Heap) reserve(limit int64, size uintptr, shadowed bool) error {
 			size = uintptr(min(uint64(limit), maxFirstRegion/2)) * 2
 		}
 	}
-	size = (firstRegionSize(size) + pageSize - 1) &^ (pageSize - 1)
+	size = alignUp(firstRegionSize(size), osPageBytes)
 	var base, shadow unsafe.Pointer
 	var err error
 	for {

@@ -16,14 +16,14 @@ import (
 // size the heap would like: that size.
 func firstRegionSize(want uintptr) uintptr { return want }
 
-// mapRegion obtains n bytes of address space for a region, pageSize aligned
-// and inaccessible until committed (commitRegion). n is a multiple of
-// pageSize.
+// mapRegion obtains n bytes of address space for a region, osPageBytes
+// aligned and inaccessible until committed (commitRegion). n is a multiple
+// of osPageBytes.
 func mapRegion(n uintptr) (unsafe.Pointer, error) {
-	if osmem.PageSize >= pageSize {
+	if osmem.PageSize == osPageBytes {
 		return osmem.Reserve(n) // mmap aligns to the system page
 	}
-	// Reserve a page more and give back what lies outside the aligned n.
+	// Reserve a heap page more and give back what lies outside the aligned n.
 	p, err := osmem.Reserve(n + pageSize)
 	if err != nil {
 		return nil, err
