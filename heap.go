@@ -368,9 +368,11 @@ func SetDefaultOptions(opts Options) error {
 
 // Trim gives free memory back to the operating system now: every P's
 // magazine goes back to the central lists, empty spans go back to the page
-// heap, and every free page is released. To take the other Ps' magazines it
-// waits until no goroutine can be using one, which stops the world briefly
-// (see quiesce), as runtime.ReadMemStats does. A checked heap's per-P
+// heap, and every free page is released but those that share an OS page
+// larger than 8 KiB with a page in use (see the package doc, Page sizes).
+// To take the other Ps' magazines it waits until no goroutine can be using
+// one, which stops the world briefly (see quiesce), as runtime.ReadMemStats
+// does. A checked heap's per-P
 // quarantine rings and magazines are emptied the same way, their blocks'
 // poison checked as they leave. The blocks a Cache holds stay with it: its
 // owner may be using them (Cache.Flush gives them back).

@@ -118,9 +118,20 @@ func (ph *pageHeap) mappedPages() uint64 { return ph.committed - ph.released }
 // power of two, at most osPagePages: its address is then aligned to align
 // pages), sets each page's word to mark(i), and reports how many of the
 // pages were dirty (their contents are not zero). Called with mu held.
+//
+// A run of an OS page or more starts on an OS page whatever the caller
+// asks (ospage.go), so that it shares no OS page with the run before it,
+// and once freed leaves no page parked but in the OS page of its last
+// page: with 64 KiB pages, after churn and Trim, a heap then keeps less
+// than one with 64 KiB heap pages would, where runs placed anywhere kept
+// more (BenchmarkTrimResident; docs/DESIGN.md, OS pages).
+// With OS pages of 8 KiB or less every run qualifies, and align is 1.
 func (ph *pageHeap) alloc(n, align uint32, mark func(i uint32) uint64) (first uint32, dirty uint32, err error) {
 	if ph.limit != 0 && ph.mappedPages()+uint64(n) > ph.limit {
 		ph.releaseAll() // dirty free pages count against the limit; reuse clean pages instead
+	}
+	if n >= osPagePages {
+		align = max(align, osPagePages)
 	}
 	first, r, ok := ph.takeRun(n, align)
 	if ok {
@@ -237,17 +248,42 @@ func (ph *pageHeap) takeRun(n, align uint32) (uint32, freeRun, bool) {
 
 // takeAligned is takeRun for align > 1: the first free run, shortest
 // first, that holds n pages from a multiple of align on, less its pages
-// before those and after, which stay free. Stale entries stay where they
-// are, for takeRun to drop.
+// before those and after, which stay free. It drops the stale entries it
+// meets, as takeRun does.
 func (ph *pageHeap) takeAligned(n, align uint32) (uint32, freeRun, bool) {
-	// take takes the n pages from the first multiple of align in run r at
-	// first, if they fit.
-	take := func(first uint32, r freeRun) (uint32, freeRun, bool) {
-		at := (first + align - 1) &^ (align - 1)
-		if uint64(at)+uint64(n) > uint64(first)+uint64(r.pages) {
-			return 0, freeRun{}, false
+	up := func(p uint32) uint32 { return (p + align - 1) &^ (align - 1) }
+	// find drops the stale entries of b, a list of runs of k pages (of
+	// bucketCount or more, for the long list), and returns what is left and
+	// the index of the last entry whose run holds the n pages, or -1.
+	find := func(b []uint32, k uint32) ([]uint32, int) {
+		for i := len(b) - 1; i >= 0; i-- {
+			r, ok := ph.free[b[i]]
+			if !ok || (k < bucketCount && r.pages != k) || (k == bucketCount && r.pages < k) {
+				b[i] = b[len(b)-1] // stale: its run is gone or has another length
+				b = b[:len(b)-1]
+				continue
+			}
+			if uint64(up(b[i]))+uint64(n) <= uint64(b[i])+uint64(r.pages) {
+				return b, i
+			}
 		}
-		ph.remove(first)
+		return b, -1
+	}
+	for k := min(n, bucketCount); k <= bucketCount; k++ {
+		list := &ph.long
+		if k < bucketCount {
+			list = &ph.buckets[k]
+		}
+		b, i := find(*list, k)
+		if i < 0 {
+			*list = b
+			continue
+		}
+		first := b[i]
+		b[i] = b[len(b)-1]
+		*list = b[:len(b)-1]
+		r := ph.remove(first)
+		at := up(first)
 		if at > first {
 			head := r
 			head.pages = at - first
@@ -260,22 +296,6 @@ func (ph *pageHeap) takeAligned(n, align uint32) (uint32, freeRun, bool) {
 		}
 		r.pages = n
 		return at, r, true
-	}
-	for k := n; k < bucketCount; k++ {
-		for _, first := range ph.buckets[k] {
-			if r, ok := ph.free[first]; ok && r.pages == k {
-				if at, r, ok := take(first, r); ok {
-					return at, r, true
-				}
-			}
-		}
-	}
-	for _, first := range ph.long {
-		if r, ok := ph.free[first]; ok && r.pages >= bucketCount && r.pages >= n {
-			if at, r, ok := take(first, r); ok {
-				return at, r, true
-			}
-		}
 	}
 	return 0, freeRun{}, false
 }

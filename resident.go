@@ -4,7 +4,7 @@ import "github.com/offheap/offheap/internal/osmem"
 
 // ResidentBytes returns how many bytes of the heap's committed address space
 // are resident in physical memory now, as the operating system reports
-// them (mincore on Linux). Released pages are not resident, so it is at
+// them (mincore on Linux), in whole OS pages. Released pages are not resident, so it is at
 // most about Stats.MappedBytes, and it can be far less: a page that was
 // committed but never written costs no memory. The heap's metadata (its
 // pagemap, the magazines, a checked heap's records) is not counted.
