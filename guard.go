@@ -8,7 +8,8 @@ package offheap
 // ceil(n/8 KiB) rounded up to whole OS pages, and a guard page after them,
 // one OS page, which is made inaccessible (PROT_NONE); the run starts on an
 // OS page, so that no protection reaches a neighbour (ospage.go; with 4 KiB
-// OS pages an OS page here is one heap page). The block is placed at the end of its data pages, rounded up to
+// OS pages an OS page here is one heap page). The block is placed at the
+// end of its data pages, rounded up to
 // 16 bytes so that it keeps Alloc's alignment: a read or write past its end
 // reaches the guard page within 15 bytes (those 15 are a canary, checked at
 // Free). When the block is freed its data pages become inaccessible too and

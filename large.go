@@ -63,9 +63,10 @@ func zeroPages(a, n uintptr) {
 }
 
 // zeroResident is zeroPages through mincore, whatever the size. It hands
-// back only system pages that lie whole in the run's pages, [a, hi): an OS
-// page larger than a heap page may hold a neighbour's bytes (ospage.go),
-// and the bytes of the block in one are cleared.
+// back only the system pages that lie whole in the run's pages (up to a+n
+// rounded up to a heap page): an OS page larger than a heap page may hold
+// a neighbour's bytes too (ospage.go), and the block's bytes in one are
+// cleared.
 func zeroResident(a, n uintptr) {
 	ps := osmem.PageSize
 	lo, hi := alignUp(a, ps), alignUp(a+n, pageSize)&^(ps-1)
