@@ -372,10 +372,10 @@ func SetDefaultOptions(opts Options) error {
 // larger than 8 KiB with a page in use (see the package doc, Page sizes).
 // To take the other Ps' magazines it waits until no goroutine can be using
 // one, which stops the world briefly (see quiesce), as runtime.ReadMemStats
-// does. A checked heap's per-P
-// quarantine rings and magazines are emptied the same way, their blocks'
-// poison checked as they leave. The blocks a Cache holds stay with it: its
-// owner may be using them (Cache.Flush gives them back).
+// does. A checked heap's per-P quarantine rings and magazines are emptied
+// the same way, their blocks' poison checked as they leave. The blocks a
+// Cache holds stay with it: its owner may be using them (Cache.Flush gives
+// them back).
 func (h *Heap) Trim() {
 	if !h.enter() {
 		return

@@ -4,9 +4,11 @@ import "github.com/offheap/offheap/internal/osmem"
 
 // ResidentBytes returns how many bytes of the heap's committed address space
 // are resident in physical memory now, as the operating system reports
-// them (mincore on Linux), in whole OS pages. Released pages are not resident, so it is at
-// most about Stats.MappedBytes, and it can be far less: a page that was
-// committed but never written costs no memory. The heap's metadata (its
+// them (mincore on Linux), in whole OS pages. Released pages are not
+// resident, so it is at most about Stats.MappedBytes (with OS pages above
+// 8 KiB, it may pass it by the clean free pages that share an OS page with
+// a page in use), and it can be far less: a page that was committed but
+// never written costs no memory. The heap's metadata (its
 // pagemap, the magazines, a checked heap's records) is not counted.
 //
 // ResidentBytes takes the page heap's lock only to read how far the heap
