@@ -184,6 +184,7 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 		if err == nil {
 			return b, nil
 		}
+		panicCorrupt(err)
 		if !errors.Is(err, ErrLimit) || !rc.again(h, n) {
 			return nil, err
 		}

@@ -362,6 +362,9 @@ func (c *Cache) allocSlow(n int, zero bool) []byte {
 		}
 		h.exit()
 		return bytesAt(a, n)
+	} else if _, ok := err.(*corruptError); ok {
+		h.exit()
+		panicCorrupt(err)
 	}
 	// At the limit, or closing: the Cache's own blocks go back first,
 	// where the heap's reclaim (reclaim.go) finds them, and the heap's
