@@ -24,11 +24,13 @@ import (
 //     its second word (doublefree.go), written again as it joins the list.
 //   - follow, before take moves the list's head on, checks both: the key is
 //     there, and the link decodes to a carved block of the span, or to the
-//     end where the list's count says it ends. A word written after the
-//     Free (a Go address, a wild one, a live block's, another span's) fails
-//     the check unless the writer knew the keys: no fixed value passes for
-//     two blocks, and a value read out of one free block passes at no other.
-//     The check is exact, not a 1 in 16 chance as glibc's safe-linking.
+//     end where the list's count says it ends. A write over the second
+//     word fails the first check every time (unless it writes the key). A
+//     word the writer did not compute from the keys (a Go address, a wild
+//     one, a live block's, another span's, a link read out of another free
+//     block) decodes to a word that names one of the span's at most 8192
+//     blocks with a chance below 2^-50: where glibc's safe-linking lets one
+//     corrupt pointer in 16 through, this lets none through in practice.
 //   - take clears the link of the block it hands out, so that a list that
 //     cycles back to it (a block on the list twice) fails the check too.
 //
@@ -42,7 +44,8 @@ import (
 // addresses in the heap's own metadata, not in the blocks: a write after
 // free into a block waiting there changes the block's bytes, which its next
 // owner gets (zeroed by Alloc), and never where an Alloc goes. The metadata
-// lies behind guard regions (meta.go).
+// is mapped apart from the blocks, whose regions lie between guards
+// (regionGuard; docs/DESIGN.md, What lives where).
 //
 // What this does not see: a write after the block was allocated again,
 // which lands in its new owner's bytes (no allocator can tell); a write
