@@ -172,10 +172,14 @@ func TestFreeListCorrupt(t *testing.T) {
 	if testing.Short() {
 		rounds = 1
 	}
+	sizes, wordSets := []int{8, 64, 4096}, []string{"link", "key", "both"}
+	if raceEnabled { // every access checked: 64 B, the link
+		sizes, wordSets = []int{64}, wordSets[:1]
+	}
 	goMem := make([]byte, 4096)
 	for _, arm := range corruptArms {
-		for _, n := range []int{8, 64, 4096} {
-			for _, words := range []string{"link", "key", "both"} {
+		for _, n := range sizes {
+			for _, words := range wordSets {
 				if n == 8 && words != "link" {
 					continue // one word: the link
 				}
@@ -201,7 +205,7 @@ func corruptFlow(t *testing.T, arm corruptArm, n int, words string, vi int, goMe
 	per := int(classBlocks[c])
 	// Past the magazines and depots (256 KiB a class), onto 8 spans or more.
 	count := max(min(40000, (16<<20)/int(classSize[c])), 8*per)
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		count = max(min(10000, (4<<20)/int(classSize[c])), 8*per)
 	}
 	live := map[uintptr]bool{}
