@@ -144,18 +144,7 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 		// otherwise), with the stack walked from this frame: it starts at
 		// the caller of Alloc (checked.go).
 		var s stack
-		st := intern(&s, s.fill(fpStack(&s.pcs)))
-		if c.plainSmall(n) {
-			if b, err := c.allocSmall(n, zero, st); err == nil {
-				return b, nil
-			} // else alloc tries again, and says why
-		}
-		for {
-			b, err := c.alloc(n, zero, st)
-			if err == nil || !errors.Is(err, ErrLimit) || !rc.again(h, n) {
-				return b, err
-			}
-		}
+		return h.allocChecked(n, zero, intern(&s, s.fill(fpStack(&s.pcs))))
 	}
 	if prof {
 		return h.allocProfiled(n, zero, kind)

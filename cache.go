@@ -42,17 +42,19 @@ import (
 // never faults. A Cache left unclosed gives its blocks back to the heap
 // when the garbage collector finds it unreachable.
 //
-// A Cache of a heap with a checker (Options.Checked, GuardPages or
-// SampleRate, or the offheapchecked build tag) holds no blocks: it passes
-// every call to the heap, so every check, report and sample is the heap's,
-// and in checked mode it panics when two goroutines use it at once.
+// A Cache of a sampled heap (Options.SampleRate) holds blocks as any other
+// and samples its allocations for guard pages as the magazines do, with the
+// same odds. A Cache of a checked heap (Options.Checked or GuardPages, or
+// the offheapchecked build tag) holds no blocks: it passes every call to
+// the heap, so every check and report is the heap's, and it panics when two
+// goroutines use it at once.
 type Cache struct {
 	h  *Heap
 	st *cacheState // the stacks: off-heap, or noCache (forwarding or closed)
 
-	fwd     bool            // a heap with a checker: every call goes to the heap
+	fwd     bool            // a checked heap: every call goes to the heap
 	closed  bool            // Close ran
-	busy    atomic.Bool     // checked mode: a call is in progress
+	busy    atomic.Bool     // a forwarding Cache: a call is in progress
 	cleanup runtime.Cleanup // hands the blocks back if the Cache is dropped unclosed
 }
 
@@ -67,6 +69,7 @@ type Cache struct {
 type cacheState struct {
 	cls   [numClasses]cacheClass
 	slots [numClasses][maxDepth]uintptr
+	next  [numClasses]sampleNext // the slow path's, as a magazine's
 }
 
 // cacheClass is one class's stack header and census in a Cache: 32 bytes,
@@ -78,8 +81,8 @@ type cacheClass struct {
 	frees  uint64 // Frees pushed onto this stack
 
 	// sampleAt is the hits count at which pop declines, so that the
-	// allocation reaches allocSlow as the profile's sample (sampling.go);
-	// never reached in a heap that does not profile.
+	// allocation reaches allocSlow and is sampled, as a magazine's
+	// (sampling.go); never reached in a heap that does not sample.
 	sampleAt uint64
 }
 
@@ -97,7 +100,7 @@ const cacheMax = bigClassMin
 // It panics with an error wrapping ErrClosed on a closed heap. Close it when
 // done.
 func (h *Heap) NewCache() *Cache {
-	c := &Cache{h: h, st: &noCache, fwd: h.chk != nil}
+	c := &Cache{h: h, st: &noCache, fwd: h.chk != nil && h.chk.all}
 	if c.fwd {
 		if h.closed.Load() {
 			panic(closedError("NewCache"))
@@ -328,7 +331,7 @@ func (c *Cache) Close() {
 }
 
 // allocSlow serves every Alloc the Cache's stacks did not: an empty stack
-// (a refill), a size the Cache does not hold, a heap with a checker, a
+// (a refill), a sample, a size the Cache does not hold, a checked heap, a
 // closed Cache or heap.
 func (c *Cache) allocSlow(n int, zero bool) []byte {
 	if zero {
@@ -345,9 +348,19 @@ func (c *Cache) allocSlow(n int, zero bool) []byte {
 		panic(closedError("Cache.Alloc"))
 	}
 	cl := sizeClass(n)
-	if h.prof != nil && c.sampled(cl) {
+	if guard, prof := c.sampleDue(cl); guard || prof {
 		h.exit()
-		if b, err := h.allocProfiled(n, zero, kindHeap); err == nil {
+		var b []byte
+		var err error
+		if guard {
+			// Walked from this frame: it starts at the caller of Alloc, as
+			// the heap's (checked.go).
+			var s stack
+			b, err = h.allocChecked(n, zero, intern(&s, s.fill(fpStack(&s.pcs))))
+		} else {
+			b, err = h.allocProfiled(n, zero, kindHeap)
+		}
+		if err == nil {
 			return b
 		}
 		if !h.enter() {
@@ -417,7 +430,7 @@ func (c *Cache) spill(cl uint8) bool {
 // in checked mode, if another goroutine is inside a call on c. done ends
 // it.
 func (c *Cache) use(call string) {
-	if c.fwd && c.h.chk.all && !c.busy.CompareAndSwap(false, true) {
+	if c.fwd && !c.busy.CompareAndSwap(false, true) {
 		panic(fmt.Sprintf("offheap: Cache.%s while another goroutine is using the Cache: a Cache is for one goroutine at a time; give each goroutine its own Cache (Heap.NewCache), or use the Heap", call))
 	}
 	if c.closed && call != "Close" {
@@ -428,7 +441,7 @@ func (c *Cache) use(call string) {
 
 // done ends what use began.
 func (c *Cache) done() {
-	if c.fwd && c.h.chk.all {
+	if c.fwd {
 		c.busy.Store(false)
 	}
 }

@@ -192,6 +192,25 @@ func (c *checker) plainSmall(n int) bool {
 	return c.all && !c.guard && c.rate == 0 && uint(n)-1 < maxSmall-canaryLen
 }
 
+// allocChecked serves an allocation the checker takes, for a caller at st
+// (every one in checked mode, the guard pages' samples otherwise), trying
+// once more after a reclaim at the limit.
+func (h *Heap) allocChecked(n int, zero bool, st stackID) ([]byte, error) {
+	c := h.chk
+	if c.plainSmall(n) {
+		if b, err := c.allocSmall(n, zero, st); err == nil {
+			return b, nil
+		} // else alloc tries again, and says why
+	}
+	var rc reclaimTry
+	for {
+		b, err := c.alloc(n, zero, st)
+		if err == nil || !errors.Is(err, ErrLimit) || !rc.again(h, n) {
+			return b, err
+		}
+	}
+}
+
 // alloc serves an allocation the checker takes, for a caller at st.
 func (c *checker) alloc(n int, zero bool, st stackID) ([]byte, error) {
 	// Decided once: the retry below must not draw the sample again.
