@@ -1,0 +1,57 @@
+package offheap
+
+// Checked mode's side of Shared: a Hot handle of a checked heap counts
+// every reference on its count, not per P, so that a Release of a
+// reference no Retain returned is seen when it is made, with the stacks of
+// the handle's NewShared and of that Release.
+
+import "sync/atomic"
+
+// checkedHot reports whether s is a Hot handle of a checked heap, whose
+// Retains and Releases add to its count alone (retainSlow, drop): its
+// slots stay 0, and the seal folds nothing.
+func (s Shared) checkedHot() bool {
+	return s.meta&flagHot != 0 && s.h.chk != nil && s.h.chk.all
+}
+
+// releaseCheckedHot is the Release of a retained reference of a Hot handle
+// of a checked heap, between enter and exit; it returns the count's new
+// value. While the creator's reference lives the count holds hotBias, the
+// creator's 1 and the retained references: a Release that leaves it at
+// hotBias or below released a reference no Retain returned (the total
+// would be 0 with the creator's Release still to come), and raises a
+// *MemoryError of kind OverRelease, the count put back as it was.
+func (s Shared) releaseCheckedHot() int64 {
+	v := atomic.AddInt64(s.count(), -1)
+	if v > hotBias/2 && v <= hotBias {
+		atomic.AddInt64(s.count(), 1)
+		s.overRelease("a retained reference was released more times than Retain returned one, while the creator's reference is still held: release the value NewShared returned once, and each retained reference once")
+	}
+	return v
+}
+
+// overRelease raises the *MemoryError of kind OverRelease for a Release of
+// s that released a reference it did not hold, saying why, with the
+// stacks of its NewShared and of this Release.
+func (s Shared) overRelease(why string) {
+	var st stack // walked from here: the Release's own frames are trimmed (internalFrame)
+	again := intern(&st, st.fill(fpStack(&st.pcs)))
+	s.h.chk.raise(&MemoryError{Kind: OverRelease, Addr: uintptr(s.data), Size: int(s.meta & sharedLenMask),
+		AllocStack: s.h.allocStack(s.block()), AgainStack: again.String(), detail: why})
+}
+
+// liveShared reports whether the live checked block at a is a Shared's,
+// and the length NewShared was asked for: a block of a checked heap has a
+// registry entry while its handle lives, and its first word holds the mark
+// (sharedBlock); an entry left by a heap closed with the handle live, at
+// an address another heap reuses, has no mark.
+func liveShared(a uintptr) (n int, ok bool) {
+	if *word(a) != sharedMark^a {
+		return 0, false
+	}
+	r, ok := sharedRecs.Load(a)
+	if !ok {
+		return 0, false
+	}
+	return r.(*sharedRec).n, true
+}
