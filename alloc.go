@@ -5,7 +5,6 @@ package offheap
 // sampling and the limit's reclaim come in.
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/offheap/offheap/internal/pin"
@@ -173,7 +172,7 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 		if err == nil {
 			return b, nil
 		}
-		if !errors.Is(err, ErrLimit) || !rc.again(h, n) {
+		if !rc.again(h, n, err) {
 			return nil, err
 		}
 	}
@@ -188,7 +187,7 @@ func (h *Heap) allocProfiled(n int, zero bool, kind sampleKind) ([]byte, error) 
 	var rc reclaimTry
 	for {
 		b, err := h.allocSampled(n, zero, st, kind)
-		if err == nil || !errors.Is(err, ErrLimit) || !rc.again(h, n) {
+		if err == nil || !rc.again(h, n, err) {
 			return b, err
 		}
 	}

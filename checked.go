@@ -205,7 +205,7 @@ func (h *Heap) allocChecked(n int, zero bool, st stackID) ([]byte, error) {
 	var rc reclaimTry
 	for {
 		b, err := c.alloc(n, zero, st)
-		if err == nil || !errors.Is(err, ErrLimit) || !rc.again(h, n) {
+		if err == nil || !rc.again(h, n, err) {
 			return b, err
 		}
 	}

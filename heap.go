@@ -156,7 +156,9 @@ var _ = [1]struct{}{}[unsafe.Offsetof(Heap{}.central)%64]
 
 var (
 	// ErrLimit is returned (or panicked, by Alloc) when an allocation would
-	// take the heap past Options.Limit.
+	// take the heap past Options.Limit, wrapped in an error that says how
+	// many bytes were asked for, how many more that needed mapped, and how
+	// many of the Limit's were mapped: test it with errors.Is.
 	ErrLimit = errors.New("offheap: heap limit reached")
 
 	// ErrClosed is returned (or panicked) when a closed heap is used.

@@ -131,12 +131,12 @@ func (ph *pageHeap) alloc(n uint32, mark func(i uint32) uint64) (first uint32, d
 		}
 		if ph.limit != 0 && ph.mappedPages()+uint64(n-dirty) > ph.limit {
 			ph.addRun(first, n, r)
-			return 0, 0, ErrLimit
+			return 0, 0, ph.limitError(n - dirty)
 		}
 		ph.released -= uint64(n - dirty)
 	} else {
 		if ph.limit != 0 && ph.mappedPages()+uint64(n) > ph.limit {
-			return 0, 0, ErrLimit
+			return 0, 0, ph.limitError(n)
 		}
 		if first, err = ph.fresh(n); err != nil {
 			return 0, 0, err

@@ -1,6 +1,10 @@
 package offheap
 
-import "sync"
+import (
+	"errors"
+	"fmt"
+	"sync"
+)
 
 // Under a Limit, the free memory a heap keeps for reuse counts against it:
 // blocks in magazines and depots, the free blocks of partly used spans, the
@@ -33,10 +37,14 @@ type reclaimTry struct {
 	frees uint64 // Stats.Frees at this allocation's reclaim
 }
 
-// again is called when the limit refused an allocation of n bytes; it
-// reclaims the heap's free memory and reports true when the allocation
-// should be tried again.
-func (t *reclaimTry) again(h *Heap, n int) bool {
+// again is called when an allocation of n bytes failed with err; it reports
+// true when the allocation should be tried again: err is the limit's
+// refusal, and a reclaim of the heap's free memory may make room. An err
+// it does not retry names the request (requested).
+func (t *reclaimTry) again(h *Heap, n int, err error) bool {
+	if !errors.Is(requested(err, n), ErrLimit) {
+		return false
+	}
 	rs := &h.reclaim
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -58,4 +66,38 @@ func (t *reclaimTry) again(h *Heap, n int) bool {
 	rs.fruitless, rs.frees = false, s.Frees
 	t.frees = s.Frees
 	return true
+}
+
+// limitError is the limit's refusal, ErrLimit with its figures: the bytes
+// of the request, those it needed mapped (whole pages: a span, or the
+// block's run), those mapped and the limit.
+type limitError struct {
+	request             int // 0 where the caller has not named it (requested)
+	need, mapped, limit uint64
+}
+
+func (e *limitError) Error() string {
+	what := "a request"
+	if e.request > 0 {
+		what = fmt.Sprintf("an allocation of %d bytes", e.request)
+	}
+	return fmt.Sprintf("%v: %s needs %d bytes more mapped, and %d of the Limit's %d bytes are mapped",
+		ErrLimit, what, e.need, e.mapped, e.limit)
+}
+
+// Is makes errors.Is(err, ErrLimit) hold.
+func (e *limitError) Is(target error) bool { return target == ErrLimit }
+
+// limitError is the refusal of n pages more, with mu held.
+func (ph *pageHeap) limitError(n uint32) error {
+	return &limitError{need: uint64(n) << pageShift, mapped: ph.mappedPages() << pageShift, limit: ph.limit << pageShift}
+}
+
+// requested names the request of n bytes in err, if it is the limit's
+// refusal, and returns err.
+func requested(err error, n int) error {
+	if le := (*limitError)(nil); errors.As(err, &le) && le.request == 0 {
+		le.request = n
+	}
+	return err
 }
