@@ -37,10 +37,12 @@ package offheap
 // followed by the goroutine's traceback, which shows where the bad access
 // happened. (Not in a race build: the heap is Go memory there, which
 // protectRegion leaves accessible; region_race.go.) To learn which block
-// the address belonged to and where it was allocated and freed, make the fault recoverable with
-// debug.SetPanicOnFault(true) on the goroutine that may fault: the fault then
-// panics with a runtime.Error that has an Addr() uintptr method, and
-// Heap.Lookup(addr) describes the block.
+// the address belonged to and where it was allocated and freed, make the
+// fault recoverable with debug.SetPanicOnFault(true) on the goroutine that
+// may fault: the fault then panics with a runtime.Error that has an Addr()
+// uintptr method, and FaultError turns the recovered value into a
+// *MemoryError with the block's stacks and the faulting access's (Lookup
+// describes the block).
 //
 // Every guarded block costs two mappings in the kernel's view (its
 // accessible pages and its guard page), and Linux limits a process to about
@@ -79,7 +81,65 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 )
+
+// FaultError turns the value recovered from a fault on a guarded block (of
+// a heap with GuardPages or SampleRate) into a *MemoryError: UseAfterFree
+// for a freed block, OutOfBounds for an access past the end of a live one,
+// with the stacks of the block's allocation and free and of the access
+// that faulted (AgainStack). It returns nil for any other value: a panic
+// that is no fault, or a fault on an address no open heap knows as a
+// guarded block (one freed so long ago that its record is gone included).
+// The error is kept with the heap's MemoryErrors.
+//
+// A fault panics only on a goroutine that runs with
+// debug.SetPanicOnFault(true); without it the process dies with the
+// runtime's "unexpected fault address" (see Options.SampleRate):
+//
+//	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+//	defer func() {
+//		r := recover()
+//		if me := offheap.FaultError(r); me != nil {
+//			log.Fatal(me) // both stacks and the access
+//		}
+//		if r != nil {
+//			panic(r)
+//		}
+//	}()
+//
+// In a race build guarded blocks do not fault (see the package doc).
+func FaultError(recovered any) *MemoryError {
+	f, ok := recovered.(interface{ Addr() uintptr })
+	if _, isErr := recovered.(runtime.Error); !ok || !isErr {
+		return nil
+	}
+	a := f.Addr()
+	c := lookupHeap(a)
+	if c == nil {
+		return nil
+	}
+	info, ok := c.h.Lookup(a)
+	if !ok || !info.Guarded {
+		return nil
+	}
+	var st stack // the panicking goroutine's, from the frame that faulted
+	st.callers(2)
+	for i, pc := range st.frames() {
+		if fn := runtime.FuncForPC(pc - 1); fn != nil && fn.Name() == "runtime.sigpanic" {
+			st.n = int32(copy(st.pcs[:], st.pcs[i:st.n])) // String skips sigpanic itself
+			break
+		}
+	}
+	e := &MemoryError{Kind: OutOfBounds, Addr: a, Size: info.Size, AllocStack: info.AllocStack, AgainStack: st.String(),
+		detail: fmt.Sprintf("an access %d bytes past the end of the live guarded block at %#x faulted on its guard page", a-info.Start-uintptr(info.Size), info.Start)}
+	if info.Freed {
+		e.Kind, e.FreeStack = UseAfterFree, info.FreeStack
+		e.detail = fmt.Sprintf("an access %d bytes into the guarded block at %#x faulted: the block is freed", a-info.Start, info.Start)
+	}
+	c.found.add(e)
+	return e
+}
 
 // classGuarded is the pagemap class of a guarded run's pages.
 const classGuarded = 0xfe

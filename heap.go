@@ -51,7 +51,13 @@ type Options struct {
 	// SampleRate, when positive, gives one allocation in SampleRate (on
 	// average) the GuardPages treatment in an otherwise fast heap: a use
 	// after free or a write past the end of a sampled block faults where
-	// it happens, in production (guard.go says what a fault looks like).
+	// it happens, in production. The process then dies printing the
+	// runtime's "unexpected fault address 0x...", "fatal error: fault" and
+	// "[signal SIGSEGV ...]", and the faulting goroutine's traceback, which
+	// shows the access but not the block's history; a goroutine that runs
+	// with debug.SetPanicOnFault(true) gets a panic instead, which
+	// FaultError turns into a *MemoryError with the stacks of the block's
+	// allocation and free.
 	// A sample costs two mprotects and a page fault, about 7 µs on a
 	// 2-vCPU VM. The heap maps a pool of 32 guarded pages for its samples,
 	// 512 KiB counted in MappedBytes and against the Limit, resident only
