@@ -100,7 +100,7 @@ const cacheMax = bigClassMin
 // It panics with an error wrapping ErrClosed on a closed heap. Close it when
 // done.
 func (h *Heap) NewCache() *Cache {
-	c := &Cache{h: h, st: &noCache, fwd: h.chk != nil && h.chk.all}
+	c := &Cache{h: h, st: &noCache, fwd: h.checked()}
 	if c.fwd {
 		if h.closed.Load() {
 			panic(closedError("NewCache"))

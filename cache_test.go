@@ -55,7 +55,7 @@ func TestCacheCensus(t *testing.T) {
 					if bytes, blocks := h.InUse(); bytes != s.InUseBytes || blocks != s.LiveBlocks {
 						t.Fatalf("round %d, %s: InUse %d bytes, %d blocks; Stats %d, %d", round, when, bytes, blocks, s.InUseBytes, s.LiveBlocks)
 					}
-					checked := h.chk != nil && h.chk.all
+					checked := h.checked()
 					if !checked && s.CacheHits == 0 && round > 0 {
 						t.Fatalf("round %d, %s: no CacheHits in a fast or sampled heap: %v", round, when, s)
 					}

@@ -6,13 +6,25 @@ package offheap
 // A checked heap (Options.Checked, Options.GuardPages, or the offheapchecked
 // build tag) is a fast heap whose fast paths decline every operation, and
 // one seam hands what they decline to its checker: allocSlow and freeSlow,
-// Trim, Close and Stats. Its magazines keep sampleAt equal to hits
-// (magazine.go), so every Alloc falls to allocSlow, and Free's fast path
-// takes none of its addresses (Heap.fastSize is 0), so every Free falls to
-// freeSlow; fast mode pays no flag test for it (BenchmarkPair64). A sampled
-// heap (Options.SampleRate without Checked) keeps its fast paths, and its
-// slow path hands the checker one allocation in about SampleRate and their
-// frees (guard.go).
+// Trim, Close and Stats, the only core files that name the checker (Heap.chk).
+// Its magazines keep sampleAt equal to hits (magazine.go), so every Alloc
+// falls to allocSlow, and Free's fast path takes none of its addresses
+// (Heap.fastSize is 0), so every Free falls to freeSlow; fast mode pays no
+// flag test for it (BenchmarkPair64). A sampled heap (Options.SampleRate
+// without Checked) keeps its fast paths, and its slow path hands the
+// checker one allocation in about SampleRate and their frees (guard.go).
+// The two kinds of heap have two names: checked is checked mode,
+// hasChecker is either.
+//
+// The other layers reach the checker through methods of the checked_*.go
+// files and guard.go: the Cache forwards in checked mode (Heap.checked);
+// Realloc leaves the free check to it (checked); Ref and Bytes resolve a
+// handle through its records (checked_ref.go); a Shared of a heap with a
+// checker is kept in the registry, and a Hot one of a checked heap counts
+// on one count (checked_shared.go); an Arena's freed runs go to its
+// quarantine, and an allocation at the limit empties it
+// (checked_quarantine.go); the samplers (sampling.go) ask guardSampled,
+// nextGuard and guardTick when the guard pages' next sample is due.
 //
 // The checker allocates through the heap's own layers, so that a checked
 // program exercises them: a small checked block is a block of the size
@@ -94,6 +106,7 @@ package offheap
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -167,6 +180,39 @@ func (h *Heap) initChecked() {
 	if c.all {
 		h.fastSize = 0 // every Free to freeSlow, which hands it to the checker
 	}
+}
+
+// checked reports whether h is in checked mode (Options.Checked or
+// GuardPages, or the offheapchecked build tag): the checker takes every
+// allocation and every Free.
+func (h *Heap) checked() bool { return h.chk != nil && h.chk.all }
+
+// hasChecker reports whether h has a checker: in checked mode, or in a
+// sampled heap (Options.SampleRate without Checked), whose checker takes
+// the guard pages' samples and their Frees. Such a heap keeps records of
+// the blocks its checker has, for Lookup, Leaks and MemoryErrors.
+func (h *Heap) hasChecker() bool { return h.chk != nil }
+
+// guardSampled reports whether h samples allocations for guard pages
+// (Options.SampleRate, with or without Checked).
+func (h *Heap) guardSampled() bool { c := h.chk; return c != nil && c.rate > 0 }
+
+// nextGuard is the count of hits of a magazine's or a Cache's stack, now at
+// hits, at which the guard pages' next sample is due: this allocation's,
+// then interval-1 hits; never in a heap that does not sample (sampling.go).
+func (h *Heap) nextGuard(hits uint64) uint64 {
+	if !h.guardSampled() {
+		return math.MaxUint64
+	}
+	return hits + h.chk.interval() - 1
+}
+
+// guardTick counts a sampled heap's allocation that no stack counts (a
+// large block, magazines off, a P without a magazine) and reports whether
+// it is the guard pages' sample: one in SampleRate.
+func (h *Heap) guardTick() bool {
+	c := h.chk
+	return c.ticks.Add(1)%c.rate == 0
 }
 
 // owns reports whether the checker handles the Free of a: every Free in
@@ -318,6 +364,15 @@ func (c *checker) freeRun(a uintptr, st stackID) {
 	if err != nil {
 		c.raise(err)
 	}
+}
+
+// flushedAtLimit reports whether err is the limit's refusal and the
+// checker's quarantine held memory, which flush gave back: the allocation
+// (an Arena's run) is then worth trying once more, as in checker.alloc.
+// Called between enter and exit.
+func (h *Heap) flushedAtLimit(err error) bool {
+	c := h.chk
+	return c != nil && errors.Is(err, ErrLimit) && c.flush(false)
 }
 
 // flushLocal empties what an allocation at the limit can empty without a

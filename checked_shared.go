@@ -11,7 +11,7 @@ import "sync/atomic"
 // Retains and Releases add to its count alone (retainSlow, drop): its
 // slots stay 0, and the seal folds nothing.
 func (s Shared) checkedHot() bool {
-	return s.meta&flagHot != 0 && s.h.chk != nil && s.h.chk.all
+	return s.meta&flagHot != 0 && s.h.checked()
 }
 
 // releaseCheckedHot is the Release of a retained reference of a Hot handle

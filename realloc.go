@@ -72,7 +72,7 @@ func (h *Heap) Realloc(b []byte, n int) []byte {
 // says what else is wrong with a; a checked heap never hands out a block
 // that waits in its quarantine.) Called between enter and exit.
 func (h *Heap) checkNotFree(a uintptr) {
-	if h.chk != nil && h.chk.all {
+	if h.checked() {
 		return
 	}
 	page, ok := h.pages.pageOf(a)

@@ -32,13 +32,13 @@ import (
 // draws the next sample of each sampler that takes it from the magazine's
 // count.
 func (h *Heap) sampleDue(n int) (guard, prof bool) {
-	c, p := h.chk, h.prof
-	guardOn := c != nil && c.rate > 0
+	p := h.prof
+	guardOn := h.guardSampled()
 	if !guardOn && p == nil {
 		return false, false
 	}
 	if n > maxSmall {
-		guard = guardOn && c.ticks.Add(1)%c.rate == 0
+		guard = guardOn && h.guardTick()
 		prof = p != nil && p.draw(n)
 		return guard, prof
 	}
@@ -50,7 +50,7 @@ func (h *Heap) sampleDue(n int) (guard, prof bool) {
 			mc, nx := &m.cls[cl], &m.next[cl]
 			counted = true
 			if mc.hits >= nx.guard {
-				nx.guard = mc.hits + c.interval() - 1 // this one, then interval-1 hits
+				nx.guard = h.nextGuard(mc.hits)
 				guard = true
 			}
 			if mc.hits >= nx.prof {
@@ -62,7 +62,7 @@ func (h *Heap) sampleDue(n int) (guard, prof bool) {
 		pin.Unpin()
 	}
 	if !counted && guardOn { // magazines off, or this P has none yet
-		guard = c.ticks.Add(1)%c.rate == 0
+		guard = h.guardTick()
 	}
 	if p != nil && !prof {
 		// Not a magazine hit: a refill, magazines off, or moved to another
@@ -133,10 +133,7 @@ func (h *Heap) startProfile(rate int) {
 func (h *Heap) startCacheSampling(st *cacheState) {
 	for cl := 1; cl < numClasses; cl++ {
 		mc, nx := &st.cls[cl], &st.next[cl]
-		nx.guard, nx.prof = math.MaxUint64, math.MaxUint64
-		if c := h.chk; c != nil && c.rate > 0 {
-			nx.guard = mc.hits + c.interval() - 1
-		}
+		nx.guard, nx.prof = h.nextGuard(mc.hits), math.MaxUint64
 		if h.prof != nil {
 			nx.prof = mc.hits + h.prof.gap(uint8(cl))
 		}
@@ -153,7 +150,7 @@ func (c *Cache) sampleDue(cl uint8) (guard, prof bool) {
 	h := c.h
 	mc, nx := &c.st.cls[cl], &c.st.next[cl]
 	if mc.hits >= nx.guard {
-		nx.guard = mc.hits + h.chk.interval() - 1 // this one, then interval-1 hits
+		nx.guard = h.nextGuard(mc.hits)
 		guard = true
 	}
 	if mc.hits >= nx.prof {
@@ -174,15 +171,11 @@ func (c *Cache) sampleDue(cl uint8) (guard, prof bool) {
 // of the samplers' first draws; in any other never.
 func (h *Heap) startSampling(m *magazine, cl uint8) {
 	nx := &m.next[cl]
-	nx.guard, nx.prof = math.MaxUint64, math.MaxUint64
-	c := h.chk
-	if c != nil && c.all {
+	if h.checked() {
 		m.cls[cl].sampleAt = 0
 		return
 	}
-	if c != nil && c.rate > 0 {
-		nx.guard = c.interval() - 1
-	}
+	nx.guard, nx.prof = h.nextGuard(0), math.MaxUint64
 	if h.prof != nil {
 		nx.prof = h.prof.gap(cl)
 	}

@@ -143,7 +143,7 @@ const (
 	flagHot     = 1 << 57 // per-P slots after the data
 	flagOwner   = 1 << 58 // the creator's reference of a Hot handle: its Release seals
 	flagRec     = 1 << 59 // the registry has an entry for the block
-	flagChecked = 1 << 60 // checked heap: the registry entry is the liveness check
+	flagChecked = 1 << 60 // a heap with a checker (checked or sampled): the registry entry is the liveness check
 	flagHeap    = 1 << 61 // a heap handle (not Static, not zero)
 
 	// sharedKinds are the flags that send Retain and Release off their inline
@@ -236,7 +236,7 @@ func (h *Heap) NewShared(n int, opts ...SharedOption) Shared {
 		atomic.StoreInt64(s.count(), 1)
 	}
 	pin.Unpin()
-	checked := h.chk != nil
+	checked := h.hasChecker()
 	if checked {
 		s.meta |= flagChecked
 	}

@@ -252,7 +252,7 @@ func TestSharedReleasePastZero(t *testing.T) {
 			s := h.NewShared(32, Hot())
 			r := s.Retain()
 			r.Release()
-			if h.chk != nil && h.chk.all { // checked mode, or every heap under offheapchecked
+			if h.checked() { // checked mode, or every heap under offheapchecked
 				if me := memoryError(t, r.Release); me.Kind != OverRelease {
 					t.Fatalf("hot surplus: %v", me)
 				}
