@@ -111,8 +111,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/offheap/offheap/internal/pin"
 )
 
 // checker is checked mode's state for one heap.
@@ -213,21 +211,6 @@ func (h *Heap) nextGuard(hits uint64) uint64 {
 func (h *Heap) guardTick() bool {
 	c := h.chk
 	return c.ticks.Add(1)%c.rate == 0
-}
-
-// owns reports whether the checker handles the Free of a: every Free in
-// checked mode, and the guarded blocks of a sampled heap.
-func (c *checker) owns(a uintptr) bool { return c.all || c.guarded(a) }
-
-// guarded reports whether a is on a guarded run's page. It reads the
-// pagemap pinned, with the heap seen open (closing.go).
-func (c *checker) guarded(a uintptr) bool {
-	h := c.h
-	pin.Pin()
-	page, ok := h.pages.pageOf(a)
-	ok = ok && !h.closed.Load() && uint8(*h.pages.entry(page)) == classGuarded
-	pin.Unpin()
-	return ok
 }
 
 // plainSmall reports whether an allocation of n bytes is a small block with

@@ -141,9 +141,6 @@ func FaultError(recovered any) *MemoryError {
 	return e
 }
 
-// classGuarded is the pagemap class of a guarded run's pages.
-const classGuarded = 0xfe
-
 // guardAlign is the alignment of a guarded block: Alloc's.
 const guardAlign = 16
 

@@ -36,12 +36,19 @@ import (
 // holds a live block does not change until the block is freed, so a Free of
 // a live block reads a stable word.
 
+// The classes of the runs of their own, in bits 0-7 of their pages' words.
+const (
+	classLarge   = 0xff // a large block (large.go)
+	classGuarded = 0xfe // a guarded block, or a spare or pool run of one (guard.go)
+	classArena   = 0xfd // an arena's memory (arena_heap.go)
+	classSampled = 0xfc // a small block the profile sampled (profile.go)
+)
+
 const (
 	pageShift = 13
 	pageSize  = 1 << pageShift
 
-	classLarge = 0xff
-	pageDirty  = 1 << 8 // on a free page: it holds data and is counted as mapped
+	pageDirty = 1 << 8 // on a free page: it holds data and is counted as mapped
 
 	// bucketCount is the longest run kept in an exact-length bucket; longer
 	// runs are found by a first-fit scan of one list.
