@@ -66,25 +66,7 @@ type Cache struct {
 // closed Cache's state, emptied, serves the next NewCache, census and all:
 // a state's counts only grow, so the census sums the states without ever
 // moving a count from one place to another, and stays exact.
-type cacheState struct {
-	cls   [numClasses]cacheClass
-	slots [numClasses][maxDepth]uintptr
-	next  [numClasses]sampleNext // the slow path's, as a magazine's
-}
-
-// cacheClass is one class's stack header and census in a Cache: 32 bytes,
-// so that no class's header straddles two cache lines, and pop's loads
-// and stores fall on one.
-type cacheClass struct {
-	n, cap uint32 // blocks held; most blocks held (0 for the classes a Cache does not hold)
-	hits   uint64 // Allocs served from this stack
-	frees  uint64 // Frees pushed onto this stack
-
-	// sampleAt is the hits count at which pop declines, so that the
-	// allocation reaches allocSlow and is sampled, as a magazine's
-	// (sampling.go); never reached in a heap that does not sample.
-	sampleAt uint64
-}
+type cacheState struct{ stacks }
 
 // noCache is the state of a Cache that holds nothing: one that forwards
 // every call, and one that is closed. Its stacks are empty and hold
@@ -156,21 +138,6 @@ func (c *Cache) AllocUnzeroed(n int) []byte {
 	return c.allocSlow(n, false)
 }
 
-// pop takes a block of class cl from its stack, or returns 0 if the stack
-// is empty. It inlines into the fast paths.
-func (st *cacheState) pop(cl uint8) uintptr {
-	mc := &st.cls[cl]
-	if k := mc.n; k != 0 && mc.hits != mc.sampleAt {
-		k--
-		a := st.slots[cl][k%maxDepth]
-		raceAcquire(ptr(a)) // race builds: after the block's last Free (race.go)
-		mc.n = k
-		mc.hits++
-		return a
-	}
-	return 0
-}
-
 // Free is Heap.Free through the Cache: b may be any block of the heap,
 // whoever allocated it, and Free panics, leaving the heap intact, where
 // Heap.Free does.
@@ -192,7 +159,7 @@ func (c *Cache) Free(b []byte) {
 		if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
 			e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
 			ci := &classInfos[cl]
-			if q, into := blockIn(a, e, ci); uint8(e) == cl && into == 0 && q < uint64(ci.blocks) {
+			if uint8(e) == cl && blockStart(a, e, ci) {
 				st := c.st
 				mc := &st.cls[cl]
 				if k := mc.n; k < mc.cap {
@@ -232,10 +199,10 @@ func (c *Cache) freeAny(b []byte) {
 		st := c.st
 		if k := cl - 2; k < numClasses-2 {
 			ci := &(*[numClasses - 2]classInfo)(classInfos[2:])[k]
-			if q, into := blockIn(a, e, ci); into != 0 || q >= uint64(ci.blocks) {
+			if !blockStart(a, e, ci) {
 				goto slow
 			}
-			mc := &(*[numClasses - 2]cacheClass)(st.cls[2:])[k]
+			mc := &(*[numClasses - 2]classStack)(st.cls[2:])[k]
 			if n := mc.n; n < mc.cap {
 				kw := &(*[2]uint64)(ptr(a))[1]
 				if *kw == h.key {
@@ -251,7 +218,7 @@ func (c *Cache) freeAny(b []byte) {
 				c.freeFull(b, cl)
 				return
 			}
-		} else if q, into := blockIn(a, e, &classInfos[1]); cl == 1 && into == 0 && q < uint64(classInfos[1].blocks) {
+		} else if cl == 1 && blockStart(a, e, &classInfos[1]) {
 			mc := &st.cls[1]
 			if n := mc.n; n < mc.cap {
 				raceRelease(ptr(a)) // as in Free

@@ -39,8 +39,8 @@ func (h *Heap) Free(b []byte) {
 		c := uint8(e)
 		if k := c - 2; k < numClasses-2 { // classes 2 and up: blocks of 16 bytes and more
 			ci := &(*[numClasses - 2]classInfo)(classInfos[2:])[k] // classInfos[c], no bounds check
-			if q, into := blockIn(a, e, ci); into != 0 || q >= uint64(ci.blocks) {
-				goto slow // not a block start
+			if !blockStart(a, e, ci) {
+				goto slow
 			}
 			// The key in the block's second word marks it freed
 			// (doublefree.go): finding it sends the Free to the slow
@@ -50,7 +50,7 @@ func (h *Heap) Free(b []byte) {
 				goto slow
 			}
 			*kw = h.key
-		} else if q, into := blockIn(a, e, &classInfos[1]); c != 1 || into != 0 || q >= uint64(classInfos[1].blocks) {
+		} else if c != 1 || !blockStart(a, e, &classInfos[1]) {
 			goto slow // not a small block's start; 8-byte blocks have no second word, so no key
 		}
 		raceRelease(ptr(a)) // race builds: to the block's next Alloc (race.go)
@@ -101,11 +101,11 @@ func (h *Heap) freeSlow(b []byte) {
 	switch c := uint8(e); {
 	case c-1 < numClasses-1: // a small block, found as Free's fast path finds one
 		ci := &classInfos[c]
-		q, into := blockIn(a, e, ci)
-		if into == 0 && q < uint64(ci.blocks) {
+		if blockStart(a, e, ci) {
 			h.freeSmall(a, c)
 			return
 		}
+		_, into := blockIn(a, e, ci)
 		start := a - uintptr(into)
 		if sharedBlock(start, a) {
 			panic(sharedFree(a))

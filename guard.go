@@ -55,7 +55,7 @@ package offheap
 // A sampled heap is a fast heap with a checker that takes only sampled
 // allocations. The decision costs the fast path one compare: each magazine
 // class keeps, next to its count of magazine hits, the hit count at which the
-// next allocation is sampled (magClass.sampleAt), shared with the profile's
+// next allocation is sampled (classStack.sampleAt), shared with the profile's
 // sampling (sampling.go). The fast path stops short when the two are equal,
 // so the allocation falls to the slow path, where sampleDue draws the next
 // interval (uniform in [1, 2*SampleRate-1], mean SampleRate, random so that

@@ -116,7 +116,7 @@ type Heap struct {
 	// the checker (checked.go), and none once Close begins, which stores it
 	// atomically (Free loads it so). A checked heap's Allocs get there
 	// without a flag: its magazines decline every allocation
-	// (magClass.sampleAt), so they take the slow path.
+	// (classStack.sampleAt), so they take the slow path.
 	fastSize uintptr
 	key      uint64    // written into the second word of a freed small block (doublefree.go)
 	ref      refKey    // the heap's tag in its Refs, read with base and fastSize by every Bytes (ref.go)
