@@ -1,6 +1,8 @@
 package offheap
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -472,4 +474,38 @@ func merged(a, b freeRun) freeRun {
 		return b
 	}
 	return a
+}
+
+// limitError is the limit's refusal, ErrLimit with its figures: the bytes
+// of the request, those it needed mapped (whole pages: a span, or the
+// block's run), those mapped and the limit.
+type limitError struct {
+	request             int // 0 where the caller has not named it (requested)
+	need, mapped, limit uint64
+}
+
+func (e *limitError) Error() string {
+	what := "a request"
+	if e.request > 0 {
+		what = fmt.Sprintf("an allocation of %d bytes", e.request)
+	}
+	return fmt.Sprintf("%v: %s needs %d bytes more mapped, and %d of the Limit's %d bytes are mapped",
+		ErrLimit, what, e.need, e.mapped, e.limit)
+}
+
+// Is makes errors.Is(err, ErrLimit) hold.
+func (e *limitError) Is(target error) bool { return target == ErrLimit }
+
+// limitError is the refusal of n pages more, with mu held.
+func (ph *pageHeap) limitError(n uint32) error {
+	return &limitError{need: uint64(n) << pageShift, mapped: ph.mappedPages() << pageShift, limit: ph.limit << pageShift}
+}
+
+// requested names the request of n bytes in err, if it is the limit's
+// refusal, and returns err.
+func requested(err error, n int) error {
+	if le := (*limitError)(nil); errors.As(err, &le) && le.request == 0 {
+		le.request = n
+	}
+	return err
 }
