@@ -395,7 +395,7 @@ func (c *checker) leaks() []Leak {
 	found := func(a uintptr, r *record) {
 		if c.live(r, a) {
 			l := Leak{Addr: a, Size: int(r.size), Stack: r.alloc.String()}
-			if n, ok := liveShared(a); ok { // a Shared's block: its bytes
+			if n, ok := c.h.liveShared(a); ok { // a Shared's block: its bytes
 				l.Addr, l.Size = a+sharedHdr, n
 			}
 			leaks = append(leaks, l)

@@ -40,17 +40,14 @@ func (s Shared) overRelease(why string) {
 		AllocStack: s.h.allocStack(s.block()), AgainStack: again.String(), detail: why})
 }
 
-// liveShared reports whether the live checked block at a is a Shared's,
-// and the length NewShared was asked for: a block of a checked heap has a
-// registry entry while its handle lives, and its first word holds the mark
-// (sharedBlock); an entry left by a heap closed with the handle live, at
-// an address another heap reuses, has no mark.
-func liveShared(a uintptr) (n int, ok bool) {
-	if *word(a) != sharedMark^a {
-		return 0, false
-	}
+// liveShared reports whether the live block at a of h, a heap with a
+// checker, is a Shared's, and the length NewShared was asked for: such a
+// block has a registry entry of h's while its handle lives. An entry left
+// by a heap closed with the handle live, at an address h reuses, is that
+// heap's. It reads no byte of the block, which its user may be writing.
+func (h *Heap) liveShared(a uintptr) (n int, ok bool) {
 	r, ok := sharedRecs.Load(a)
-	if !ok {
+	if !ok || r.(*sharedRec).heap != h.key {
 		return 0, false
 	}
 	return r.(*sharedRec).n, true

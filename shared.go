@@ -171,7 +171,8 @@ const (
 // heaps every live handle has one, and its presence is the liveness check.
 type sharedRec struct {
 	onRelease func(b []byte)
-	n         int // the bytes NewShared was asked for, which a leak report gives
+	n         int    // the bytes NewShared was asked for, which a leak report gives
+	heap      uint64 // the heap's key: an entry a closed heap left is no other heap's (liveShared)
 }
 
 // sharedRecs maps a block address (uintptr) to its *sharedRec.
@@ -242,7 +243,7 @@ func (h *Heap) NewShared(n int, opts ...SharedOption) Shared {
 	}
 	if onRelease != nil || checked {
 		s.meta |= flagRec
-		sharedRecs.Store(block, &sharedRec{onRelease: onRelease, n: n})
+		sharedRecs.Store(block, &sharedRec{onRelease: onRelease, n: n, heap: h.key})
 	}
 	return s
 }
