@@ -6,7 +6,9 @@ package offheap
 // A checked heap (Options.Checked, Options.GuardPages, or the offheapchecked
 // build tag) is a fast heap whose fast paths decline every operation, and
 // one seam hands what they decline to its checker: allocSlow and freeSlow,
-// Trim, Close and Stats, the only core files that name the checker (Heap.chk).
+// Trim, Close and Stats, whose files (alloc.go, free.go, heap.go,
+// closing.go, census.go) are the only core files that name the checker
+// (Heap.chk; TestCheckerSeam).
 // Its magazines keep sampleAt equal to hits (magazine.go), so every Alloc
 // falls to allocSlow, and Free's fast path takes none of its addresses
 // (Heap.fastSize is 0), so every Free falls to freeSlow; fast mode pays no
@@ -17,14 +19,15 @@ package offheap
 // hasChecker is either.
 //
 // The other layers reach the checker through methods of the checked_*.go
-// files and guard.go: the Cache forwards in checked mode (Heap.checked);
+// files: the Cache forwards in checked mode (Heap.checked);
 // Realloc leaves the free check to it (checked); Ref and Bytes resolve a
 // handle through its records (checked_ref.go); a Shared of a heap with a
 // checker is kept in the registry, and a Hot one of a checked heap counts
 // on one count (checked_shared.go); an Arena's freed runs go to its
 // quarantine, and an allocation at the limit empties it
-// (checked_quarantine.go); the samplers (sampling.go) ask guardSampled,
-// nextGuard and guardTick when the guard pages' next sample is due.
+// (checked_quarantine.go and checked.go); the samplers (sampling.go) ask
+// guardSampled, nextGuard and guardTick (checked.go) when the guard pages'
+// next sample is due.
 //
 // The checker allocates through the heap's own layers, so that a checked
 // program exercises them: a small checked block is a block of the size

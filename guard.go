@@ -18,7 +18,7 @@ package offheap
 //
 // The pagemap marks every page of the run, guard page included, with
 // classGuarded: Free's fast path takes no such block for a small one and falls
-// to freeSlow, which hands it to the checker (checker.owns). Words have the
+// to freeSlow, whose switch on the class hands it to the checker. Words have the
 // layout of every run of its own (pages.go): the first page holds the run's
 // length, guard page included, in bits 32-63, the others have bit 8 set.
 // The block's record is at its start, as every checked block's is
