@@ -97,13 +97,14 @@
 // be freed by a goroutine other than the one that allocated it. The package
 // orders nothing between a write to a block and a read of it on another
 // goroutine: synchronize access to the bytes as for any shared []byte, and
-// keep a block alive while another goroutine reads it (ExampleRef_concurrent).
+// keep a block alive while another goroutine reads it
+// (ExampleRef_concurrent).
 //
 // Close must not run concurrently with other calls on the heap, its Arenas
-// or its Shareds (a Shared's OnRelease runs before its block is freed: close
-// after every Release has returned). A call that meets a closed or closing
-// heap gets ErrClosed and neither hangs nor faults inside offheap; the
-// program's own access to memory of a closed heap faults.
+// or its Shareds (OnLastRelease runs before its Shared's block is freed:
+// close after every Release has returned). A call that meets a closed or
+// closing heap gets ErrClosed and neither hangs nor faults inside offheap;
+// the program's own access to memory of a closed heap faults.
 //
 // # Race detector
 //

@@ -8,7 +8,7 @@ package offheap
 // *Heap, and a word that packs the length with a few mode flags. The flags
 // live in the value, not in memory, because every handle is a copy of what
 // NewShared, Retain or Static returned, so the value always knows its mode.
-// The *Heap and the OnRelease func are Go pointers and must not be stored
+// The *Heap and the OnLastRelease func are Go pointers and must not be stored
 // off-heap (rule 1 of the package): the heap rides in the value, and the
 // callback sits in a Go-side registry (sharedRecs), keyed by the block's
 // address, for the handles that have one (flagRec).
@@ -90,7 +90,7 @@ type Shared struct {
 	meta uint64         // length (low 48 bits) | flags
 }
 
-// SharedOption configures NewShared: Hot or OnRelease.
+// SharedOption configures NewShared: Hot or OnLastRelease.
 type SharedOption struct {
 	hot       bool
 	onRelease func(b []byte)
@@ -113,8 +113,8 @@ type SharedOption struct {
 // seals the handle and leaks it.
 func Hot() SharedOption { return SharedOption{hot: true} }
 
-// OnRelease sets a function that runs once, after the last Release and before
-// the memory is freed, with the handle's bytes. It runs on the goroutine of
+// OnLastRelease sets a function that runs once, after the last Release and
+// before the memory is freed, with the handle's bytes. It runs on the goroutine of
 // the last Release, outside every lock of this package, so it may allocate,
 // free, and release other handles (whose callbacks run after it returns, in a
 // loop, never nested: a chain of any length uses constant stack). If f
@@ -122,7 +122,7 @@ func Hot() SharedOption { return SharedOption{hot: true} }
 // whatever they do; then the Release panics again with the first panic's
 // value. Since the memory is freed after f returns, a program must not
 // Close the heap on a signal sent from f: the Close would race the Free.
-func OnRelease(f func(b []byte)) SharedOption { return SharedOption{onRelease: f} }
+func OnLastRelease(f func(b []byte)) SharedOption { return SharedOption{onRelease: f} }
 
 const (
 	sharedHdr = 16 // bytes before the data: the free-list word and the count
@@ -185,7 +185,7 @@ func sharedClosedError(call string) error { return closedError("Shared." + call)
 var staticEmpty [1]byte
 
 // NewShared allocates a handle to n zeroed bytes with a count of 1. It panics
-// like Alloc when the heap cannot allocate. Options: Hot, OnRelease.
+// like Alloc when the heap cannot allocate. Options: Hot, OnLastRelease.
 //
 // After the heap's Close, every method of a heap handle (Retain, Release,
 // Refs, Bytes) panics with an error that wraps ErrClosed.
@@ -288,7 +288,7 @@ func (s Shared) Retain() Shared {
 }
 
 // Release drops a reference. The last Release of a heap handle runs its
-// OnRelease function, then frees the memory; the bytes must not be used
+// OnLastRelease function, then frees the memory; the bytes must not be used
 // afterwards through any copy. Release of a Static handle writes nothing.
 //
 // Releasing more times than the handle was retained panics with a message

@@ -637,7 +637,7 @@ func arenaRounds() {
 	a := h.NewArena()
 	for round := range 12 {
 		ended := make(chan struct{})
-		s := h.NewShared(8, offheap.OnRelease(func([]byte) {
+		s := h.NewShared(8, offheap.OnLastRelease(func([]byte) {
 			a.Reset() // on the goroutine of the last Release
 			close(ended)
 		}))
