@@ -76,7 +76,7 @@ func TestAfterClose(t *testing.T) {
 			hot := h.NewShared(64, Hot())
 			hotRef := hot.Retain()
 			withCallback := h.NewShared(64, OnLastRelease(func([]byte) { t.Error("OnLastRelease ran after Close") }))
-			static := Static([]byte("static"))
+			static := StaticShared([]byte("static"))
 			block := h.Alloc(64)
 			big := h.Alloc(1 << 20)
 			h.Close() // a checked heap reports the leaks; not this test's concern

@@ -30,8 +30,8 @@
 //     then one Reset (to fill it again) or Release.
 //   - Shared, for a buffer several owners hold until the last one lets go (a
 //     message fanned out to subscribers): Heap.NewShared, Retain and
-//     Release. Hot makes a handle that every core retains scale; Static
-//     wraps bytes that never die.
+//     Release. Hot makes a handle that every core retains scale;
+//     StaticShared wraps bytes that never die.
 //   - Ref, for millions of values indexed by key: a 16-byte handle to a
 //     block, with no Go pointer in it, that a map can hold without the
 //     collector ever scanning the map (Heap.Ref, Heap.Bytes).

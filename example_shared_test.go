@@ -32,7 +32,7 @@ func ExampleShared() {
 	other.Release() // the last one: OnLastRelease runs, then the memory is freed
 
 	// A static handle is immortal: Retain and Release never write.
-	lit := offheap.Static([]byte("constant"))
+	lit := offheap.StaticShared([]byte("constant"))
 	lit.Retain().Release()
 	fmt.Println(string(lit.Bytes()))
 

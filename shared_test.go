@@ -146,8 +146,8 @@ func TestSharedZero(t *testing.T) {
 	}
 	z.Release()
 	ReleaseAll([]Shared{{}, {}})
-	if Static(nil).IsZero() || len(Static(nil).Bytes()) != 0 {
-		t.Fatal("Static(nil) is the zero Shared")
+	if StaticShared(nil).IsZero() || len(StaticShared(nil).Bytes()) != 0 {
+		t.Fatal("StaticShared(nil) is the zero Shared")
 	}
 	if n := int(unsafe.Sizeof(z)); n > 24 {
 		t.Fatalf("Shared is %d bytes", n)
@@ -170,7 +170,7 @@ func TestSharedStaticReadOnly(t *testing.T) {
 	if err := osmem.ReadOnly(p, n); err != nil {
 		t.Fatal(err)
 	}
-	s := Static(page[:100])
+	s := StaticShared(page[:100])
 	held := make([]Shared, 0, 64)
 	for i := range 200_000 {
 		held = append(held, s.Retain())
