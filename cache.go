@@ -11,9 +11,9 @@ import (
 // the goroutines that own their work: a worker of a pool, a connection's
 // read loop, a shard's single writer. Its Alloc pops and its Free pushes
 // without pinning the goroutine to its P, without an atomic and without a
-// cache line any other goroutine writes: a pair through a Cache costs about
-// two thirds of a pair through the Heap, and less than the two pinned
-// sections alone (BenchmarkPair64's lean-floor arm).
+// cache line any other goroutine writes: a pair through a Cache costs less
+// than a pair through the Heap, and less than the two pinned sections alone
+// (offheap bench's pin-floor arm; docs/benchmarks.md has the figures).
 //
 // A Cache is not safe for concurrent use: one goroutine at a time uses it,
 // as a bufio.Writer. It may pass from goroutine to goroutine with the usual
@@ -176,12 +176,12 @@ func (st *cacheState) pop(cl uint8) uintptr {
 //go:noinline
 func (c *Cache) Free(b []byte) {
 	// The class is the one cap(b) names, as it is for every slice Alloc
-	// returned, confirmed by the pagemap: the push depends on cap(b), not
-	// on the pagemap's word, which only a branch reads, so the chain of
-	// dependent loads from one pair to the next is shorter (15% of a pair
-	// in BenchmarkPair64's offheap-cache arm). The checks are Heap.Free's,
-	// in a nosplit section as there and in Alloc; freeAny makes them for
-	// every other slice.
+	// returned, confirmed by the pagemap: the push depends on cap(b), not on
+	// the pagemap's word, which only a branch reads, so the chain of dependent
+	// loads from one pair to the next is shorter (BenchmarkPair64's
+	// offheap-cache arm; docs/benchmarks.md, The Cache pair). The checks are
+	// Heap.Free's, in a nosplit section as there and in Alloc; freeAny makes
+	// them for every other slice.
 	h := c.h
 	a := addrOf(b)
 	if n := cap(b); uint(n)-9 < cacheMax-8 { // the classes with a key
