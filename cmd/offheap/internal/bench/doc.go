@@ -33,7 +33,8 @@
 // which goes on without it. Default: true puts it in the default -arms list.
 // OwnerFrees keeps an arm whose blocks must go back through the handle that
 // allocated them (a per-worker cache) off the shapes that free blocks on
-// another worker (Spec.CrossFrees: prodcons, larson, scratch).
+// another worker (Spec.CrossFrees: prodcons, larson, scratch); Only keeps an
+// arm to the shapes it names.
 //
 // # Adding a shape
 //
