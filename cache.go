@@ -38,8 +38,8 @@ import (
 // heap's Trim
 // cannot take the blocks a Cache holds: its owner may be using them; Flush
 // gives them back. After the heap's Close, every call on the Cache panics
-// with an error wrapping ErrClosed (Close releasing the Cache first), and
-// never faults. A Cache left unclosed gives its blocks back to the heap
+// with an error wrapping ErrClosed (Close releasing the Cache first), but
+// TryAlloc, which returns it, and none faults. A Cache left unclosed gives its blocks back to the heap
 // when the garbage collector finds it unreachable.
 //
 // A Cache of a heap with a checker (Options.Checked, GuardPages or
@@ -151,6 +151,23 @@ func (c *Cache) AllocUnzeroed(n int) []byte {
 		}
 	}
 	return c.allocSlow(n, false)
+}
+
+// TryAlloc is Alloc returning an error instead of panicking, as
+// Heap.TryAlloc does: errors.Is(err, ErrLimit), ErrClosed or ErrSize. It
+// panics, as Alloc does, after the Cache's Close.
+//
+//go:nosplit
+//go:noinline
+func (c *Cache) TryAlloc(n int) ([]byte, error) {
+	h := c.h // Alloc's fast path, for the reasons given there
+	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
+		if a := c.st.pop(sizeClass(n)); a != 0 {
+			clear(bytesAt(a, n))
+			return bytesAt(a, n), nil
+		}
+	}
+	return c.slow(n, true, "TryAlloc")
 }
 
 // pop takes a block of class cl from its stack, or returns 0 if the stack
@@ -327,31 +344,42 @@ func (c *Cache) Close() {
 	}
 }
 
-// allocSlow serves every Alloc the Cache's stacks did not: an empty stack
-// (a refill), a size the Cache does not hold, a heap with a checker, a
-// closed Cache or heap.
+// allocSlow is slow for Alloc and AllocUnzeroed, which panic with its
+// error.
 func (c *Cache) allocSlow(n int, zero bool) []byte {
-	if zero {
-		c.use("Alloc")
-	} else {
-		c.use("AllocUnzeroed")
+	call := "Alloc"
+	if !zero {
+		call = "AllocUnzeroed"
 	}
+	b, err := c.slow(n, zero, call)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// slow serves every allocation the Cache's stacks did not: an empty stack
+// (a refill), a size the Cache does not hold, a heap with a checker, a
+// closed Cache or heap. call names the method, for a closed Cache's panic
+// and a closed heap's error.
+func (c *Cache) slow(n int, zero bool, call string) ([]byte, error) {
+	c.use(call)
 	defer c.done()
 	h := c.h
 	if c.fwd || uint(n)-1 >= cacheMax {
-		return h.allocVia(n, zero) // TryAlloc's errors, panicked
+		return h.allocVia(n, zero)
 	}
 	if !h.enter() {
-		panic(closedError("Cache.Alloc"))
+		return nil, closedError("Cache." + call)
 	}
 	cl := sizeClass(n)
 	if h.prof != nil && c.sampled(cl) {
 		h.exit()
 		if b, err := h.allocProfiled(n, zero, kindHeap); err == nil {
-			return b
+			return b, nil
 		}
 		if !h.enter() {
-			panic(closedError("Cache.Alloc"))
+			return nil, closedError("Cache." + call)
 		}
 	} else if a, err := c.refill(cl); err == nil {
 		raceAcquire(ptr(a)) // as in pop
@@ -361,22 +389,24 @@ func (c *Cache) allocSlow(n int, zero bool) []byte {
 			*(*uint64)(ptr(a + 8)) = 0
 		}
 		h.exit()
-		return bytesAt(a, n)
+		return bytesAt(a, n), nil
 	}
 	// At the limit, or closing: the Cache's own blocks go back first,
 	// where the heap's reclaim (reclaim.go) finds them, and the heap's
-	// slow path tries again, or panics with its error.
+	// slow path tries again, or returns its error.
 	h.emptyCache(c.st)
 	h.exit()
 	return h.allocVia(n, zero)
 }
 
-// allocVia is an allocation a Cache passes to the heap.
-func (h *Heap) allocVia(n int, zero bool) []byte {
+// allocVia is an allocation a Cache passes to the heap, with the heap's
+// error: TryAlloc's, or, unzeroed, the panic of AllocUnzeroed (which no
+// TryAlloc reaches).
+func (h *Heap) allocVia(n int, zero bool) ([]byte, error) {
 	if zero {
-		return h.Alloc(n)
+		return h.TryAlloc(n)
 	}
-	return h.AllocUnzeroed(n)
+	return h.AllocUnzeroed(n), nil
 }
 
 // refill takes a batch of class cl from the central list, returns its first
