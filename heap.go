@@ -43,9 +43,11 @@ type Options struct {
 	// blocks.
 	Checked bool
 
-	// GuardPages, in checked mode, puts every allocation on pages of its own
+	// GuardPages, with Checked, puts every allocation on pages of its own
 	// with an inaccessible page after it, and makes its pages inaccessible
-	// once freed: a use after free or past the end faults at once. Not in
+	// once freed: a use after free or past the end faults at once. NewHeap
+	// refuses it without Checked (or the offheapchecked build tag): a fast
+	// heap guards every allocation with SampleRate 1. Not in
 	// a race build, where nothing faults (see the package doc, Race
 	// detector).
 	GuardPages bool
@@ -210,8 +212,8 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 	if err := h.mapBusy(); err != nil {
 		return nil, err
 	}
-	checked := opts.Checked || opts.GuardPages || opts.SampleRate > 0
-	if !opts.Checked && !opts.GuardPages {
+	checked := opts.Checked || opts.SampleRate > 0 // GuardPages needs Checked (check)
+	if !opts.Checked {
 		h.startProfile(opts.ProfileRate) // sampling.go
 	}
 	if err := h.reserve(opts.Limit, first, checked); err != nil {
@@ -233,6 +235,9 @@ func (opts *Options) check() error {
 		return fmt.Errorf("offheap: negative Limit %d", opts.Limit)
 	case opts.SampleRate < 0:
 		return fmt.Errorf("offheap: negative SampleRate %d", opts.SampleRate)
+	case opts.GuardPages && !opts.Checked && !buildChecked:
+		return errors.New("offheap: GuardPages without Checked: set Checked too, for every block guarded with its stacks, " +
+			"or SampleRate 1 instead, for every block guarded in a fast heap")
 	}
 	return nil
 }
