@@ -32,15 +32,14 @@ import (
 // Cache per request would hold each request's blocks apart), and where
 // every core's blocks should be shared at once.
 //
-// Stats counts a Cache's allocations as CacheHits and the free blocks it
-// holds as CacheBytes, while it is open and after: exact once the Cache's
-// owner is between calls, as a magazine's counts are once its P is. The
-// heap's Trim
+// Stats counts a Cache's allocations as CacheHits and the free blocks it holds
+// as CacheBytes, while it is open and after: exact once the Cache's owner is
+// between calls, as a magazine's counts are once its P is. The heap's Trim
 // cannot take the blocks a Cache holds: its owner may be using them; Flush
-// gives them back. After the heap's Close, every call on the Cache panics
-// with an error wrapping ErrClosed (Close releasing the Cache first), but
-// TryAlloc, which returns it, and none faults. A Cache left unclosed gives its blocks back to the heap
-// when the garbage collector finds it unreachable.
+// gives them back. After the heap's Close, every call on the Cache panics with
+// an error wrapping ErrClosed (Close releasing the Cache first), but TryAlloc,
+// which returns it, and none faults. A Cache left unclosed gives its blocks
+// back to the heap when the garbage collector finds it unreachable.
 //
 // A Cache of a heap with a checker (Options.Checked, GuardPages or
 // SampleRate, or the offheapchecked build tag) holds no blocks: it passes
