@@ -49,7 +49,7 @@ func (a *Arena) TryAlloc(n int) ([]byte, error) {
 	if x := a.allocFast(n); x != 0 {
 		return bytesAt(x, n), nil
 	}
-	return a.alloc(n)
+	return a.alloc(n, true)
 }
 
 // AllocUnzeroed is Alloc without the zeroing, for callers that overwrite
@@ -62,7 +62,7 @@ func (a *Arena) AllocUnzeroed(n int) []byte {
 	if x := a.allocFast(n); x != 0 {
 		return bytesAt(x, n)
 	}
-	b, err := a.allocZ(n, false)
+	b, err := a.alloc(n, false)
 	if err != nil {
 		panic(err)
 	}
@@ -105,20 +105,17 @@ func (ps *arenaProcs) bump(pid int, sz uintptr) uintptr {
 
 // allocSlow is Alloc's slow path, out of line to keep Alloc's frame small.
 func (a *Arena) allocSlow(n int) []byte {
-	b, err := a.alloc(n)
+	b, err := a.alloc(n, true)
 	if err != nil {
 		panic(err)
 	}
 	return b
 }
 
-// alloc serves every request the fast path did not, zeroed.
-func (a *Arena) alloc(n int) ([]byte, error) { return a.allocZ(n, true) }
-
-// allocZ serves every request the fast path did not, between the heap's
+// alloc serves every request the fast path did not, between the heap's
 // enter and exit (closing.go); zero says whether a request above
 // arenaFastMax must be cleared.
-func (a *Arena) allocZ(n int, zero bool) ([]byte, error) {
+func (a *Arena) alloc(n int, zero bool) ([]byte, error) {
 	if a.released.Load() {
 		return nil, arenaReleasedError{"Alloc"}
 	}
