@@ -70,6 +70,20 @@
 // owner's block), two Frees of one block racing each other, a write after
 // free, a write past a block's length, and leaks.
 //
+// A write after free in fast mode never steers the heap: whatever the
+// program writes into a freed block, no Alloc returns memory outside the
+// heap or a block that is live. The links the heap keeps inside free blocks
+// are encoded with random per-heap keys and checked before they are
+// followed; the Alloc that meets a corrupt one panics with "offheap: heap
+// corruption: the free block at 0x... (N bytes) was written after it was
+// freed", and the heap abandons those free blocks (Stats.CorruptBytes) and
+// works on. The heap's own metadata lies apart from the blocks, behind
+// inaccessible guards. Fast mode does not see a write after free that
+// leaves the links intact (the block's next owner gets those bytes, zeroed
+// by Alloc), nor one after the block was allocated again, which lands in
+// its new owner's bytes: checked mode, or SampleRate in production, finds
+// the writer.
+//
 // # Checked mode in tests
 //
 // Run the tests with the offheapchecked build tag,
@@ -90,27 +104,6 @@
 // Heap.WriteProfile writes a sampled allocation profile (Options.ProfileRate)
 // that go tool pprof reads, naming the lines whose off-heap memory is still
 // live; the offheappprof package serves it beside net/http/pprof.
-//
-// A write after free in fast mode never turns Alloc into a write
-// elsewhere: whatever the program writes into a freed block, no Alloc
-// returns memory outside the heap or a block that is live. The heap keeps
-// its own state in a freed block only for a span's free list (its first
-// two words), encoded with random per-heap keys and checked before the
-// heap follows it (freelist.go); a corrupt list is abandoned, its blocks
-// never handed out again (Stats.CorruptBytes), and the Alloc that found it
-// panics with "offheap: heap corruption: the free block at 0x... (N bytes)
-// was written after it was freed", holding no lock, the heap working on.
-// Every other free block waits in the heap's metadata (a magazine, a depot
-// batch, a Cache's stack), which the write cannot reach: metadata is mapped
-// apart from the blocks, with 256 KiB of inaccessible address space around
-// every region of blocks. What fast mode does not see: a write after free
-// that leaves the list intact (past a block's second word, or into a block
-// waiting in a magazine), whose bytes the block's next owner gets (Alloc
-// zeroes them, AllocUnzeroed does not); and a write after the block was
-// allocated again, which lands in its new owner's bytes, as no allocator
-// can tell. Checked mode sees every write after free while the block waits
-// in its quarantine, and SampleRate, in production, faults at the write for
-// the sampled blocks.
 //
 // # Concurrency
 //
