@@ -378,3 +378,91 @@ func TestFreeListPointerData(t *testing.T) {
 		})
 	}
 }
+
+// TestFreeListCorruptConcurrent: goroutines that meet corrupt lists at once,
+// in every arm, each through its own Cache in the Cache arm. Every block
+// they are handed is a block of the heap, and none goes to two of them.
+func TestFreeListCorruptConcurrent(t *testing.T) {
+	const workers, count = 4, 6000
+	goMem := make([]byte, 64)
+	for _, arm := range corruptArms {
+		t.Run(arm.name, func(t *testing.T) {
+			h := newTestHeap(t, unprofiled(arm.opts))
+			als := make([]allocator, workers)
+			for w := range als {
+				als[w] = allocator{h: h}
+				if arm.cache {
+					als[w].c = h.NewCache()
+					defer als[w].c.Close()
+				}
+			}
+			run := func(f func(w int) error) {
+				errs := make(chan error, workers)
+				for w := range workers {
+					go func() { errs <- f(w) }()
+				}
+				for range workers {
+					if err := <-errs; err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			blocks := make([][][]byte, workers)
+			run(func(w int) error {
+				for range count {
+					blocks[w] = append(blocks[w], als[w].alloc(64, true))
+				}
+				return nil
+			})
+			run(func(w int) error {
+				for i, b := range blocks[w] {
+					if i%97 != 0 {
+						als[w].free(b)
+					}
+				}
+				return nil
+			})
+			live := map[uintptr]bool{}
+			for w := range workers {
+				for i, b := range blocks[w] {
+					if i%97 == 0 {
+						live[addrOf(b)] = true
+					} else {
+						*(*uintptr)(unsafe.Pointer(&b[0])) = addrOf(goMem)
+					}
+				}
+			}
+			got := make([][][]byte, workers)
+			panics := make([]int, workers)
+			run(func(w int) error {
+				for range count {
+					b, msg := als[w].tryAlloc(64, false)
+					if msg != "" {
+						if err := checkCorruptPanic(msg, 64); err != nil {
+							return err
+						}
+						panics[w]++
+						continue
+					}
+					got[w] = append(got[w], b)
+				}
+				return nil
+			})
+			total := 0
+			for w := range workers {
+				total += panics[w]
+				for _, b := range got[w] {
+					if err := checkHandedOut(h, b, 64, live); err != nil {
+						t.Fatal(err)
+					}
+					live[addrOf(b)] = true
+				}
+			}
+			if total == 0 {
+				t.Fatal("no corruption reported")
+			}
+			checkWorks(t, allocator{h: h})
+		})
+	}
+	runtime.KeepAlive(goMem)
+}
