@@ -609,6 +609,12 @@ func TestSharedHotStressCatchesBrokenFold(t *testing.T) {
 	if buildChecked {
 		t.Skip("offheapchecked: every heap is checked, and a checked heap's Hot handles count on one count, with no fold")
 	}
+	if raceEnabled {
+		// The broken fold frees the block while other goroutines still
+		// release it: the detector reports those writes as a race, which
+		// fails the test however the stress test itself fares.
+		skipRace(t, "the planted early free races with the late releases, and the detector reports it")
+	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	const tries = 50
 	for i := range tries {
