@@ -302,10 +302,15 @@ const poolSlots = 32
 // inaccessible at Free, and no more, from the first sample on and after
 // Trim. A sample that finds the pool empty (all its runs in use) takes a
 // spare run, or one of its own, and the quarantine as before; a heap whose
-// pool cannot be had (a small Limit, say) does so for every sample.
+// pool cannot be had does so for every sample, as does one whose pool
+// would take more than an eighth of its Limit: the pool's pages count as
+// mapped, 4 MiB of them with 64 KiB OS pages.
 func (c *checker) mapPool() {
 	ph := &c.h.pages
 	n := uintptr(poolSlots * slotPages)
+	if ph.limit != 0 && uint64(n)*8 > ph.limit {
+		return
+	}
 	base, _, err := ph.allocRun(uint32(n), osPagePages, classGuarded)
 	if err != nil {
 		return

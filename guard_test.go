@@ -413,3 +413,20 @@ func TestFaultError(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardPoolLimit: a sampled heap makes no pool that would take more
+// than an eighth of its Limit, since the pool's pages count as mapped (with
+// 64 KiB OS pages a pool is 4 MiB); a larger Limit gets its pool.
+func TestGuardPoolLimit(t *testing.T) {
+	if buildChecked {
+		t.Skip("every heap is checked under the offheapchecked tag: a checked heap has no pool")
+	}
+	pool := int64(poolSlots*slotPages) << pageShift
+	for _, limit := range []int64{4 * pool, 8 * pool} {
+		h := newTestHeap(t, Options{SampleRate: 1, ProfileRate: -1, Limit: limit})
+		if got, want := h.chk.pool.n, map[bool]int{true: poolSlots}[limit >= 8*pool]; got != want {
+			t.Errorf("a sampled heap with a Limit of %d bytes, a pool of %d: %d runs in the pool, want %d", limit, pool, got, want)
+		}
+		h.Close()
+	}
+}
