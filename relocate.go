@@ -8,6 +8,8 @@ package offheap
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/offheap/offheap/internal/pin"
 )
 
 // Relocate moves b's bytes to a block in a denser span and frees b when b's
@@ -54,6 +56,16 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 	if cap(b) == 0 {
 		return b, false
 	}
+	a := addrOf(b)
+	// The common answer on a heap worth no pass, pinned with the heap seen
+	// open, as Free's fast path: Close cannot unmap the pagemap and the
+	// span meanwhile (closing.go).
+	pin.Pin()
+	if !h.closed.Load() && h.denseAt(a) {
+		pin.Unpin()
+		return b, false
+	}
+	pin.Unpin()
 	if c := h.chk; c != nil && c.all {
 		return h.relocateChecked(b)
 	}
@@ -62,7 +74,6 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 	if !h.enter() {
 		panic(closedError("Relocate"))
 	}
-	a := addrOf(b)
 	page, ok := h.pages.pageOf(a)
 	if !ok {
 		h.exit()
@@ -90,10 +101,6 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 		panic(fmt.Sprintf("offheap: Relocate of %d bytes at %#x, past the end of its %d-byte block: Relocate moves a slice Alloc returned, or a prefix of one", cap(b), a, ci.size))
 	}
 	s := h.pages.span(uint32(e >> 32))
-	if !sparseSpan(spanLive(s), ci.blocks) {
-		h.exit()
-		return b, false
-	}
 	defer h.exit()
 	if c != 1 && *(*uint64)(ptr(a + 8)) == h.key {
 		h.checkFree(a, c) // the key: free, or live data that holds it (doublefree.go)
@@ -106,6 +113,27 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 		return b, false
 	}
 	return bytesAt(na, cap(b))[:len(b)], true
+}
+
+// denseAt reports whether a is the start of a block of a fast heap's first
+// region whose span is not sparse: the blocks Relocate leaves where they
+// are without a lock, without reading the block, and without the checks the
+// rest of Relocate makes (a freed block there, which Free would refuse, is
+// returned as it is). It is false for a checked heap's blocks, whose
+// fastSize is 0. Called pinned, with the heap seen open.
+func (h *Heap) denseAt(a uintptr) bool {
+	off := a - h.base
+	if off >= atomic.LoadUintptr(&h.fastSize) {
+		return false
+	}
+	e := *h.pages.entry(uint32(off >> pageShift))
+	c := uint8(e)
+	if c-1 >= numClasses-1 {
+		return false
+	}
+	ci := &classInfos[c]
+	q, into := blockIn(a, e, ci)
+	return into == 0 && q < uint64(ci.blocks) && !sparseSpan(spanLive(h.pages.span(uint32(e>>32))), ci.blocks)
 }
 
 // sparseSpan reports whether a span of a class of blocks per span, live of
