@@ -48,7 +48,9 @@ import (
 // as Free does, as it does for anything Free refuses. In checked mode
 // every small block moves, as Realloc's always do, and b is freed as Free
 // frees it: a later use of b is reported as a use after free, with
-// Relocate's stack as the free stack.
+// Relocate's stack as the free stack. The new block comes from the
+// checker's allocator, which places it where it will: a checked pass finds
+// stale handles and gives no memory back.
 //
 // Relocate is safe for concurrent use with every other call on the heap,
 // but, like Free, not with another call that frees or moves b itself.
