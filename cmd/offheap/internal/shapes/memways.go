@@ -46,3 +46,8 @@ type goValues struct{}
 func (goValues) Alloc(n int) []byte { return make([]byte, n) }
 func (goValues) Free(b []byte)      { runtime.KeepAlive(b) }
 func (goValues) GoHeap()            {}
+
+// residentMetric is the resident / live column of the churn shapes.
+var residentMetric = bench.Metric{Name: bench.MetricResident, Doc: "resident / live bytes at the end of the timed work, the live set " +
+	"held (larson: the slots full; live-k: the last round's blocks; binsplit: each worker's last block, the heap's floor), for the arms " +
+	"that can say: offheap's heap after Trim, make's Go heap after FreeOSMemory less what the shape held before its values"}
