@@ -59,11 +59,11 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 		return b, false
 	}
 	a := addrOf(b)
-	// The common answer on a heap worth no pass, pinned with the heap seen
-	// open, as Free's fast path: Close cannot unmap the pagemap and the
-	// span meanwhile (closing.go).
+	// The common answer on a heap worth no pass, pinned as in Free's fast
+	// path: with fastSize seen nonzero, Close cannot unmap the pagemap and
+	// the span meanwhile (closing.go).
 	pin.Pin()
-	if !h.closed.Load() && h.denseAt(a) {
+	if h.denseAt(a) {
 		pin.Unpin()
 		return b, false
 	}
@@ -121,8 +121,8 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 // region whose span is not sparse: the blocks Relocate leaves where they
 // are without a lock, without reading the block, and without the checks the
 // rest of Relocate makes (a freed block there, which Free would refuse, is
-// returned as it is). It is false for a checked heap's blocks, whose
-// fastSize is 0. Called pinned, with the heap seen open.
+// returned as it is). It is false on a closed heap and for a checked
+// heap's blocks, whose fastSize is 0. Called pinned.
 func (h *Heap) denseAt(a uintptr) bool {
 	off := a - h.base
 	if off >= atomic.LoadUintptr(&h.fastSize) {
