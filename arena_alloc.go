@@ -125,7 +125,7 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 		x, err = a.allocShared(sz, n)
 	}
 	if err != nil {
-		return nil, err
+		return nil, requested(err, n)
 	}
 	return bytesAt(x, n), nil
 }

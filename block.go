@@ -69,7 +69,7 @@ const (
 // size, or the whole pages of a large block); otherwise why not, as a phrase
 // that completes "... of %#x, which ...". The pagemap cannot tell a freed
 // small block from a live one while its span is in use, nor a block from an
-// Arena's chunk or a Shared's block; the checker can (ref_checked.go).
+// Arena's chunk or a Shared's block; the checker can (checked_ref.go).
 //
 // The word of a page that holds a live block does not change while the
 // block lives, so for a live block the answer is exact; for memory the

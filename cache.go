@@ -42,17 +42,19 @@ import (
 // never faults. A Cache left unclosed gives its blocks back to the heap
 // when the garbage collector finds it unreachable.
 //
-// A Cache of a heap with a checker (Options.Checked, GuardPages or
-// SampleRate, or the offheapchecked build tag) holds no blocks: it passes
-// every call to the heap, so every check, report and sample is the heap's,
-// and in checked mode it panics when two goroutines use it at once.
+// A Cache of a sampled heap (Options.SampleRate) holds blocks as any other
+// and samples its allocations for guard pages as the magazines do, with the
+// same odds. A Cache of a checked heap (Options.Checked or GuardPages, or
+// the offheapchecked build tag) holds no blocks: it passes every call to
+// the heap, so every check and report is the heap's, and it panics when two
+// goroutines use it at once.
 type Cache struct {
 	h  *Heap
 	st *cacheState // the stacks: off-heap, or noCache (forwarding or closed)
 
-	fwd     bool            // a heap with a checker: every call goes to the heap
+	fwd     bool            // a checked heap: every call goes to the heap
 	closed  bool            // Close ran
-	busy    atomic.Bool     // checked mode: a call is in progress
+	busy    atomic.Bool     // a forwarding Cache: a call is in progress
 	cleanup runtime.Cleanup // hands the blocks back if the Cache is dropped unclosed
 }
 
@@ -64,24 +66,7 @@ type Cache struct {
 // closed Cache's state, emptied, serves the next NewCache, census and all:
 // a state's counts only grow, so the census sums the states without ever
 // moving a count from one place to another, and stays exact.
-type cacheState struct {
-	cls   [numClasses]cacheClass
-	slots [numClasses][maxDepth]uintptr
-}
-
-// cacheClass is one class's stack header and census in a Cache: 32 bytes,
-// so that no class's header straddles two cache lines, and pop's loads
-// and stores fall on one.
-type cacheClass struct {
-	n, cap uint32 // blocks held; most blocks held (0 for the classes a Cache does not hold)
-	hits   uint64 // Allocs served from this stack
-	frees  uint64 // Frees pushed onto this stack
-
-	// sampleAt is the hits count at which pop declines, so that the
-	// allocation reaches allocSlow as the profile's sample (sampling.go);
-	// never reached in a heap that does not profile.
-	sampleAt uint64
-}
+type cacheState struct{ stacks }
 
 // noCache is the state of a Cache that holds nothing: one that forwards
 // every call, and one that is closed. Its stacks are empty and hold
@@ -97,7 +82,7 @@ const cacheMax = bigClassMin
 // It panics with an error wrapping ErrClosed on a closed heap. Close it when
 // done.
 func (h *Heap) NewCache() *Cache {
-	c := &Cache{h: h, st: &noCache, fwd: h.chk != nil}
+	c := &Cache{h: h, st: &noCache, fwd: h.checked()}
 	if c.fwd {
 		if h.closed.Load() {
 			panic(closedError("NewCache"))
@@ -153,21 +138,6 @@ func (c *Cache) AllocUnzeroed(n int) []byte {
 	return c.allocSlow(n, false)
 }
 
-// pop takes a block of class cl from its stack, or returns 0 if the stack
-// is empty. It inlines into the fast paths.
-func (st *cacheState) pop(cl uint8) uintptr {
-	mc := &st.cls[cl]
-	if k := mc.n; k != 0 && mc.hits != mc.sampleAt {
-		k--
-		a := st.slots[cl][k%maxDepth]
-		raceAcquire(ptr(a)) // race builds: after the block's last Free (race.go)
-		mc.n = k
-		mc.hits++
-		return a
-	}
-	return 0
-}
-
 // Free is Heap.Free through the Cache: b may be any block of the heap,
 // whoever allocated it, and Free panics, leaving the heap intact, where
 // Heap.Free does.
@@ -189,7 +159,7 @@ func (c *Cache) Free(b []byte) {
 		if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
 			e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
 			ci := &classInfos[cl]
-			if q, into := blockIn(a, e, ci); uint8(e) == cl && into == 0 && q < uint64(ci.blocks) {
+			if uint8(e) == cl && blockStart(a, e, ci) {
 				st := c.st
 				mc := &st.cls[cl]
 				if k := mc.n; k < mc.cap {
@@ -229,10 +199,10 @@ func (c *Cache) freeAny(b []byte) {
 		st := c.st
 		if k := cl - 2; k < numClasses-2 {
 			ci := &(*[numClasses - 2]classInfo)(classInfos[2:])[k]
-			if q, into := blockIn(a, e, ci); into != 0 || q >= uint64(ci.blocks) {
+			if !blockStart(a, e, ci) {
 				goto slow
 			}
-			mc := &(*[numClasses - 2]cacheClass)(st.cls[2:])[k]
+			mc := &(*[numClasses - 2]classStack)(st.cls[2:])[k]
 			if n := mc.n; n < mc.cap {
 				kw := &(*[2]uint64)(ptr(a))[1]
 				if *kw == h.key {
@@ -248,7 +218,7 @@ func (c *Cache) freeAny(b []byte) {
 				c.freeFull(b, cl)
 				return
 			}
-		} else if q, into := blockIn(a, e, &classInfos[1]); cl == 1 && into == 0 && q < uint64(classInfos[1].blocks) {
+		} else if cl == 1 && blockStart(a, e, &classInfos[1]) {
 			mc := &st.cls[1]
 			if n := mc.n; n < mc.cap {
 				raceRelease(ptr(a)) // as in Free
@@ -328,7 +298,7 @@ func (c *Cache) Close() {
 }
 
 // allocSlow serves every Alloc the Cache's stacks did not: an empty stack
-// (a refill), a size the Cache does not hold, a heap with a checker, a
+// (a refill), a sample, a size the Cache does not hold, a checked heap, a
 // closed Cache or heap.
 func (c *Cache) allocSlow(n int, zero bool) []byte {
 	if zero {
@@ -345,9 +315,19 @@ func (c *Cache) allocSlow(n int, zero bool) []byte {
 		panic(closedError("Cache.Alloc"))
 	}
 	cl := sizeClass(n)
-	if h.prof != nil && c.sampled(cl) {
+	if guard, prof := c.sampleDue(cl); guard || prof {
 		h.exit()
-		if b, err := h.allocProfiled(n, zero, kindHeap); err == nil {
+		var b []byte
+		var err error
+		if guard {
+			// Walked from this frame: it starts at the caller of Alloc, as
+			// the heap's (checked.go).
+			var s stack
+			b, err = h.allocChecked(n, zero, intern(&s, s.fill(fpStack(&s.pcs))))
+		} else {
+			b, err = h.allocProfiled(n, zero, kindHeap)
+		}
+		if err == nil {
 			return b
 		}
 		if !h.enter() {
@@ -417,7 +397,7 @@ func (c *Cache) spill(cl uint8) bool {
 // in checked mode, if another goroutine is inside a call on c. done ends
 // it.
 func (c *Cache) use(call string) {
-	if c.fwd && c.h.chk.all && !c.busy.CompareAndSwap(false, true) {
+	if c.fwd && !c.busy.CompareAndSwap(false, true) {
 		panic(fmt.Sprintf("offheap: Cache.%s while another goroutine is using the Cache: a Cache is for one goroutine at a time; give each goroutine its own Cache (Heap.NewCache), or use the Heap", call))
 	}
 	if c.closed && call != "Close" {
@@ -428,7 +408,7 @@ func (c *Cache) use(call string) {
 
 // done ends what use began.
 func (c *Cache) done() {
-	if c.fwd && c.h.chk.all {
+	if c.fwd {
 		c.busy.Store(false)
 	}
 }

@@ -55,10 +55,11 @@ func TestCacheCensus(t *testing.T) {
 					if bytes, blocks := h.InUse(); bytes != s.InUseBytes || blocks != s.LiveBlocks {
 						t.Fatalf("round %d, %s: InUse %d bytes, %d blocks; Stats %d, %d", round, when, bytes, blocks, s.InUseBytes, s.LiveBlocks)
 					}
-					if h.chk == nil && s.CacheHits == 0 && round > 0 {
-						t.Fatalf("round %d, %s: no CacheHits in a fast heap: %v", round, when, s)
+					checked := h.checked()
+					if !checked && s.CacheHits == 0 && round > 0 {
+						t.Fatalf("round %d, %s: no CacheHits in a fast or sampled heap: %v", round, when, s)
 					}
-					if h.chk != nil && (s.CacheHits != 0 || s.CacheBytes != 0) {
+					if checked && (s.CacheHits != 0 || s.CacheBytes != 0) {
 						t.Fatalf("round %d, %s: a checked heap's Cache held blocks: %v", round, when, s)
 					}
 				}
@@ -618,4 +619,62 @@ func TestCacheMagazinesOff(t *testing.T) {
 	if s := h.Stats(); s.CacheBytes != 0 || s.DepotBytes != 0 {
 		t.Fatalf("after Close: %v", s)
 	}
+}
+
+// TestCacheSampled: a Cache of a sampled heap keeps its own stacks (its
+// Allocs count as CacheHits) and puts about one allocation in SampleRate on
+// guard pages, as the heap's magazines do (TestSampleRate, the same bounds);
+// a sampled block it frees is the checker's, which reports its double free
+// with stacks that start in the program.
+func TestCacheSampled(t *testing.T) {
+	skipChecked(t)
+	h := newTestHeap(t, Options{SampleRate: 100})
+	c := h.NewCache()
+	sampled, guarded := 0, []byte(nil)
+	var live [][]byte
+	for i := range 20000 {
+		b := c.Alloc(64)
+		if uint8(*h.pages.entry(uint32((addrOf(b) - h.base) >> pageShift))) == classGuarded {
+			sampled++
+			if guarded == nil {
+				guarded = b
+				continue // kept for the double free below
+			}
+		}
+		live = append(live, b)
+		if i%4 != 3 { // a few live per class
+			for _, b := range live {
+				c.Free(b)
+			}
+			live = live[:0]
+		}
+	}
+	for _, b := range live {
+		c.Free(b)
+	}
+	if sampled < 120 || sampled > 300 {
+		t.Fatalf("SampleRate 100: %d of a Cache's 20000 Allocs sampled", sampled)
+	}
+	if s := h.Stats(); s.CacheHits < 15000 || s.MagazineHits != 0 {
+		t.Fatalf("a sampled heap's Cache served %d of 20000 Allocs from its stacks (%v)", s.CacheHits, s)
+	}
+	if info, ok := h.Lookup(addrOf(guarded)); !ok || !info.Guarded {
+		t.Fatalf("a sampled block of the Cache: %+v %v", info, ok)
+	}
+	c.Free(guarded)
+	me := memoryError(t, func() { c.Free(guarded) })
+	if me.Kind != DoubleFree {
+		t.Fatalf("double free of a Cache's sampled block: %v", me)
+	}
+	for what, st := range map[string]string{"alloc": me.AllocStack, "free": me.FreeStack, "again": me.AgainStack} {
+		wantStack(t, what, st, "TestCacheSampled")
+		if strings.Contains(st, "offheap.(*Cache)") {
+			t.Errorf("%s stack shows the Cache's frames:\n%s", what, st)
+		}
+	}
+	c.Close()
+	if s := h.Stats(); s.Allocs != s.Frees || s.InUseBytes != 0 {
+		t.Fatalf("after the Cache's Close: %v", s)
+	}
+	closeClean(t, h)
 }

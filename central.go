@@ -183,6 +183,17 @@ func (c *central) putBatch(h *Heap, blocks []uintptr) {
 	}
 }
 
+// freeDirect frees one block straight into the central list and counts it;
+// on a closed heap it drops it (see get).
+func (c *central) freeDirect(h *Heap, a uintptr) {
+	c.mu.Lock()
+	if !h.closed.Load() {
+		c.putLocked(h, a)
+		c.frees.Add(1)
+	}
+	c.mu.Unlock()
+}
+
 // putLocked returns one block to its span, and the span to the page heap
 // when it is empty and the class already keeps enough empty spans.
 func (c *central) putLocked(h *Heap, b uintptr) {

@@ -148,7 +148,7 @@
 //     poison), checked_report.go (the errors, Lookup and leaks),
 //     checked_stack.go, checked_depot.go and checked_fp*.go (stacks),
 //     guard.go (guard pages for every allocation, GuardPages, or a sample of
-//     them, SampleRate) and ref_checked.go (Ref and Bytes of checked blocks).
+//     them, SampleRate) and checked_ref.go (Ref and Bytes of checked blocks).
 //   - arena.go, arena_alloc.go, arena_heap.go: Arena, a bump allocator many
 //     goroutines fill at once, freed by one Reset or Release.
 //   - shared.go, shared_slow.go, shared_hot.go, shared_drain.go: Shared,

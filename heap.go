@@ -51,7 +51,13 @@ type Options struct {
 	// SampleRate, when positive, gives one allocation in SampleRate (on
 	// average) the GuardPages treatment in an otherwise fast heap: a use
 	// after free or a write past the end of a sampled block faults where
-	// it happens, in production (guard.go says what a fault looks like).
+	// it happens, in production. The process then dies printing the
+	// runtime's "unexpected fault address 0x...", "fatal error: fault" and
+	// "[signal SIGSEGV ...]", and the faulting goroutine's traceback, which
+	// shows the access but not the block's history; a goroutine that runs
+	// with debug.SetPanicOnFault(true) gets a panic instead, which
+	// FaultError turns into a *MemoryError with the stacks of the block's
+	// allocation and free.
 	// A sample costs two mprotects and a page fault, about 7 µs on a
 	// 2-vCPU VM. The heap maps a pool of 32 guarded pages for its samples,
 	// 512 KiB counted in MappedBytes and against the Limit, resident only
@@ -110,7 +116,7 @@ type Heap struct {
 	// the checker (checked.go), and none once Close begins, which stores it
 	// atomically (Free loads it so). A checked heap's Allocs get there
 	// without a flag: its magazines decline every allocation
-	// (magClass.sampleAt), so they take the slow path.
+	// (classStack.sampleAt), so they take the slow path.
 	fastSize uintptr
 	key      uint64    // written into the second word of a freed small block (doublefree.go)
 	ref      refKey    // the heap's tag in its Refs, read with base and fastSize by every Bytes (ref.go)
@@ -156,7 +162,9 @@ var _ = [1]struct{}{}[unsafe.Offsetof(Heap{}.central)%64]
 
 var (
 	// ErrLimit is returned (or panicked, by Alloc) when an allocation would
-	// take the heap past Options.Limit.
+	// take the heap past Options.Limit, wrapped in an error that says how
+	// many bytes were asked for, how many more that needed mapped, and how
+	// many of the Limit's were mapped: test it with errors.Is.
 	ErrLimit = errors.New("offheap: heap limit reached")
 
 	// ErrClosed is returned (or panicked) when a closed heap is used.

@@ -43,9 +43,6 @@ import (
 // runtime's default runtime.MemProfileRate.
 const DefaultProfileRate = 512 << 10
 
-// classSampled is the pagemap class of a sampled block's pages.
-const classSampled = 0xfc
-
 // sampleKind says what a sampled block is, for the profile's kind label.
 type sampleKind uint8
 

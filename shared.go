@@ -110,7 +110,16 @@ type SharedOption struct {
 // not any reference: Retain returns references that do not seal. Release
 // the creator's value exactly once; a program that releases a retained
 // reference in its place (treating references as interchangeable) never
-// seals the handle and leaks it.
+// seals the handle and leaks it. A fast heap cannot see that mistake when
+// it is made: `r := s.Retain(); r.Release(); r.Release()` brings Refs to 0
+// without a panic, since each Release touches its own P's slot and no one
+// sums them before the seal (Linux's percpu_ref cannot see it either); the
+// creator's Release then panics, past zero, if it comes. A checked heap
+// counts a Hot handle's references on one count, and the Release that
+// releases a reference not held (the total at 0 with the creator's Release
+// still to come, or the creator's value released twice) panics with a
+// *MemoryError of kind OverRelease, with the stacks of the NewShared and
+// of that Release.
 func Hot() SharedOption { return SharedOption{hot: true} }
 
 // OnRelease sets a function that runs once, after the last Release and before
@@ -134,7 +143,7 @@ const (
 	flagHot     = 1 << 57 // per-P slots after the data
 	flagOwner   = 1 << 58 // the creator's reference of a Hot handle: its Release seals
 	flagRec     = 1 << 59 // the registry has an entry for the block
-	flagChecked = 1 << 60 // checked heap: the registry entry is the liveness check
+	flagChecked = 1 << 60 // a heap with a checker (checked or sampled): the registry entry is the liveness check
 	flagHeap    = 1 << 61 // a heap handle (not Static, not zero)
 
 	// sharedKinds are the flags that send Retain and Release off their inline
@@ -158,10 +167,12 @@ const (
 	maxHotSlots = 1024 // P ids at or beyond this use the count
 )
 
-// sharedRec is a handle's Go-side state: its callback. In checked heaps every
-// live handle has one, and its presence is the liveness check.
+// sharedRec is a handle's Go-side state: its callback and length. In checked
+// heaps every live handle has one, and its presence is the liveness check.
 type sharedRec struct {
 	onRelease func(b []byte)
+	n         int    // the bytes NewShared was asked for, which a leak report gives
+	heap      uint64 // the heap's key: an entry a closed heap left is no other heap's (liveShared)
 }
 
 // sharedRecs maps a block address (uintptr) to its *sharedRec.
@@ -226,13 +237,13 @@ func (h *Heap) NewShared(n int, opts ...SharedOption) Shared {
 		atomic.StoreInt64(s.count(), 1)
 	}
 	pin.Unpin()
-	checked := h.chk != nil
+	checked := h.hasChecker()
 	if checked {
 		s.meta |= flagChecked
 	}
 	if onRelease != nil || checked {
 		s.meta |= flagRec
-		sharedRecs.Store(block, &sharedRec{onRelease: onRelease})
+		sharedRecs.Store(block, &sharedRec{onRelease: onRelease, n: n, heap: h.key})
 	}
 	return s
 }

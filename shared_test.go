@@ -247,10 +247,18 @@ func TestSharedReleasePastZero(t *testing.T) {
 			}
 
 			// Hot: surplus releases made in per-P mode are caught when the
-			// creator seals.
+			// creator seals, in fast mode; checked mode catches the surplus
+			// Release itself (TestSharedHotOverRelease).
 			s := h.NewShared(32, Hot())
 			r := s.Retain()
 			r.Release()
+			if h.checked() { // checked mode, or every heap under offheapchecked
+				if me := memoryError(t, r.Release); me.Kind != OverRelease {
+					t.Fatalf("hot surplus: %v", me)
+				}
+				s.Release()
+				return
+			}
 			r.Release()
 			check("hot surplus", sharedPanic(s.Release), past)
 		})
@@ -598,6 +606,9 @@ func TestSharedHotStress(t *testing.T) {
 // with a fold that loses one slot (releaseLosingSlot), the trial must report
 // a failure within a bounded number of tries.
 func TestSharedHotStressCatchesBrokenFold(t *testing.T) {
+	if buildChecked {
+		t.Skip("offheapchecked: every heap is checked, and a checked heap's Hot handles count on one count, with no fold")
+	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	const tries = 50
 	for i := range tries {
@@ -651,4 +662,103 @@ func sharedHeapFor(t *testing.T, mode string) *Heap {
 		return sharedHeap(t)
 	}
 	return sharedCheckedHeap(t)
+}
+
+// TestSharedHotOverRelease: on a checked heap, a Release of a Hot handle's
+// reference that was not held is a *MemoryError of kind OverRelease, made
+// by that Release, with the stacks of the NewShared and of the Release, and
+// the handle's count left as it was: a retained reference released twice
+// while the creator's lives, and the creator's reference released twice.
+// In fast mode the first goes unseen (Hot's doc says so).
+func TestSharedHotOverRelease(t *testing.T) {
+	h := checkedHeap(t, Options{})
+	wantOver := func(what string, me *MemoryError, s Shared) {
+		t.Helper()
+		if me.Kind != OverRelease || me.Addr != uintptr(s.data) || me.Size != 64 {
+			t.Fatalf("%s: %v", what, me)
+		}
+		wantStack(t, what+": alloc", me.AllocStack, "TestSharedHotOverRelease")
+		wantStack(t, what+": release", me.AgainStack, "TestSharedHotOverRelease")
+		for _, st := range []string{me.AllocStack, me.AgainStack} {
+			if strings.Contains(st, "NewShared") || strings.Contains(st, "Shared.") {
+				t.Errorf("%s: a stack starts in the package:\n%s", what, st)
+			}
+		}
+		if !strings.Contains(me.Error(), "\nreleased at:\n") {
+			t.Errorf("%s: %v", what, me)
+		}
+	}
+
+	// A retained reference released in the creator's place: the total
+	// would reach 0 with the creator's Release still to come.
+	s := h.NewShared(64, Hot())
+	r := s.Retain()
+	r.Release()
+	wantOver("retained reference released twice", memoryError(t, r.Release), s)
+	if got := s.Refs(); got != 1 {
+		t.Fatalf("Refs after the refused Release: %d, want 1", got)
+	}
+	r = s.Retain()
+	r2 := r.Retain()
+	r.Release()
+	r2.Release()
+	s.Release() // frees: the count was put back
+	if live := sharedLive(h); live != 0 {
+		t.Fatalf("%d blocks live after the last Release", live)
+	}
+
+	// The creator's reference released twice while a retained one lives.
+	s = h.NewShared(64, Hot())
+	r = s.Retain()
+	s.Release()
+	wantOver("creator released twice", memoryError(t, s.Release), s)
+	if got := r.Refs(); got != 1 {
+		t.Fatalf("Refs after the refused Release: %d, want 1", got)
+	}
+	r.Release()
+	closeClean(t, h)
+	if n := len(h.MemoryErrors()); n != 2 {
+		t.Fatalf("MemoryErrors: %d, want the 2 over-releases", n)
+	}
+
+	// Fast mode: per-P counting sees nothing (as percpu_ref), until the
+	// creator's Release finds the count below zero.
+	if buildChecked {
+		return
+	}
+	f := sharedHeap(t)
+	s = f.NewShared(64, Hot())
+	r = s.Retain()
+	r.Release()
+	if msg := sharedPanic(r.Release); msg != "" {
+		t.Fatalf("fast mode saw a Hot handle's surplus Release: %s", msg)
+	}
+	if msg := sharedPanic(s.Release); !strings.HasPrefix(msg, "offheap: Shared.Release past zero") {
+		t.Fatalf("the creator's Release after a surplus one: %q", msg)
+	}
+}
+
+// TestSharedLeakReport: a leaked Shared is reported with the length
+// NewShared was asked for and the address of its bytes, and its stack
+// starts at the program's call, not in NewShared, plain or Hot.
+func TestSharedLeakReport(t *testing.T) {
+	for _, hot := range []bool{false, true} {
+		h := checkedHeap(t, Options{})
+		var opts []SharedOption
+		if hot {
+			opts = append(opts, Hot())
+		}
+		s := h.NewShared(64, opts...)
+		var le *LeakError
+		if err := h.Close(); !errors.As(err, &le) || len(le.Leaks) != 1 {
+			t.Fatalf("hot=%v: Close: %v", hot, err)
+		}
+		l := le.Leaks[0]
+		if l.Size != 64 || l.Addr != uintptr(s.data) {
+			t.Fatalf("hot=%v: leak of %d bytes at %#x; the Shared has 64 bytes at %#x", hot, l.Size, l.Addr, uintptr(s.data))
+		}
+		if first, _, _ := strings.Cut(l.Stack, "\n"); !strings.Contains(first, "TestSharedLeakReport") {
+			t.Fatalf("hot=%v: the leak's stack starts at %q:\n%s", hot, first, l.Stack)
+		}
+	}
 }
