@@ -68,7 +68,7 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 		return b, false
 	}
 	pin.Unpin()
-	if c := h.chk; c != nil && c.all {
+	if h.checked() {
 		return h.relocateChecked(b)
 	}
 	// The pagemap, the span and the blocks are read between enter and exit:
@@ -229,16 +229,17 @@ func (c *central) target(h *Heap) *span {
 }
 
 // relocateRun is Relocate of a page that no small class owns, at address a
-// with pagemap word e: a block of the checker's (a sampled heap's guarded
-// block), a large block or a profiled sample, none of which moves, or
+// with pagemap word e: a sampled heap's guarded block, a large block or a
+// profiled sample, none of which moves, or
 // something Relocate refuses, with a panic as Free's. Called between enter
 // and exit.
 func (h *Heap) relocateRun(a uintptr, e uint64) {
-	if h.chk != nil && h.chk.owns(a) {
-		h.chk.checkRef(a, 1, "Relocate") // panics unless a starts a live block
-		return
-	}
 	switch uint8(e) {
+	case classGuarded: // a sampled heap's sample: the checker's (guard.go)
+		if h.chk != nil {
+			h.checkRecordRef(a, 1, "Relocate") // panics unless a starts a live block
+			return
+		}
 	case classArena:
 		panic(fmt.Sprintf("offheap: Relocate of %#x, which belongs to an Arena: an arena's memory does not move, and is freed all at once by the arena's Reset or Release", a))
 	case classLarge, classSampled:
@@ -266,7 +267,7 @@ func (h *Heap) relocateChecked(b []byte) ([]byte, bool) {
 			panic(closedError("Relocate"))
 		}
 		defer h.exit()
-		h.chk.checkRef(addrOf(b), uint64(n), "Relocate")
+		h.checkRecordRef(addrOf(b), uint64(n), "Relocate")
 	}()
 	nb := h.AllocUnzeroed(n)
 	copy(nb, b[:n])
