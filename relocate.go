@@ -236,7 +236,7 @@ func (c *central) target(h *Heap) *span {
 func (h *Heap) relocateRun(a uintptr, e uint64) {
 	switch uint8(e) {
 	case classGuarded: // a sampled heap's sample: the checker's (guard.go)
-		if h.chk != nil {
+		if h.hasChecker() {
 			h.checkRecordRef(a, 1, "Relocate") // panics unless a starts a live block
 			return
 		}
