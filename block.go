@@ -95,7 +95,7 @@ func (h *Heap) blockAt(a uintptr) (kind blockKind, usable uintptr, why string) {
 		ci := &classInfos[c]
 		q, into := blockIn(a, e, ci)
 		if into != 0 {
-			return notBlock, 0, fmt.Sprintf("is not the start of a block: it is %d bytes into the %d-byte block at %#x", into, ci.size, a-uintptr(into))
+			return notBlock, 0, fmt.Sprintf("is not the start of a block: it is %s into the %d-byte block at %#x", count(int(into), "byte"), ci.size, a-uintptr(into))
 		}
 		if q >= uint64(ci.blocks) {
 			return notBlock, 0, "is not allocated: it is past the last block of its span"

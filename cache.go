@@ -11,9 +11,9 @@ import (
 // the goroutines that own their work: a worker of a pool, a connection's
 // read loop, a shard's single writer. Its Alloc pops and its Free pushes
 // without pinning the goroutine to its P, without an atomic and without a
-// cache line any other goroutine writes: a pair through a Cache costs about
-// two thirds of a pair through the Heap, and less than the two pinned
-// sections alone (BenchmarkPair64's lean-floor arm).
+// cache line any other goroutine writes: a pair through a Cache costs less
+// than a pair through the Heap, and less than the two pinned sections alone
+// (offheap bench's pin-floor arm; docs/benchmarks.md has the figures).
 //
 // A Cache is not safe for concurrent use: one goroutine at a time uses it,
 // as a bufio.Writer. It may pass from goroutine to goroutine with the usual
@@ -32,15 +32,14 @@ import (
 // Cache per request would hold each request's blocks apart), and where
 // every core's blocks should be shared at once.
 //
-// Stats counts a Cache's allocations as CacheHits and the free blocks it
-// holds as CacheBytes, while it is open and after: exact once the Cache's
-// owner is between calls, as a magazine's counts are once its P is. The
-// heap's Trim
+// Stats counts a Cache's allocations as CacheHits and the free blocks it holds
+// as CacheBytes, while it is open and after: exact once the Cache's owner is
+// between calls, as a magazine's counts are once its P is. The heap's Trim
 // cannot take the blocks a Cache holds: its owner may be using them; Flush
-// gives them back. After the heap's Close, every call on the Cache panics
-// with an error wrapping ErrClosed (Close releasing the Cache first), and
-// never faults. A Cache left unclosed gives its blocks back to the heap
-// when the garbage collector finds it unreachable.
+// gives them back. After the heap's Close, every call on the Cache panics with
+// an error wrapping ErrClosed (Close releasing the Cache first), but TryAlloc,
+// which returns it, and none faults. A Cache left unclosed gives its blocks
+// back to the heap when the garbage collector finds it unreachable.
 //
 // A Cache of a sampled heap (Options.SampleRate) holds blocks as any other
 // and samples its allocations for guard pages as the magazines do, with the
@@ -138,6 +137,23 @@ func (c *Cache) AllocUnzeroed(n int) []byte {
 	return c.allocSlow(n, false)
 }
 
+// TryAlloc is Alloc returning an error instead of panicking, as
+// Heap.TryAlloc does: errors.Is(err, ErrLimit), ErrClosed or ErrSize. It
+// panics, as Alloc does, after the Cache's Close.
+//
+//go:nosplit
+//go:noinline
+func (c *Cache) TryAlloc(n int) ([]byte, error) {
+	h := c.h // Alloc's fast path, for the reasons given there
+	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
+		if a := c.st.pop(sizeClass(n)); a != 0 {
+			clear(bytesAt(a, n))
+			return bytesAt(a, n), nil
+		}
+	}
+	return c.slow(n, true, "TryAlloc")
+}
+
 // Free is Heap.Free through the Cache: b may be any block of the heap,
 // whoever allocated it, and Free panics, leaving the heap intact, where
 // Heap.Free does.
@@ -146,12 +162,12 @@ func (c *Cache) AllocUnzeroed(n int) []byte {
 //go:noinline
 func (c *Cache) Free(b []byte) {
 	// The class is the one cap(b) names, as it is for every slice Alloc
-	// returned, confirmed by the pagemap: the push depends on cap(b), not
-	// on the pagemap's word, which only a branch reads, so the chain of
-	// dependent loads from one pair to the next is shorter (15% of a pair
-	// in BenchmarkPair64's offheap-cache arm). The checks are Heap.Free's,
-	// in a nosplit section as there and in Alloc; freeAny makes them for
-	// every other slice.
+	// returned, confirmed by the pagemap: the push depends on cap(b), not on
+	// the pagemap's word, which only a branch reads, so the chain of dependent
+	// loads from one pair to the next is shorter (BenchmarkPair64's
+	// offheap-cache arm; docs/benchmarks.md, The Cache pair). The checks are
+	// Heap.Free's, in a nosplit section as there and in Alloc; freeAny makes
+	// them for every other slice.
 	h := c.h
 	a := addrOf(b)
 	if n := cap(b); uint(n)-9 < cacheMax-8 { // the classes with a key
@@ -297,22 +313,33 @@ func (c *Cache) Close() {
 	}
 }
 
-// allocSlow serves every Alloc the Cache's stacks did not: an empty stack
-// (a refill), a sample, a size the Cache does not hold, a checked heap, a
-// closed Cache or heap.
+// allocSlow is slow for Alloc and AllocUnzeroed, which panic with its
+// error.
 func (c *Cache) allocSlow(n int, zero bool) []byte {
-	if zero {
-		c.use("Alloc")
-	} else {
-		c.use("AllocUnzeroed")
+	call := "Alloc"
+	if !zero {
+		call = "AllocUnzeroed"
 	}
+	b, err := c.slow(n, zero, call)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// slow serves every allocation the Cache's stacks did not: an empty stack
+// (a refill), a sample, a size the Cache does not hold, a checked heap, a
+// closed Cache or heap. call names the method, for a closed Cache's panic
+// and a closed heap's error.
+func (c *Cache) slow(n int, zero bool, call string) ([]byte, error) {
+	c.use(call)
 	defer c.done()
 	h := c.h
 	if c.fwd || uint(n)-1 >= cacheMax {
-		return h.allocVia(n, zero) // TryAlloc's errors, panicked
+		return h.allocVia(n, zero)
 	}
 	if !h.enter() {
-		panic(closedError("Cache.Alloc"))
+		return nil, closedError("Cache." + call)
 	}
 	cl := sizeClass(n)
 	if guard, prof := c.sampleDue(cl); guard || prof {
@@ -328,10 +355,10 @@ func (c *Cache) allocSlow(n int, zero bool) []byte {
 			b, err = h.allocProfiled(n, zero, kindHeap)
 		}
 		if err == nil {
-			return b
+			return b, nil
 		}
 		if !h.enter() {
-			panic(closedError("Cache.Alloc"))
+			return nil, closedError("Cache." + call)
 		}
 	} else if a, err := c.refill(cl); err == nil {
 		raceAcquire(ptr(a)) // as in pop
@@ -341,22 +368,24 @@ func (c *Cache) allocSlow(n int, zero bool) []byte {
 			*(*uint64)(ptr(a + 8)) = 0
 		}
 		h.exit()
-		return bytesAt(a, n)
+		return bytesAt(a, n), nil
 	}
 	// At the limit, or closing: the Cache's own blocks go back first,
 	// where the heap's reclaim (reclaim.go) finds them, and the heap's
-	// slow path tries again, or panics with its error.
+	// slow path tries again, or returns its error.
 	h.emptyCache(c.st)
 	h.exit()
 	return h.allocVia(n, zero)
 }
 
-// allocVia is an allocation a Cache passes to the heap.
-func (h *Heap) allocVia(n int, zero bool) []byte {
+// allocVia is an allocation a Cache passes to the heap, with the heap's
+// error: TryAlloc's, or, unzeroed, the panic of AllocUnzeroed (which no
+// TryAlloc reaches).
+func (h *Heap) allocVia(n int, zero bool) ([]byte, error) {
 	if zero {
-		return h.Alloc(n)
+		return h.TryAlloc(n)
 	}
-	return h.AllocUnzeroed(n)
+	return h.AllocUnzeroed(n), nil
 }
 
 // refill takes a batch of class cl from the central list, returns its first

@@ -311,6 +311,52 @@ func TestCacheAtLimit(t *testing.T) {
 	})
 }
 
+// TestCacheTryAlloc: a Cache's TryAlloc returns the heap's errors where
+// Alloc panics with them (a request over the Limit, a negative size) and
+// loses nothing: every block it handed out frees, and the heap ends empty.
+func TestCacheTryAlloc(t *testing.T) {
+	for _, arm := range modeArms {
+		t.Run(arm.name, func(t *testing.T) {
+			opts := arm.opts
+			opts.Limit, opts.ReleaseDelay = 4<<20, -1
+			h := newTestHeap(t, unprofiled(opts))
+			c := h.NewCache()
+			defer c.Close()
+			if b, err := c.TryAlloc(8 << 20); !errors.Is(err, ErrLimit) || b != nil {
+				t.Errorf("TryAlloc(8 MiB) under a 4 MiB Limit: %d bytes, %v; want ErrLimit", len(b), err)
+			}
+			if _, err := c.TryAlloc(-1); !errors.Is(err, ErrSize) {
+				t.Errorf("TryAlloc(-1): %v, want ErrSize", err)
+			}
+			var blocks [][]byte
+			for {
+				b, err := c.TryAlloc(1000)
+				if err != nil {
+					if !errors.Is(err, ErrLimit) {
+						t.Fatalf("TryAlloc(1000) after %d blocks: %v, want ErrLimit", len(blocks), err)
+					}
+					break
+				}
+				if len(b) != 1000 || b[0] != 0 || b[999] != 0 {
+					t.Fatalf("TryAlloc(1000): %d bytes, not zeroed", len(b))
+				}
+				b[0], b[999] = 1, 1
+				blocks = append(blocks, b)
+			}
+			if len(blocks) < 100 {
+				t.Errorf("%d blocks of 1000 bytes under a 4 MiB Limit", len(blocks))
+			}
+			for _, b := range blocks {
+				c.Free(b)
+			}
+			c.Flush()
+			if s := h.Stats(); s.LiveBlocks != 0 {
+				t.Errorf("%d blocks live after every block was freed", s.LiveBlocks)
+			}
+		})
+	}
+}
+
 // TestCacheAfterClose: a closed Cache's Alloc, AllocUnzeroed, Free and
 // Flush panic, saying so; a second Close does nothing; the heap goes on.
 func TestCacheAfterClose(t *testing.T) {
@@ -323,6 +369,7 @@ func TestCacheAfterClose(t *testing.T) {
 			for what, f := range map[string]func(){
 				"Alloc":         func() { c.Alloc(64) },
 				"AllocUnzeroed": func() { c.AllocUnzeroed(64) },
+				"TryAlloc":      func() { c.TryAlloc(64) },
 				"large Alloc":   func() { c.Alloc(maxSmall + 1) },
 				"Free":          func() { c.Free(b) },
 				"Flush":         func() { c.Flush() },
@@ -355,6 +402,13 @@ func TestCacheHeapClosed(t *testing.T) {
 			for _, n := range []int{16, 64, cacheMax + 1, maxSmall + 1} {
 				wantClosed(t, fmt.Sprintf("Cache.Alloc(%d)", n), func() error { c.Alloc(n); return nil })
 				wantClosed(t, fmt.Sprintf("Cache.AllocUnzeroed(%d)", n), func() error { c.AllocUnzeroed(n); return nil })
+				wantClosed(t, fmt.Sprintf("Cache.TryAlloc(%d)", n), func() error {
+					b, err := c.TryAlloc(n)
+					if b != nil {
+						t.Errorf("Cache.TryAlloc(%d) after the heap's Close: %d bytes", n, len(b))
+					}
+					return err
+				})
 			}
 			wantClosed(t, "Cache.Free", func() error { c.Free(blocks[250]); return nil })
 			wantClosed(t, "NewCache", func() error { h.NewCache(); return nil })

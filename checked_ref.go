@@ -50,7 +50,7 @@ func (c *checker) refRecord(a uintptr) (state uint32, size int, alloc, free stac
 func (c *checker) refUnknown(a uintptr) string {
 	if c.h.pages.contains(a) {
 		if start, _, _ := c.blockOf(a); start != 0 && start != a {
-			return fmt.Sprintf("is not the start of a block: it is %d bytes into the block at %#x", a-start, start)
+			return fmt.Sprintf("is not the start of a block: it is %s into the block at %#x", count(int(a-start), "byte"), start)
 		}
 		return "is not a live block of this heap (never handed out, or freed long ago and out of quarantine)"
 	}

@@ -328,7 +328,7 @@ func (c *checker) unknownFree(a uintptr) *MemoryError {
 			}
 			if info, ok := c.info(start); ok {
 				return &MemoryError{Kind: InvalidFree, Addr: a, Size: info.Size, AllocStack: info.AllocStack,
-					detail: fmt.Sprintf("not the start of a block: it is %d bytes into the block at %#x", a-start, start)}
+					detail: fmt.Sprintf("not the start of a block: it is %s into the block at %#x", count(int(a-start), "byte"), start)}
 			}
 		}
 		return &MemoryError{Kind: InvalidFree, Addr: a,
@@ -439,6 +439,12 @@ func init() {
 			hs[i] = c.h
 		}
 		return hs
+	}
+	openheaps.Default = func() any {
+		if h := defaultHeap.h.Load(); h != nil {
+			return h
+		}
+		return nil
 	}
 }
 

@@ -110,8 +110,8 @@ func (h *Heap) freeSlow(b []byte) {
 		if sharedBlock(start, a) {
 			panic(sharedFree(a))
 		}
-		panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %d bytes into the %d-byte block at %#x",
-			a, a-start, ci.size, start))
+		panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %s into the %d-byte block at %#x",
+			a, count(int(a-start), "byte"), ci.size, start))
 	case c == classLarge:
 		h.freeLarge(a, classLarge)
 	case c == classSampled: // the profile's (profile.go)

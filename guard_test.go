@@ -18,7 +18,7 @@ const childEnv = "OFFHEAP_GUARD_CHILD"
 // program named by mode, with or without its bug, and prints "survived" if
 // it gets to the end.
 func guardChild(mode string) {
-	h, err := NewHeap(Options{GuardPages: true})
+	h, err := NewHeap(Options{Checked: true, GuardPages: true})
 	if err != nil {
 		panic(err)
 	}

@@ -92,9 +92,9 @@ const (
 	// DefaultMagazineDepth is the depth a heap uses when Options.MagazineDepth
 	// is 0. Every shape of offheap bench takes the same time at every depth
 	// from 64 up but one: a producer handing blocks to a consumer, which
-	// moves them in batches of half a magazine and is a tenth faster at 128
-	// than at 64, for 7% more bytes per P (MagazineBound; the figures are in
-	// docs/DESIGN.md).
+	// moves them in batches of half a magazine and is faster at 128 than at
+	// 64, for a few more bytes per P (MagazineBound; the figures are in
+	// docs/benchmarks.md).
 	DefaultMagazineDepth = 128
 
 	// MaxMagazineDepth is the largest depth Options.MagazineDepth accepts.
@@ -176,7 +176,7 @@ func (h *Heap) installMagazine(pid int) error {
 		m := (*magazine)(p)
 		for c := 1; c < numClasses; c++ {
 			m.cls[c].cap = h.mags.caps[c]
-			h.startSampling(m, uint8(c)) // profile.go
+			h.startSampling(m, uint8(c)) // sampling.go
 		}
 		return m, nil
 	})

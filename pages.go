@@ -267,10 +267,10 @@ func (ph *pageHeap) release(first, n uint32) {
 }
 
 // Runs of their own: a large block (classLarge), an arena's chunk or per-P
-// array (classArena, arena.go), a guarded block with its guard page
-// (classGuarded, guard.go) and a block the profile sampled (classSampled,
-// profile.go) each take a run of whole pages, its class in
-// every page's word. The census counts every such run as a large block
+// array (classArena: arena.go's), a guarded block with its guard page
+// (classGuarded: guard.go's) and a block the profile sampled (classSampled:
+// profile.go's) each take a run of whole pages, its class in every page's
+// word. The census counts every such run as a large block
 // (Stats.Large, and InUseBytes by pages) from allocRun to freeRun: these
 // and keepRun and reuseRun are the only writers of that census.
 

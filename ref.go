@@ -162,6 +162,12 @@ const refHint = ": a Ref is of a slice Alloc returned, or a prefix of one (not b
 // stacks, before any byte is read. Once the block has left the quarantine
 // and its memory is reused, the Ref names whatever lives there: Bytes panics
 // when that is no live block or a shorter one, and cannot tell otherwise.
+//
+// The slice is valid while the block is. Where other goroutines may free it
+// (a map of Refs that they set and delete under a lock), use the bytes or
+// copy them out before the lock is released (ExampleRef_concurrent): a read
+// through the slice after the block's Free is one checked mode does not
+// see, and go test -race reports.
 func (h *Heap) Bytes(r Ref) []byte {
 	off, n := r.off^h.ref.off, r.n^h.ref.n
 	if a, ok := h.refFast(off, n); ok && (off|n)>>refShift == 0 {

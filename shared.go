@@ -7,10 +7,10 @@ package offheap
 // A Shared is a 24-byte Go value: a pointer to the first byte of the data, the
 // *Heap, and a word that packs the length with a few mode flags. The flags
 // live in the value, not in memory, because every handle is a copy of what
-// NewShared, Retain or Static returned, so the value always knows its mode.
-// The *Heap and the OnRelease func are Go pointers and must not be stored
-// off-heap (rule 1 of the package): the heap rides in the value, and the
-// callback sits in a Go-side registry (sharedRecs), keyed by the block's
+// NewShared, Retain or StaticShared returned, so the value always knows its
+// mode. The *Heap and the OnLastRelease func are Go pointers and must not be
+// stored off-heap (rule 1 of the package): the heap rides in the value, and
+// the callback sits in a Go-side registry (sharedRecs), keyed by the block's
 // address, for the handles that have one (flagRec).
 //
 // A heap handle is one block from h.Alloc:
@@ -46,9 +46,9 @@ package offheap
 //
 // # Static handles
 //
-// Static(b) sets flagStatic in the value and keeps h nil. Retain and Release
-// test the flag and return: they never load or store memory, so b may be
-// read-only (TestSharedStaticReadOnly runs them over a PROT_READ page).
+// StaticShared(b) sets flagStatic in the value and keeps h nil. Retain and
+// Release test the flag and return: they never load or store memory, so b may
+// be read-only (TestSharedStaticReadOnly runs them over a PROT_READ page).
 //
 // # Unsafe
 //
@@ -74,7 +74,7 @@ import (
 
 // Shared is a reference-counted handle to bytes: n off-heap bytes from
 // Heap.NewShared, freed after the last Release, or any []byte made immortal
-// by Static. It is a small value (three words): copy it freely, but each
+// by StaticShared. It is a small value (three words): copy it freely, but each
 // reference must be released once. Retain returns a new reference.
 //
 // The zero Shared holds nothing and is not a valid handle: Release and
@@ -90,7 +90,7 @@ type Shared struct {
 	meta uint64         // length (low 48 bits) | flags
 }
 
-// SharedOption configures NewShared: Hot or OnRelease.
+// SharedOption configures NewShared: Hot or OnLastRelease.
 type SharedOption struct {
 	hot       bool
 	onRelease func(b []byte)
@@ -122,16 +122,16 @@ type SharedOption struct {
 // of that Release.
 func Hot() SharedOption { return SharedOption{hot: true} }
 
-// OnRelease sets a function that runs once, after the last Release and before
-// the memory is freed, with the handle's bytes. It runs on the goroutine of
-// the last Release, outside every lock of this package, so it may allocate,
-// free, and release other handles (whose callbacks run after it returns, in a
-// loop, never nested: a chain of any length uses constant stack). If f
-// panics, the memory is still freed and every pending callback still runs,
-// whatever they do; then the Release panics again with the first panic's
-// value. Since the memory is freed after f returns, a program must not
+// OnLastRelease sets a function that runs once, after the last Release and
+// before the memory is freed, with the handle's bytes. It runs on the
+// goroutine of the last Release, outside every lock of this package, so it may
+// allocate, free, and release other handles (whose callbacks run after it
+// returns, in a loop, never nested: a chain of any length uses constant
+// stack). If f panics, the memory is still freed and every pending callback
+// still runs, whatever they do; then the Release panics again with the first
+// panic's value. Since the memory is freed after f returns, a program must not
 // Close the heap on a signal sent from f: the Close would race the Free.
-func OnRelease(f func(b []byte)) SharedOption { return SharedOption{onRelease: f} }
+func OnLastRelease(f func(b []byte)) SharedOption { return SharedOption{onRelease: f} }
 
 const (
 	sharedHdr = 16 // bytes before the data: the free-list word and the count
@@ -192,11 +192,12 @@ func sharedBlock(start, a uintptr) bool {
 // sharedClosedError reports a call on a handle whose heap is closed.
 func sharedClosedError(call string) error { return closedError("Shared." + call) }
 
-// staticEmpty is where Static(nil) points, so that it is not the zero Shared.
+// staticEmpty is where StaticShared(nil) points, so that it is not the zero
+// Shared.
 var staticEmpty [1]byte
 
 // NewShared allocates a handle to n zeroed bytes with a count of 1. It panics
-// like Alloc when the heap cannot allocate. Options: Hot, OnRelease.
+// like Alloc when the heap cannot allocate. Options: Hot, OnLastRelease.
 //
 // After the heap's Close, every method of a heap handle (Retain, Release,
 // Refs, Bytes) panics with an error that wraps ErrClosed.
@@ -248,17 +249,17 @@ func (h *Heap) NewShared(n int, opts ...SharedOption) Shared {
 	return s
 }
 
-// Static returns an immortal handle to b: Retain and Release never write (or
-// read) memory, so b may be read-only, and Bytes returns b (with its capacity
-// cut to its length). b must stay valid and unchanged while handles to it are
-// in use; Static(nil) is an empty handle, not the zero Shared.
-func Static(b []byte) Shared {
+// StaticShared returns an immortal handle to b: Retain and Release never write
+// (or read) memory, so b may be read-only, and Bytes returns b (with its
+// capacity cut to its length). b must stay valid and unchanged while handles
+// to it are in use; StaticShared(nil) is an empty handle, not the zero Shared.
+func StaticShared(b []byte) Shared {
 	p := unsafe.Pointer(unsafe.SliceData(b))
 	if p == nil {
 		p = unsafe.Pointer(&staticEmpty)
 	}
 	if uint64(len(b)) > sharedLenMask {
-		panic(fmt.Sprintf("offheap: Static of %d bytes: too long", len(b)))
+		panic(fmt.Sprintf("offheap: StaticShared of %d bytes: too long", len(b)))
 	}
 	return Shared{data: p, meta: uint64(len(b)) | flagStatic}
 }
@@ -299,7 +300,7 @@ func (s Shared) Retain() Shared {
 }
 
 // Release drops a reference. The last Release of a heap handle runs its
-// OnRelease function, then frees the memory; the bytes must not be used
+// OnLastRelease function, then frees the memory; the bytes must not be used
 // afterwards through any copy. Release of a Static handle writes nothing.
 //
 // Releasing more times than the handle was retained panics with a message

@@ -53,7 +53,7 @@ package offheap
 //
 // Race-detector builds: the count is Go memory there (region_race.go), and
 // the detector sees its atomics order every Release before the last one's
-// OnRelease and Free; the slow paths also make that edge explicitly
+// OnLastRelease and Free; the slow paths also make that edge explicitly
 // (raceRelease on each Release, raceAcquire at zero: shared_slow.go,
 // race.go).
 

@@ -71,7 +71,7 @@ func TestSharedBasics(t *testing.T) {
 			}
 			var calls int
 			var seen []byte
-			opts = append(opts, OnRelease(func(b []byte) {
+			opts = append(opts, OnLastRelease(func(b []byte) {
 				calls++
 				seen = append([]byte(nil), b...) // b is freed after the callback
 				// Heap locks are free here: these would deadlock otherwise.
@@ -116,7 +116,7 @@ func TestSharedBasics(t *testing.T) {
 			}
 			ReleaseAll(refs[1:])
 			if calls != 0 {
-				t.Fatalf("hot=%v: OnRelease ran with a reference left", hot)
+				t.Fatalf("hot=%v: OnLastRelease ran with a reference left", hot)
 			}
 			for _, r := range refs[1:] {
 				if !r.IsZero() {
@@ -125,11 +125,11 @@ func TestSharedBasics(t *testing.T) {
 			}
 			refs[0].Release()
 			if calls != 1 || len(seen) != n {
-				t.Fatalf("hot=%v n=%d: OnRelease ran %d times with %d bytes", hot, n, calls, len(seen))
+				t.Fatalf("hot=%v n=%d: OnLastRelease ran %d times with %d bytes", hot, n, calls, len(seen))
 			}
 			for i := range seen {
 				if seen[i] != byte(i) {
-					t.Fatalf("OnRelease saw byte %d = %d", i, seen[i])
+					t.Fatalf("OnLastRelease saw byte %d = %d", i, seen[i])
 				}
 			}
 		}
@@ -146,8 +146,8 @@ func TestSharedZero(t *testing.T) {
 	}
 	z.Release()
 	ReleaseAll([]Shared{{}, {}})
-	if Static(nil).IsZero() || len(Static(nil).Bytes()) != 0 {
-		t.Fatal("Static(nil) is the zero Shared")
+	if StaticShared(nil).IsZero() || len(StaticShared(nil).Bytes()) != 0 {
+		t.Fatal("StaticShared(nil) is the zero Shared")
 	}
 	if n := int(unsafe.Sizeof(z)); n > 24 {
 		t.Fatalf("Shared is %d bytes", n)
@@ -170,7 +170,7 @@ func TestSharedStaticReadOnly(t *testing.T) {
 	if err := osmem.ReadOnly(p, n); err != nil {
 		t.Fatal(err)
 	}
-	s := Static(page[:100])
+	s := StaticShared(page[:100])
 	held := make([]Shared, 0, 64)
 	for i := range 200_000 {
 		held = append(held, s.Retain())
@@ -314,7 +314,7 @@ func TestSharedReleaseAllRounds(t *testing.T) {
 					case 1:
 						opts = append(opts, Hot())
 					case 2:
-						opts = append(opts, OnRelease(func([]byte) { released++ }))
+						opts = append(opts, OnLastRelease(func([]byte) { released++ }))
 					}
 					s = append(s, h.NewShared(8*(i+1), opts...))
 				}
@@ -325,7 +325,7 @@ func TestSharedReleaseAllRounds(t *testing.T) {
 				t.Fatalf("%d blocks live after 1000 rounds, want %d", got-base, 0)
 			}
 			if released != 1000 {
-				t.Fatalf("%d OnRelease calls, want 1000", released)
+				t.Fatalf("%d OnLastRelease calls, want 1000", released)
 			}
 			if mode == "checked" {
 				if err := h.Close(); err != nil {
@@ -336,7 +336,7 @@ func TestSharedReleaseAllRounds(t *testing.T) {
 	}
 }
 
-// TestSharedOnReleaseTree releases trees of 100k handles whose OnRelease
+// TestSharedOnReleaseTree releases trees of 100k handles whose OnLastRelease
 // releases their children: no deadlock, no recursion per level, no leak.
 func TestSharedOnReleaseTree(t *testing.T) {
 	const n = 100_000
@@ -390,7 +390,7 @@ func TestSharedOnReleaseTree(t *testing.T) {
 			}
 			nodes := make([]Shared, n)
 			for i := range nodes {
-				opts := []SharedOption{OnRelease(onRelease)}
+				opts := []SharedOption{OnLastRelease(onRelease)}
 				if i%3 == 1 {
 					opts = append(opts, Hot())
 				}
@@ -415,7 +415,7 @@ func TestSharedOnReleaseTree(t *testing.T) {
 				t.Fatal("releasing the tree deadlocked")
 			}
 			if calls != n {
-				t.Fatalf("%d OnRelease calls, want %d", calls, n)
+				t.Fatalf("%d OnLastRelease calls, want %d", calls, n)
 			}
 			if maxDepth > minDepth+2 {
 				t.Fatalf("callbacks ran %d frames deep, the first %d: recursion per level", maxDepth, minDepth)
@@ -436,8 +436,8 @@ func TestSharedOnReleasePanic(t *testing.T) {
 	h := sharedHeap(t)
 	base := sharedLive(h)
 	var ran int
-	child := h.NewShared(8, OnRelease(func([]byte) { ran++ }))
-	parent := h.NewShared(8, OnRelease(func([]byte) {
+	child := h.NewShared(8, OnLastRelease(func([]byte) { ran++ }))
+	parent := h.NewShared(8, OnLastRelease(func([]byte) {
 		child.Release()
 		panic("boom")
 	}))
@@ -447,7 +447,7 @@ func TestSharedOnReleasePanic(t *testing.T) {
 	if ran != 1 {
 		t.Fatalf("the pending callback ran %d times", ran)
 	}
-	x := h.NewShared(8, OnRelease(func([]byte) { ran++ }))
+	x := h.NewShared(8, OnLastRelease(func([]byte) { ran++ }))
 	x.Release()
 	if ran != 2 {
 		t.Fatal("a later callback on the same goroutine did not run")
@@ -469,18 +469,18 @@ func TestSharedOnReleasePanics(t *testing.T) {
 		ran := map[int]bool{}
 		kids := make([]Shared, n)
 		for i := range kids {
-			kids[i] = h.NewShared(8, OnRelease(func([]byte) {
+			kids[i] = h.NewShared(8, OnLastRelease(func([]byte) {
 				ran[i] = true
 				if i%3 == 0 {
 					if i == 9 {
-						x := h.NewShared(8, OnRelease(func([]byte) { ran[-1] = true; panic("grandchild") }))
+						x := h.NewShared(8, OnLastRelease(func([]byte) { ran[-1] = true; panic("grandchild") }))
 						x.Release() // queued behind this callback
 					}
 					panic(fmt.Sprintf("kid %d", i))
 				}
 			}))
 		}
-		parent := h.NewShared(8, OnRelease(func([]byte) {
+		parent := h.NewShared(8, OnLastRelease(func([]byte) {
 			ReleaseAll(kids) // all queued: they run after this callback, last first
 			if parentPanics {
 				panic("parent")
@@ -506,8 +506,8 @@ func TestSharedOnReleasePanics(t *testing.T) {
 // release a Hot handle, each holding a few references at a time, while the
 // creator releases at a random moment. The test keeps its own count of
 // outstanding references (raised before each Retain, lowered before each
-// Release), so when OnRelease runs legitimately it is exactly 0. It returns
-// an error describing every violation: OnRelease early, twice or never, a
+// Release), so when OnLastRelease runs legitimately it is exactly 0. It returns
+// an error describing every violation: OnLastRelease early, twice or never, a
 // panic in a worker, a leaked block.
 func sharedStressTrial(h *Heap, rng *rand.Rand, workers, rounds int, growProcs bool, release func(Shared)) error {
 	var (
@@ -528,10 +528,10 @@ func sharedStressTrial(h *Heap, rng *rand.Rand, workers, rounds int, growProcs b
 	}
 	base := sharedLive(h)
 	outstanding.Store(1)
-	s := h.NewShared(24, Hot(), OnRelease(func([]byte) {
+	s := h.NewShared(24, Hot(), OnLastRelease(func([]byte) {
 		calls.Add(1)
 		if o := outstanding.Load(); o != 0 {
-			fail("OnRelease ran with %d references outstanding", o)
+			fail("OnLastRelease ran with %d references outstanding", o)
 		}
 	}))
 	if growProcs {
@@ -580,7 +580,7 @@ func sharedStressTrial(h *Heap, rng *rand.Rand, workers, rounds int, growProcs b
 	}
 	wg.Wait()
 	if c := calls.Load(); c != 1 {
-		fail("OnRelease ran %d times, want 1", c)
+		fail("OnLastRelease ran %d times, want 1", c)
 	}
 	if got := sharedLive(h); got != base && len(errs) == 0 {
 		fail("%d blocks live after the trial, want 0", got-base)
@@ -609,6 +609,12 @@ func TestSharedHotStressCatchesBrokenFold(t *testing.T) {
 	if buildChecked {
 		t.Skip("offheapchecked: every heap is checked, and a checked heap's Hot handles count on one count, with no fold")
 	}
+	if raceEnabled {
+		// The broken fold frees the block while other goroutines still
+		// release it: the detector reports those writes as a race, which
+		// fails the test however the stress test itself fares.
+		skipRace(t, "the planted early free races with the late releases, and the detector reports it")
+	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	const tries = 50
 	for i := range tries {
@@ -634,7 +640,7 @@ func TestSharedHotCreatorLast(t *testing.T) {
 	h := sharedHeap(t)
 	base := sharedLive(h)
 	var calls atomic.Int32
-	s := h.NewShared(8, Hot(), OnRelease(func([]byte) { calls.Add(1) }))
+	s := h.NewShared(8, Hot(), OnLastRelease(func([]byte) { calls.Add(1) }))
 	var wg sync.WaitGroup
 	for range 4 {
 		r := s.Retain()
@@ -651,7 +657,7 @@ func TestSharedHotCreatorLast(t *testing.T) {
 	}
 	s.Release()
 	if calls.Load() != 1 || sharedLive(h) != base {
-		t.Fatalf("OnRelease ran %d times; %d blocks live", calls.Load(), sharedLive(h)-base)
+		t.Fatalf("OnLastRelease ran %d times; %d blocks live", calls.Load(), sharedLive(h)-base)
 	}
 }
 

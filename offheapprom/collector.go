@@ -11,7 +11,7 @@
 // register side by side.
 //
 //	offheap_allocs_total{source}  counter  Allocs of non-empty blocks, by where they were served:
-//	                                       source="magazine", "central", "fresh" or "large"
+//	                                       source="magazine", "cache", "central", "fresh" or "large"
 //	                                       (sum by source for every Alloc)
 //	offheap_frees_total           counter  Frees of non-empty blocks
 //	offheap_live_blocks           gauge    blocks allocated and not freed
@@ -21,6 +21,7 @@
 //	offheap_released_bytes        gauge    address space given back to the operating system
 //	offheap_magazine_bytes        gauge    free blocks parked in per-P magazines
 //	offheap_depot_bytes           gauge    free blocks in the central depots
+//	offheap_cache_bytes           gauge    free blocks held by open Caches (Heap.NewCache)
 //
 // With Opts.Resident:
 //

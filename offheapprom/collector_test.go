@@ -6,6 +6,7 @@ package offheapprom
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -226,5 +227,36 @@ func TestNewCollectorRefuses(t *testing.T) {
 			}()
 			NewCollector(tc.h, tc.opts)
 		}()
+	}
+}
+
+// TestDocNamesEveryMetric checks the package doc's table against a scrape
+// with every option on: each metric's name, and each value of its source
+// label, is in the doc.
+func TestDocNamesEveryMetric(t *testing.T) {
+	src, err := os.ReadFile("collector.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, _ := strings.Cut(string(src), "\npackage offheapprom")
+	_, sources, _ := strings.Cut(doc, "source=")
+	sources, _, _ = strings.Cut(sources, "\n")
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(newHeap(t), Opts{Name: "doc", Classes: true, Resident: true}))
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if !strings.Contains(doc, "//\t"+f.GetName()+" ") && !strings.Contains(doc, "//\t"+f.GetName()+"{") {
+			t.Errorf("the package doc's table has no line for %s", f.GetName())
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "source" && !strings.Contains(sources, `"`+l.GetValue()+`"`) {
+					t.Errorf("the package doc does not name %s's source %q", f.GetName(), l.GetValue())
+				}
+			}
+		}
 	}
 }
