@@ -251,11 +251,17 @@ func TestRelocateChecked(t *testing.T) {
 	h := checkedHeap(t, unprofiled(Options{}))
 	b := h.Alloc(100)
 	fillMark(b, 3)
+	r := h.Ref(b)
 	nb, moved := h.Relocate(b[:50])
 	if !moved || len(nb) != 50 || cap(nb) != 100 || !hasMark(nb[:100], 3) {
 		t.Fatalf("moved %v, len %d cap %d", moved, len(nb), cap(nb))
 	}
-	me := memoryError(t, func() { h.Free(b) })
+	me := memoryError(t, func() { h.Bytes(r) })
+	if me.Kind != UseAfterFree {
+		t.Fatalf("Bytes of the old block's Ref: %v", me)
+	}
+	wantStack(t, "free", me.FreeStack, "Relocate")
+	me = memoryError(t, func() { h.Free(b) })
 	if me.Kind != DoubleFree {
 		t.Fatalf("%v", me)
 	}
