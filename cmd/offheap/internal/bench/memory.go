@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 )
@@ -30,34 +31,53 @@ type GoHeap interface {
 
 // MemoryProbe reads one arm's resident memory against a shape's live bytes.
 type MemoryProbe struct {
-	a    Allocator
-	base uint64 // a Go heap arm's heap bytes when the probe began
+	a      Allocator
+	settle bool   // give free memory back before each reading
+	base   uint64 // a Go heap arm's heap bytes when the probe began
 }
 
-// NewMemoryProbe begins reading a's memory. For a Go heap arm it reads the
-// Go heap as it is now, after a collection: what the shape already made (its
-// index of slices, say) is left out of every later reading, as it is for an
-// offheap arm, whose heap holds only the values. Make it after the shape's
-// own Go data and before its values.
-func NewMemoryProbe(a Allocator) *MemoryProbe {
-	p := &MemoryProbe{a: a}
+// NewMemoryProbe begins reading a's memory. A Go heap arm's memory is its
+// objects and the free room in their spans, read after a collection: what
+// debug.FreeOSMemory would leave resident, since it returns the free spans
+// (the offheap arms return their free pages at once, ReleaseDelay -1).
+// With settle, every reading first gives back the free memory the arm
+// keeps, the way the arm does (an offheap heap's Trim, which empties its
+// magazines and depots; FreeOSMemory), as a program that reports its memory
+// after a phase would; without, an offheap heap is read as the shape left
+// it, its magazines' free blocks included, and make after a plain
+// collection, so that the next trial starts from the state this one left
+// (a Trim would start it with empty magazines, FreeOSMemory with pages to
+// fault in again). For a Go heap arm the probe reads the Go heap as it is
+// now: what the shape already made (its index of slices, say) is left out
+// of every later reading, as it is for an offheap arm, whose heap holds
+// only the values. Make it after the shape's own Go data and before its
+// values.
+func NewMemoryProbe(a Allocator, settle bool) *MemoryProbe {
+	p := &MemoryProbe{a: a, settle: settle}
 	if _, ok := a.(GoHeap); ok {
-		p.base = goHeapResident()
+		runtime.GC()
+		p.base = goHeapBytes()
 	}
 	return p
 }
 
-// Resident gives the arm's free memory back the way the arm does (Trim; a
-// collection and FreeOSMemory) and returns its resident bytes, and false
-// for an arm it cannot read.
+// Resident returns the arm's resident bytes, and false for an arm it
+// cannot read.
 func (p *MemoryProbe) Resident() (uint64, bool) {
 	switch a := p.a.(type) {
 	case Resident:
-		a.Trim()
+		if p.settle {
+			a.Trim()
+		}
 		n, err := a.ResidentBytes()
 		return n, err == nil
 	case GoHeap:
-		n := goHeapResident()
+		if p.settle {
+			debug.FreeOSMemory() // a collection first
+		} else {
+			runtime.GC()
+		}
+		n := goHeapBytes()
 		return n - min(n, p.base), true
 	}
 	return 0, false
@@ -79,16 +99,13 @@ func (p *MemoryProbe) Record(m map[string]float64, name string, live int64) {
 	}
 }
 
-// goHeapResident is the Go heap's memory in use by spans, after a
-// collection and FreeOSMemory: the bytes of its objects, the free room in
-// their spans, and the free spans not yet returned to the system.
-func goHeapResident() uint64 {
-	debug.FreeOSMemory() // a collection first
-
+// goHeapBytes is the Go heap's memory in its objects' spans: the objects'
+// bytes and the free room in those spans. Free spans are left out: a
+// collection followed by FreeOSMemory returns them.
+func goHeapBytes() uint64 {
 	s := []metrics.Sample{
 		{Name: "/memory/classes/heap/objects:bytes"},
 		{Name: "/memory/classes/heap/unused:bytes"},
-		{Name: "/memory/classes/heap/free:bytes"},
 	}
 	metrics.Read(s)
 	var n uint64

@@ -18,7 +18,7 @@ func init() {
 func runBinsplit(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
 	total := t.Size(2_000_000, 20_000_000)
 	last := make([][]byte, t.Workers) // each worker's last block, freed after the memory reading
-	probe := bench.NewMemoryProbe(arm)
+	probe := bench.NewMemoryProbe(arm, false)
 	el := bench.Parallel(t.Workers, func(w int) {
 		a := bench.ForWorker(arm, w)
 		size := 32 + 16*w

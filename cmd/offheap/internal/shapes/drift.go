@@ -52,7 +52,7 @@ func runDrift(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
 	ops := t.Size(150_000, 1_500_000)
 	vals := make([][]byte, 0, driftLive/32)
 	m := map[string]float64{}
-	probe := bench.NewMemoryProbe(arm)
+	probe := bench.NewMemoryProbe(arm, true)
 	r := bench.NewRand(23)
 	var live, allocs int64
 	var el time.Duration

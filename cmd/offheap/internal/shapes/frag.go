@@ -63,7 +63,7 @@ func runFrag(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
 	refill := make([][]byte, 0, n/8)
 	var survivors []int
 	m := map[string]float64{}
-	probe := bench.NewMemoryProbe(arm)
+	probe := bench.NewMemoryProbe(arm, true)
 	r := bench.NewRand(17)
 	var live, ops, allocs int64
 	var el time.Duration

@@ -36,7 +36,7 @@ func runLarson(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
 	for w := range slots {
 		slots[w] = make([][]byte, larsonSlots)
 	}
-	probe := bench.NewMemoryProbe(arm)
+	probe := bench.NewMemoryProbe(arm, false)
 	for w := range slots {
 		handles[w] = bench.ForWorker(arm, w)
 		r := bench.NewRand(uint64(w) + 7)

@@ -44,7 +44,7 @@ func runLiveK(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
 	for w := range held {
 		held[w] = make([][]byte, round)
 	}
-	probe := bench.NewMemoryProbe(arm)
+	probe := bench.NewMemoryProbe(arm, false)
 	el := bench.Parallel(t.Workers, func(w int) {
 		a := bench.ForWorker(arm, w)
 		sizes := liveKSizes

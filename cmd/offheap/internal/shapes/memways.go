@@ -50,4 +50,5 @@ func (goValues) GoHeap()            {}
 // residentMetric is the resident / live column of the churn shapes.
 var residentMetric = bench.Metric{Name: bench.MetricResident, Doc: "resident / live bytes at the end of the timed work, the live set " +
 	"held (larson: the slots full; live-k: the last round's blocks; binsplit: each worker's last block, the heap's floor), for the arms " +
-	"that can say: offheap's heap after Trim, make's Go heap after FreeOSMemory less what the shape held before its values"}
+	"that can say: offheap's heap as it is (its magazines' free blocks included), make's Go heap's objects and their spans' free room after a " +
+	"collection, less what the shape held before its values"}
