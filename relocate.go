@@ -68,6 +68,13 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 		return b, false
 	}
 	pin.Unpin()
+	return h.relocate(b)
+}
+
+// relocate is Relocate of a block denseAt did not answer for: it moves it,
+// or says why not.
+func (h *Heap) relocate(b []byte) ([]byte, bool) {
+	a := addrOf(b)
 	if h.checked() {
 		return h.relocateChecked(b)
 	}
