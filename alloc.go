@@ -172,6 +172,7 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 		if err == nil {
 			return b, nil
 		}
+		panicCorrupt(err)
 		if !rc.again(h, n, err) {
 			return nil, err
 		}

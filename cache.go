@@ -369,6 +369,9 @@ func (c *Cache) slow(n int, zero bool, call string) ([]byte, error) {
 		}
 		h.exit()
 		return bytesAt(a, n), nil
+	} else if _, ok := err.(*corruptError); ok {
+		h.exit()
+		panicCorrupt(err)
 	}
 	// At the limit, or closing: the Cache's own blocks go back first,
 	// where the heap's reclaim (reclaim.go) finds them, and the heap's

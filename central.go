@@ -51,6 +51,9 @@ type centralLists struct {
 	frees atomic.Uint64 // Frees that came here directly (magazines off or bypassed)
 	moved atomic.Uint64 // blocks Relocate moved out of the class's spans (relocate.go)
 
+	// corrupt counts the free blocks of abandoned free lists (freelist.go).
+	corrupt atomic.Uint64
+
 	// The profile's count of the allocations no magazine counts (a
 	// refill's own, or every one with magazines off): profLeft, under mu,
 	// is how many more pass before the next sample, which profDue then
@@ -111,10 +114,20 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 		}
 		s := h.pages.span(c.partial)
 		if s.empty() {
-			c.empty--
+			c.empty-- // blocks go, or the list is abandoned: it will not be empty
 		}
 		for n < len(dst) && !s.exhausted() {
-			b, carved := s.take()
+			b, carved, ok := s.take(h)
+			if !ok {
+				// A write after free: the blocks taken so far are sound
+				// and go back; the caller panics, the lock released.
+				e := c.abandon(h, s, b)
+				for _, a := range dst[:n] {
+					c.putLocked(h, a)
+				}
+				return 0, false, e
+			}
+			c.spanFree--
 			if n == 0 {
 				fresh = carved
 			}
@@ -125,7 +138,6 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 			c.unlink(h, s)
 		}
 	}
-	c.spanFree -= uint64(n)
 	if n > 0 {
 		if fresh {
 			c.fresh.Add(1)
@@ -201,10 +213,12 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 	if b-h.pages.base >= h.pages.size {
 		page, _ = h.pages.pageOfFar(b)
 	}
-	id := uint32(*h.pages.entry(page) >> 32)
+	e := *h.pages.entry(page)
+	id := uint32(e >> 32)
 	s := h.pages.span(id)
+	i, _ := blockIn(b, e, &classInfos[s.class])
 	raceAcquire(ptr(b)) // race builds: after the block's last Free (race.go)
-	s.put(b)
+	s.put(h, b, uint32(i)+1)
 	c.spanFree++
 	if !s.listed {
 		c.push(h, id, s)

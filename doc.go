@@ -72,6 +72,20 @@
 // owner's block), two Frees of one block racing each other, a write after
 // free, a write past a block's length, and leaks.
 //
+// A write after free in fast mode never steers the heap: whatever the
+// program writes into a freed block, no Alloc returns memory outside the
+// heap or a block that is live. The links the heap keeps inside free blocks
+// are encoded with random per-heap keys and checked before they are
+// followed; the Alloc that meets a corrupt one panics with "offheap: heap
+// corruption: the free block at 0x... (N bytes) was written after it was
+// freed", and the heap abandons those free blocks (Stats.CorruptBytes) and
+// works on. The heap's own metadata lies apart from the blocks, behind
+// inaccessible guards. Fast mode does not see a write after free that
+// leaves the links intact (the block's next owner gets those bytes, zeroed
+// by Alloc), nor one after the block was allocated again, which lands in
+// its new owner's bytes: checked mode, or SampleRate in production, finds
+// the writer.
+//
 // # Checked mode in tests
 //
 // Run the tests with the offheapchecked build tag,

@@ -132,6 +132,7 @@ type Heap struct {
 	_       [centralPad]byte
 	central [numClasses]central // on cache lines of their own (centralPad)
 	caches  cacheSet            // the Caches' stacks and census (cache.go)
+	links   listKeys            // the keys of the spans' free lists (freelist.go)
 	pages   pageHeap
 	reclaim reclaimState // the last reclaim under the Limit (reclaim.go)
 
@@ -210,7 +211,7 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 		return nil, err
 	}
 	opts.Checked = opts.Checked || buildChecked
-	h := &Heap{opts: opts, key: newKey(), ref: newRefKey()}
+	h := &Heap{opts: opts, key: newKey(), ref: newRefKey(), links: newListKeys()}
 	h.mags.init(opts.MagazineDepth, &h.central)
 	h.caches.init(opts.MagazineDepth)
 	for c := 1; c < numClasses; c++ {

@@ -116,8 +116,11 @@ func (h *Heap) relocate(b []byte) ([]byte, bool) {
 	}
 	cen := &h.central[c]
 	cen.mu.Lock()
-	na := cen.relocate(h, s, a, cap(b))
+	na, err := cen.relocate(h, s, a, cap(b))
 	cen.mu.Unlock()
+	if err != nil {
+		panic(err.Error()) // the lock released, b as it was
+	}
 	if na == 0 {
 		return b, false
 	}
@@ -167,25 +170,28 @@ func spanLive(s *span) uint32 {
 // relocate moves the n bytes of the live block at a, of span s, to a block
 // of the span Relocate fills, and frees a to s; it returns the new block, or
 // 0 when moving would not help (s is not sparse, or no fuller span has a
-// free block) or the heap is closed. Called with mu held, between enter and
-// exit.
-func (c *central) relocate(h *Heap, s *span, a uintptr, n int) uintptr {
+// free block) or the heap is closed. A corrupt free list in the target
+// (freelist.go) is abandoned and returned as err, a not moved; the caller
+// panics with it once the lock is released, as Alloc does. Called with mu
+// held, between enter and exit.
+func (c *central) relocate(h *Heap, s *span, a uintptr, n int) (uintptr, *corruptError) {
 	if h.closed.Load() {
-		return 0
+		return 0, nil
 	}
 	blocks := classBlocks[c.class]
 	live := s.carved - s.nfree
 	if !sparseSpan(live, blocks) {
-		return 0
+		return 0, nil
 	}
 	t := c.target(h)
 	if t == nil || t == s || t.carved-t.nfree <= live {
-		return 0
+		return 0, nil
 	}
-	if t.empty() {
-		c.empty--
+	// t holds more live blocks than s, which holds a: it is not empty.
+	na, carved, ok := t.take(h)
+	if !ok {
+		return 0, c.abandon(h, t, na)
 	}
-	na, carved := t.take()
 	c.spanFree--
 	if t.exhausted() {
 		c.unlink(h, t) // and no longer the target: the next move chooses another
@@ -195,11 +201,8 @@ func (c *central) relocate(h *Heap, s *span, a uintptr, n int) uintptr {
 		*(*uint64)(ptr(na + 8)) = 0 // the double-free key (doublefree.go), in case n leaves it
 	}
 	copy(bytesAt(na, n), bytesAt(a, n))
-	if c.class != 1 {
-		*(*uint64)(ptr(a + 8)) = h.key // freed as Free frees it
-	}
 	raceRelease(ptr(a)) // as in Free
-	c.putLocked(h, a)
+	c.putLocked(h, a)   // which writes the key, as Free's path does
 	if carved {
 		c.fresh.Add(1)
 	} else {
@@ -207,7 +210,7 @@ func (c *central) relocate(h *Heap, s *span, a uintptr, n int) uintptr {
 	}
 	c.frees.Add(1)
 	c.moved.Add(1)
-	return na
+	return na, nil
 }
 
 // target is the span Relocate fills for the class: the one chosen last

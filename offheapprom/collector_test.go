@@ -56,6 +56,9 @@ offheap_allocs_total{heap="test",source="magazine"} 0
 # HELP offheap_cache_bytes Bytes of free blocks held by open Caches (Heap.NewCache).
 # TYPE offheap_cache_bytes gauge
 offheap_cache_bytes{heap="test"} 0
+# HELP offheap_corrupt_bytes Bytes of free blocks the heap abandoned because a write after free corrupted their span's free list: nonzero means a use-after-free bug.
+# TYPE offheap_corrupt_bytes gauge
+offheap_corrupt_bytes{heap="test"} 0
 # HELP offheap_depot_bytes Bytes of free blocks in the central depots, waiting for a magazine.
 # TYPE offheap_depot_bytes gauge
 offheap_depot_bytes{heap="test"} 0
