@@ -540,3 +540,73 @@ func TestSpanFreeBytes(t *testing.T) {
 		t.Errorf("SpanFreeBytes %d with nothing live after Trim", s.SpanFreeBytes)
 	}
 }
+
+// TestRelocateCorruptTarget: a write after free into the free list of the
+// span Relocate fills is found before the list is followed: Relocate
+// panics with the corruption, no lock held, the block it was given stays
+// where it was with its bytes, the list is abandoned (CorruptBytes), the
+// census holds and later Relocates go on. Positive control: with take's
+// failed check ignored in relocate, the corrupt head is handed out as the
+// new block and nothing panics.
+func TestRelocateCorruptTarget(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked build: blocks come from the checker")
+	}
+	h := newTestHeap(t, unprofiled(Options{}))
+	// The source: a span whose one block stays; the target: the class's
+	// other spans, three quarters full, each with free blocks on its list.
+	src := h.Alloc(200)
+	fillMark(src, 9)
+	home := spanOf(h, src)
+	var all, fill, freed [][]byte
+	for range 3 * classBlocks[sizeClass(200)] {
+		all = append(all, h.Alloc(200))
+	}
+	for i, b := range all {
+		if spanOf(h, b) == home || i%4 == 0 {
+			h.Free(b)
+			if spanOf(h, b) != home {
+				freed = append(freed, b)
+			}
+		} else {
+			fill = append(fill, b)
+		}
+	}
+	h.Trim()
+	// A write after free into every free block outside home: whichever
+	// span is the target, its list's head is written over.
+	for _, b := range freed {
+		w := (*[2]uint64)(ptr(addrOf(b)))
+		w[0], w[1] = 0x4141414141414141, 0x4242424242424242
+	}
+	s0 := h.Stats()
+	msg := mustPanic(t, func() { h.Relocate(src) })
+	if !strings.Contains(msg, "heap corruption") {
+		t.Fatalf("Relocate over a corrupt target: %q", msg)
+	}
+	if !hasMark(src, 9) || spanOf(h, src) != home {
+		t.Fatal("the block Relocate was given moved or lost its bytes")
+	}
+	s := h.Stats()
+	if s.CorruptBytes == 0 || s.Relocations != 0 || s.Allocs != s0.Allocs || s.Frees != s0.Frees {
+		t.Fatalf("after the corrupt target: %+v", s)
+	}
+	// The next targets are corrupt too, each abandoned in turn; then the
+	// class has only sound spans (none, here), and Relocate returns src.
+	for range 10 {
+		func() {
+			defer func() { recover() }()
+			src, _ = h.Relocate(src)
+		}()
+	}
+	if !hasMark(src, 9) {
+		t.Fatal("src lost its bytes")
+	}
+	h.Free(src)
+	for _, b := range fill {
+		h.Free(b)
+	}
+	if s := h.Stats(); s.LiveBlocks != 0 {
+		t.Errorf("%d blocks live at the end", s.LiveBlocks)
+	}
+}
