@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/iotest"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // bufferHeaps are the heaps FuzzBuffer runs on, made once per process: a
@@ -76,7 +77,7 @@ func runBufferOps(t *testing.T, h *Heap, ops []byte) {
 		return p
 	}
 	for i := 1; i+1 < len(ops); i += 2 {
-		op, arg := ops[i]%17, ops[i+1]
+		op, arg := ops[i]%19, ops[i+1]
 		var got, want string
 		switch op {
 		case 0:
@@ -158,6 +159,14 @@ func runBufferOps(t *testing.T, h *Heap, ops []byte) {
 			got, want = b.String(), model.String()
 		case 16:
 			got, want = fmt.Sprint(io.Copy(io.Discard, b)), fmt.Sprint(io.Copy(io.Discard, &model))
+		case 17:
+			n, err := b.Write(b.Bytes()[:int(arg)%(b.Len()+1)])
+			m, merr := model.Write(model.Bytes()[:int(arg)%(model.Len()+1)])
+			got, want = fmt.Sprint(n, err), fmt.Sprint(m, merr)
+		case 18:
+			n, err := b.ReadFrom(bytes.NewReader(b.Bytes()[int(arg)%(b.Len()+1):]))
+			m, merr := model.ReadFrom(bytes.NewReader(model.Bytes()[int(arg)%(model.Len()+1):]))
+			got, want = fmt.Sprint(n, err), fmt.Sprint(m, merr)
 		}
 		if got != want {
 			t.Fatalf("op %d (%d, %d): got %q, want %q", i/2, op, arg, got, want)
@@ -348,3 +357,97 @@ func TestBufferChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBufferWritesItself: a full Buffer given its own bytes to append
+// (Write, WriteString, ReadFrom, WriteTo, io.Copy of itself) doubles them,
+// as bytes.Buffer does, at every size from 16 B to 2 MiB and in every mode:
+// the block it leaves is freed only after the copy, so the appended half
+// holds neither the double-free key nor poison.
+func TestBufferWritesItself(t *testing.T) {
+	appends := []struct {
+		name string
+		f    func(b *Buffer) error
+	}{
+		{"Write", func(b *Buffer) error { _, err := b.Write(b.Bytes()); return err }},
+		{"WriteString", func(b *Buffer) error {
+			p := b.Bytes()
+			_, err := b.WriteString(unsafe.String(unsafe.SliceData(p), len(p)))
+			return err
+		}},
+		{"ReadFrom", func(b *Buffer) error { _, err := b.ReadFrom(bytes.NewReader(b.Bytes())); return err }},
+		{"ReadFrom/half", func(b *Buffer) error {
+			_, err := b.ReadFrom(iotest.HalfReader(bytes.NewReader(b.Bytes())))
+			return err
+		}},
+		{"WriteTo", func(b *Buffer) error { _, err := b.WriteTo(b); return err }},
+		{"Fprintf", func(b *Buffer) error { _, err := fmt.Fprintf(b, "%s", b.Bytes()); return err }},
+	}
+	for _, mode := range []struct {
+		name string
+		opts Options
+	}{{"fast", Options{}}, {"checked", Options{Checked: true}}, {"guarded", Options{GuardPages: true}}} {
+		h := newTestHeap(t, mode.opts)
+		for _, a := range appends {
+			for size := 16; size <= 2<<20; size *= 4 {
+				b := h.NewBuffer(size)
+				for i := range b.Cap() {
+					b.WriteByte(byte(i*7 + i>>8))
+				}
+				want := bytes.Repeat(b.Bytes(), 2)
+				if a.name == "WriteTo" {
+					want = want[:b.Len()] // WriteTo consumes what it wrote, as bytes.Buffer's
+				}
+				if err := a.f(b); err != nil {
+					t.Fatalf("%s %s %d: %v", mode.name, a.name, size, err)
+				}
+				if got := b.Bytes(); !bytes.Equal(got, want) {
+					i := 0
+					for i < min(len(got), len(want)) && got[i] == want[i] {
+						i++
+					}
+					t.Fatalf("%s %s of a full %d-byte Buffer: %d bytes, first difference at %d of %d", mode.name, a.name, size, len(got), i, len(want))
+				}
+				b.Free()
+			}
+		}
+		if s := h.Stats(); s.LiveBlocks != 0 {
+			t.Fatalf("%s: %d live blocks", mode.name, s.LiveBlocks)
+		}
+		if err := h.Close(); err != nil {
+			t.Fatalf("%s: %v", mode.name, err)
+		}
+	}
+}
+
+// TestBufferLimitExact: under a Limit, a Buffer that cannot have twice its
+// block takes the block it needs: a write fails only when the heap cannot
+// hold the unread bytes and the write together.
+func TestBufferLimitExact(t *testing.T) {
+	h := newTestHeap(t, Options{Limit: 16 << 20})
+	b := h.NewBuffer(6 << 20)
+	b.Write(make([]byte, b.Cap()))
+	if _, err := b.Write(make([]byte, 1<<20)); err != nil {
+		t.Fatalf("a %d-byte Buffer's Write of 1 MiB under a 16 MiB Limit: %v", b.Len(), err)
+	}
+	if b.Len() != 7<<20 {
+		t.Fatalf("Len %d", b.Len())
+	}
+	b.Free()
+	_, err := b.ReadFrom(io.LimitReader(zeroReader{}, 64<<20))
+	if !errors.Is(err, ErrLimit) {
+		t.Fatalf("ReadFrom of 64 MiB under a 16 MiB Limit: %v", err)
+	}
+	if v, err := h.TryAlloc(b.Len() + minRead); err == nil {
+		t.Fatalf("ReadFrom stopped at %d bytes, with room for %d more", b.Len(), len(v)-b.Len())
+	}
+	t.Logf("ReadFrom read %d bytes (%d MiB mapped)", b.Len(), h.Stats().MappedBytes>>20)
+	b.Free()
+	if s := h.Stats(); s.LiveBlocks != 0 {
+		t.Fatalf("%d live blocks", s.LiveBlocks)
+	}
+}
+
+// zeroReader reads zeros for ever.
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
