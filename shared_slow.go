@@ -11,11 +11,14 @@ package offheap
 // count before it frees, and the Free writes the heap's double-free key
 // there, as hugely negative (doublefree.go), so the common misuse, releasing
 // a copy once too often right after the final release, finds a hugely
-// negative count and panics (and a Retain after it panics too); unkey puts
-// the key back first. Fast heaps never unmap or protect a freed block before
-// Close (its pages are at worst given back and come back zero, and a count
-// of 0 panics too), so the read is safe; the block's first word, the
-// free-list link, is never touched. The limits: once the block is reused by
+// negative count and panics (and a Retain after it panics too). Fast heaps
+// never unmap or protect a freed block before Close (its pages are at worst
+// given back and come back zero, and a count of 0 panics too), so the read
+// is safe. Retain and Release read the count before they add (dead), and
+// write nothing to a released handle's block, whose pages the page heap may
+// count clean; unkey puts the key back after an add that raced with the
+// last release. The block's first word, the free-list link, is never
+// touched. The limits: once the block is reused by
 // another Alloc the stale release decrements someone else's memory (no
 // refcount can tell), and a Hot handle's surplus releases while it is in
 // per-P mode are only seen when the owner seals. Checked heaps (and heaps
@@ -56,7 +59,7 @@ func (s Shared) retainSlow() Shared {
 		s.panicRetain()
 	}
 	if s.meta&flagHot == 0 {
-		if atomic.AddInt64(s.count(), 1) <= 1 {
+		if dead(atomic.LoadInt64(s.count())) || atomic.AddInt64(s.count(), 1) <= 1 {
 			s.panicRetain()
 		}
 		return s
@@ -135,6 +138,9 @@ func (s Shared) drop() (f func([]byte), last bool) {
 			return nil, false
 		}
 	default:
+		if v = atomic.LoadInt64(s.count()); dead(v) {
+			s.panicPastZero()
+		}
 		v = atomic.AddInt64(s.count(), -1)
 	}
 	if v <= 0 {

@@ -652,3 +652,54 @@ func sharedHeapFor(t *testing.T, mode string) *Heap {
 	}
 	return sharedCheckedHeap(t)
 }
+
+// TestSharedStaleKeepsPageClean: after the last Release and a Trim, the
+// freed block's pages are given back and counted clean; a stale Retain or
+// Release (which panics) must not write to them, or a later zeroed Alloc
+// that takes the pages without clearing them returns nonzero bytes.
+func TestSharedStaleKeepsPageClean(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked heaps check the registry before touching a handle")
+	}
+	stale := []struct {
+		name string
+		f    func(owner, retained Shared)
+	}{
+		{"Retain", func(s, _ Shared) { s.Retain() }},
+		{"Release", func(s, _ Shared) { s.Release() }},
+		{"retained Retain", func(_, r Shared) { r.Retain() }},
+		{"retained Release", func(_, r Shared) { r.Release() }},
+	}
+	for _, n := range []int{32, 64 << 10, 300 << 10} {
+		for _, hot := range []bool{false, true} {
+			for _, op := range stale {
+				h := sharedHeap(t)
+				var opts []SharedOption
+				if hot {
+					opts = append(opts, Hot())
+				}
+				s := h.NewShared(n, opts...)
+				r := s.Retain()
+				s.Release()
+				r.Release()
+				h.Trim()
+				if msg := sharedPanic(func() { op.f(s, r) }); !strings.HasPrefix(msg, "offheap: Shared.") {
+					t.Fatalf("n=%d hot=%v: a stale %s: panic %q", n, hot, op.name, msg)
+				}
+				// Every zeroed block the heap hands out now reads as zeros,
+				// the ones over the stale handle's pages included.
+				for _, size := range []int{393216, n + sharedHdr + 4096, 8192, 64} {
+					for range 64 {
+						b := h.Alloc(size)
+						for i, c := range b {
+							if c != 0 {
+								t.Fatalf("n=%d hot=%v: byte %d of a zeroed Alloc(%d) is %#x after a stale %s", n, hot, i, size, c, op.name)
+							}
+						}
+					}
+				}
+				h.Close()
+			}
+		}
+	}
+}
