@@ -90,7 +90,8 @@ type Options struct {
 	// back to the operating system: each page goes back between ReleaseDelay
 	// and ReleaseDelay plus a 64th of it (at least a millisecond) after it
 	// was freed, plus the timer's latency. 0 means one second; negative
-	// means at once.
+	// means at once; more than 100 years (math.MaxInt64 included) means
+	// never: only Trim, and a heap at its Limit, give free pages back.
 	ReleaseDelay time.Duration
 }
 

@@ -304,3 +304,37 @@ func TestMapRegionAligned(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseDelayHuge: a ReleaseDelay up to maxReleaseDelay arms the timer
+// for the delay after the Free; a longer one, math.MaxInt64 included, arms
+// none (where the sum once overflowed and the timer fired at once, for
+// ever), and Trim still gives the pages back.
+func TestReleaseDelayHuge(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked mode keeps freed blocks in quarantine until pushed out, Trim or Close")
+	}
+	for _, delay := range []time.Duration{math.MaxInt64, math.MaxInt64 - 1, 288 * 365 * 24 * time.Hour, maxReleaseDelay + 1, maxReleaseDelay, maxReleaseDelay - 1, time.Second} {
+		h := newTestHeap(t, Options{ReleaseDelay: delay})
+		now := int64(time.Hour)
+		h.setClock(func() int64 { return now })
+		h.Free(h.Alloc(1 << 20))
+		at := h.releaseTimerAt()
+		if delay <= maxReleaseDelay {
+			if tick := int64(delay / releaseTicks); at < now+int64(delay) || at > now+int64(delay)+tick {
+				t.Fatalf("ReleaseDelay %d: timer at %d, want between %d and %d (the Free's time plus the delay and at most a tick)", delay, at, now+int64(delay), now+int64(delay)+tick)
+			}
+		} else {
+			if at != 0 {
+				t.Fatalf("ReleaseDelay %d (more than %v): timer armed at %d, want none", delay, maxReleaseDelay, at)
+			}
+			if next := h.fireReleaseTimer(); next != 0 || h.Stats().ReleasedBytes != 0 {
+				t.Fatalf("ReleaseDelay %d: a fired timer re-armed at %d, released %d bytes", delay, next, h.Stats().ReleasedBytes)
+			}
+		}
+		h.Trim()
+		if got := h.Stats().ReleasedBytes; got < 1<<20 {
+			t.Fatalf("ReleaseDelay %d: Trim released %d bytes", delay, got)
+		}
+		h.Close()
+	}
+}

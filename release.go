@@ -24,7 +24,18 @@ import (
 const (
 	releaseTicks   = 64
 	minReleaseTick = time.Millisecond
+
+	// maxReleaseDelay is the longest ReleaseDelay the timer waits out; a
+	// longer one means never (Trim and the Limit still release). The
+	// timer's arithmetic, the clock's time plus a tick plus the delay,
+	// then stays below 2^63 ns (292 years) for a heap younger than 190
+	// years.
+	maxReleaseDelay = 100 * 365 * 24 * time.Hour
 )
+
+// timed reports whether the release timer runs: not for a delay past
+// maxReleaseDelay.
+func (ph *pageHeap) timed() bool { return ph.delay <= maxReleaseDelay }
 
 // before reports whether tick a comes before tick b: ticks are compared
 // modulo 2^32, which is exact while they are less than 2^31 ticks apart.
@@ -36,7 +47,7 @@ func (ph *pageHeap) tickAt(ns int64) uint32 { return uint32(max(ns, 0) / ph.tick
 // arm makes sure the timer will release the pages freed in tick t, now or
 // earlier being the clock's time. Called with mu held.
 func (ph *pageHeap) arm(now int64, t uint32) {
-	if ph.timer != nil || ph.closed {
+	if ph.timer != nil || ph.closed || !ph.timed() {
 		return // an armed timer is due no later than any page freed since
 	}
 	// Tick t unwrapped (it is at most now's), then its end, then a whole
@@ -53,7 +64,7 @@ func (ph *pageHeap) onTimer() {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
 	ph.timer, ph.timerAt = nil, 0
-	if ph.closed {
+	if ph.closed || !ph.timed() {
 		return
 	}
 	now := ph.clock()
