@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 )
 
 // A Cache is a stock of free blocks that one goroutine holds for itself, for
@@ -40,7 +41,9 @@ import (
 // gives them back. After the heap's Close, every call on the Cache panics
 // with an error wrapping ErrClosed (Close releasing the Cache first), and
 // never faults. A Cache left unclosed gives its blocks back to the heap
-// when the garbage collector finds it unreachable.
+// when the garbage collector finds it unreachable; a NewCache that finds
+// many Caches open (256, or twice as many as after its last look) runs a
+// collection first, to take back the states of those dropped unclosed.
 //
 // A Cache of a heap with a checker (Options.Checked, GuardPages or
 // SampleRate, or the offheapchecked build tag) holds no blocks: it passes
@@ -104,13 +107,14 @@ func (h *Heap) NewCache() *Cache {
 		}
 		return c
 	}
-	st, err := h.caches.get(&h.closed)
+	w := weak.Make(c)
+	st, err := h.getCache(w)
 	if err != nil {
 		panic(fmt.Errorf("offheap: NewCache: %w", err))
 	}
 	h.startCacheSampling(st)
 	c.st = st
-	c.cleanup = runtime.AddCleanup(c, func(st *cacheState) { _ = h.dropCache(st) }, st)
+	c.cleanup = runtime.AddCleanup(c, func(o cacheOwner) { _ = h.dropCache(o.st, o.w) }, cacheOwner{st, w})
 	return c
 }
 
@@ -320,7 +324,7 @@ func (c *Cache) Close() {
 	open := !c.h.closed.Load()
 	if !c.fwd {
 		c.cleanup.Stop()
-		open = c.h.dropCache(st)
+		open = c.h.dropCache(st, weak.Make(c))
 	}
 	if !open {
 		panic(closedError("Cache.Close"))
