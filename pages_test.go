@@ -338,3 +338,52 @@ func TestReleaseDelayHuge(t *testing.T) {
 		h.Close()
 	}
 }
+
+// TestPagemapGivenBack: the pagemap words of a large run, written at its
+// Alloc and its Free, go back to the system with the run's pages, by Trim
+// and by the release timer: an untouched 16 GiB block costs 16 MiB of
+// pagemap while it lives, and nothing once it is freed and released.
+func TestPagemapGivenBack(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked mode keeps freed blocks in quarantine until pushed out, Trim or Close")
+	}
+	const n = 16 << 30
+	for _, how := range []string{"Trim", "timer"} {
+		h := newTestHeap(t, Options{ReleaseDelay: time.Hour})
+		var now int64
+		h.setClock(func() int64 { return now })
+		ph := &h.pages
+		resident := func() uint64 {
+			r, err := osmem.ResidentBytes(ph.pmap, uintptr(ph.maxPages)*8)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		h.Free(h.Alloc(64)) // the heap's first pages, and their words
+		before := resident()
+		b, err := h.TryAlloc(n)
+		if err != nil {
+			t.Skipf("no room for an untouched %d GiB block: %v", n>>30, err)
+		}
+		if live := resident(); live < before+n/pageSize*8*7/8 {
+			t.Fatalf("setup: the pagemap of a live %d GiB block: %d bytes resident, %d before", n>>30, live, before)
+		}
+		h.Free(b)
+		if how == "Trim" {
+			h.Trim()
+		} else {
+			now = int64(2 * time.Hour)
+			h.fireReleaseTimer()
+		}
+		if after := resident(); after > before+64<<10 {
+			t.Fatalf("%s: %d KiB of pagemap resident after the %d GiB block's Free, %d KiB before its Alloc", how, after>>10, n>>30, before>>10)
+		}
+		// The words given back read 0, free and clean, and the heap hands
+		// the pages out again.
+		b = h.Alloc(n)
+		b[0], b[len(b)-1] = 1, 1
+		h.Free(b)
+		h.Close()
+	}
+}

@@ -151,6 +151,7 @@ func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool
 			for k := i; k < j; k++ {
 				*ph.entry(first + k) = 0
 			}
+			ph.releasePagemap(first+i, first+j)
 			ph.released += uint64(j - i)
 			if ph.shadowed { // their records are all none: zero pages say so too
 				rg := ph.region(first + i)
@@ -160,6 +161,39 @@ func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool
 		i = j
 	}
 	return ok
+}
+
+// releasePagemap gives back the pagemap's own pages that hold the words of
+// pages [lo, hi), just set to 0, and no word that is not 0: they come back
+// as zeros, the same words, so Free's unlocked reads find 0 either way.
+// Without it a large run's pagemap (8 bytes a page, written at its Alloc
+// and its Free) would stay resident after its pages went back: 256 MiB for
+// a 256 GiB block (TestPagemapGivenBack). Only whole system pages of the
+// pagemap are given back, never one it shares with the span array after it.
+// Called with mu held.
+func (ph *pageHeap) releasePagemap(lo, hi uint32) {
+	per := uint32(osmem.PageSize / 8) // pagemap words per system page
+	start, end := lo/per, (hi+per-1)/per
+	if lo%per != 0 && !ph.zeroWords(start*per, lo) {
+		start++
+	}
+	if hi%per != 0 && !ph.zeroWords(hi, min(end*per, ph.maxPages)) {
+		end--
+	}
+	end = min(end, ph.maxPages/per)
+	if start < end {
+		_ = osmem.Release(unsafe.Add(ph.pmap, uintptr(start)*uintptr(per)*8), uintptr(end-start)*osmem.PageSize)
+	}
+}
+
+// zeroWords reports whether the pagemap words of pages [lo, hi) are all 0.
+func (ph *pageHeap) zeroWords(lo, hi uint32) bool {
+	for p := lo; p < hi; p++ {
+		if *ph.entry(p) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // trim releases every dirty page now: Trim's last step.
