@@ -59,6 +59,7 @@ type ClassStats struct {
 func (h *Heap) Stats() Stats {
 	var s Stats
 	s.Classes = make([]ClassStats, numClasses-1)
+	open := !h.closed.Load() // a closed heap's depots hold memory no more
 	for c := 1; c < numClasses; c++ {
 		cs := &s.Classes[c-1]
 		cs.Size = int(classSize[c])
@@ -69,8 +70,10 @@ func (h *Heap) Stats() Stats {
 		s.Fresh += fresh
 		cs.Allocs = hits + fresh
 		cs.Frees = cen.frees.Load()
-		for _, b := range cen.depot {
-			s.DepotBytes += uint64(b.n) * uint64(cs.Size)
+		if open {
+			for _, b := range cen.depot {
+				s.DepotBytes += uint64(b.n) * uint64(cs.Size)
+			}
 		}
 		cen.mu.Unlock()
 	}

@@ -26,9 +26,12 @@ type Options struct {
 	// Limit is the most bytes the heap may have mapped from the operating
 	// system at once (Stats.MappedBytes). An allocation past it fails with
 	// ErrLimit, once the heap has given back the free memory it keeps
-	// cached (as Trim does) and tried again. 0 means no limit, as does any
-	// value above what the machine has. Either way the heap's address space
-	// grows as it needs, up to 16 TiB.
+	// cached (as Trim does) and tried again. 0 means no limit. A Limit
+	// bounds mapped bytes, not the machine's memory: an untouched block
+	// maps its whole size and costs no memory, so a Limit above what the
+	// machine has still refuses a block larger than the Limit that 0
+	// grants. Either way the heap's address space grows as it needs, up to
+	// 16 TiB.
 	Limit int64
 
 	// Checked turns on checked mode: double, invalid and foreign frees,

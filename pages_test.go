@@ -387,3 +387,29 @@ func TestPagemapGivenBack(t *testing.T) {
 		h.Close()
 	}
 }
+
+// TestLimitAboveMemory: a Limit above the machine's memory is still a
+// limit on mapped bytes, as Options.Limit says: it refuses an untouched
+// block larger than itself, which a heap without a Limit grants.
+func TestLimitAboveMemory(t *testing.T) {
+	mem := osmem.Memory()
+	if mem == 0 || mem > 1<<40 {
+		t.Skipf("the machine's memory (%d bytes) is unknown or too large for the test", mem)
+	}
+	limit, n := int64(mem)+1<<30, int(mem)+2<<30
+	h := newTestHeap(t, Options{Limit: limit})
+	if _, err := h.TryAlloc(n); !errors.Is(err, ErrLimit) {
+		t.Fatalf("TryAlloc(%d) under a Limit of %d above the machine's %d bytes: %v, want ErrLimit", n, limit, mem, err)
+	}
+	h0 := newTestHeap(t, Options{})
+	b, err := h0.TryAlloc(n)
+	if err != nil {
+		t.Skipf("no room for an untouched %d-byte block without a Limit: %v", n, err)
+	}
+	h0.Free(b)
+	if b, err := h.TryAlloc(int(limit) / 2); err != nil {
+		t.Fatalf("after the refusal, TryAlloc(%d): %v", limit/2, err)
+	} else {
+		h.Free(b)
+	}
+}
