@@ -169,6 +169,12 @@ var (
 	// ErrSize is returned (or panicked) for a negative size or one no heap
 	// can hold.
 	ErrSize = errors.New("offheap: invalid allocation size")
+
+	// ErrAddressSpace is returned (or panicked) when the heap's address
+	// space cannot grow to hold an allocation: one heap spans at most 16
+	// TiB, or the system refused more (its error is wrapped too). No Limit
+	// was reached: freeing memory, or another heap, makes room.
+	ErrAddressSpace = errors.New("offheap: out of address space")
 )
 
 const (
