@@ -260,10 +260,7 @@ func (h *Heap) NewArenaSize(chunkSize int) *Arena {
 	if chunkSize <= 0 {
 		panic(fmt.Sprintf("offheap: NewArenaSize: invalid chunk size %d", chunkSize))
 	}
-	// The longest run a region after the first can have: the virtual page
-	// space less the first region and the gap page after it.
-	most := uint64(h.pages.maxPages-h.pages.pages0-1) << pageShift
-	if uint64(chunkSize) > most {
+	if most := h.mostBytes(); uint64(chunkSize) > most {
 		panic(fmt.Sprintf("offheap: NewArenaSize(%d): chunks larger than the %s this heap's address space can hold would make every allocation fail; use a smaller chunk size", chunkSize, sizeString(most)))
 	}
 	return newArena(h, alignUp(max(uintptr(chunkSize), arenaChunkMin), pageSize), false)

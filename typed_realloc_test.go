@@ -119,6 +119,7 @@ func TestReallocSliceRefuses(t *testing.T) {
 	for i := range s {
 		s[i] = int64(i) + 1
 	}
+	u := MakeSlice[[16]byte](h, 2)
 	for _, c := range []struct {
 		want string
 		f    func()
@@ -127,6 +128,9 @@ func TestReallocSliceRefuses(t *testing.T) {
 		{"ReallocSlice[string]", func() { ReallocSlice[string](h, nil, 3) }},
 		{"negative length", func() { ReallocSlice(h, s, -1) }},
 		{"too large", func() { ReallocSlice(h, s, math.MaxInt/4) }},
+		// Past what the heap's address space holds (16 TiB), below maxAlloc.
+		{"ReallocSlice[int64]: length 2199023255552 is too large", func() { ReallocSlice(h, s, 1<<41) }},
+		{"ReallocSlice[[16]uint8]: length 1099511627776 is too large", func() { ReallocSlice(h, u, 1<<40) }},
 		{"not the start of a block", func() { ReallocSlice(h, s[1:], 20) }},
 	} {
 		if msg := mustPanic(t, c.f); !strings.Contains(msg, c.want) {
@@ -139,6 +143,7 @@ func TestReallocSliceRefuses(t *testing.T) {
 		}
 	}
 	FreeSlice(h, s)
+	FreeSlice(h, u)
 	if st := h.Stats(); st.LiveBlocks != 0 {
 		t.Fatalf("refused calls left %d live blocks", st.LiveBlocks)
 	}
