@@ -171,6 +171,23 @@ func TestNewArenaNotReleased(t *testing.T) {
 	}
 }
 
+// TestVerifyNoneOneBlock: the count of one live block without a stack is
+// "1 block".
+func TestVerifyNoneOneBlock(t *testing.T) {
+	h, err := offheap.NewHeap(offheap.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	var f fakeTB
+	b := h.Alloc(1)
+	offheaptest.VerifyNone(&f, h)
+	h.Free(b)
+	if errs := f.end(); len(errs) != 1 || !strings.Contains(errs[0], "offheap: leak: 1 block (") {
+		t.Errorf("want one failure counting 1 block, got %q", errs)
+	}
+}
+
 // TestNewClean: a test that frees what it allocates passes.
 func TestNewClean(t *testing.T) {
 	var f fakeTB
@@ -259,6 +276,14 @@ var open *offheap.Heap
 // then run under VerifyTestMain as usual.
 func childMain(what string) {
 	var err error
+	if what == "sampled" {
+		// A fast heap that samples: open and in use when the tests end.
+		if open, err = offheap.NewHeap(offheap.Options{SampleRate: 1}); err != nil {
+			panic(err)
+		}
+		childLeak(open)
+		return
+	}
 	if open, err = offheap.NewHeap(offheap.Options{Checked: true}); err != nil {
 		panic(err)
 	}
@@ -306,6 +331,7 @@ func TestVerifyTestMain(t *testing.T) {
 			"freed again at:\ngithub.com/offheap/offheap/offheaptest_test.childMain",
 		}},
 		{"clean", 0, nil},
+		{"sampled", 0, nil},
 	} {
 		t.Run(c.what, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run", "^TestVerifyTestMain$")
