@@ -15,9 +15,9 @@ package offheap
 //
 // A heap handle is one block from h.Alloc:
 //
-//	block+0   word 0: sharedMark^block while the handle lives, so that Free
-//	          of its bytes can say they are a Shared's (the allocator's
-//	          free-list link once freed)
+//	block+0   word 0: sharedMark^block until the block is freed (its
+//	          OnRelease included), so that Free of its bytes can say they
+//	          are a Shared's (the allocator's free-list link once freed)
 //	block+8   the count (int64, atomic); the double-free key once freed
 //	          (doublefree.go), which is hugely negative, as countDead
 //	block+16  the n bytes of data: Bytes

@@ -190,7 +190,6 @@ func (s Shared) atZero(v int64) (f func([]byte), last bool) {
 		panic(sharedClosedError("Release"))
 	}
 	atomic.StoreInt64(s.count(), countDead)
-	*word(s.block()) = 0 // no longer a live handle's block (sharedBlock)
 	pin.Unpin()
 	if raceOn {
 		raceAcquire(s.data)
@@ -203,8 +202,19 @@ func (s Shared) atZero(v int64) (f func([]byte), last bool) {
 	return f, true
 }
 
-// free gives the block back to the heap. Free needs only its start.
-func (s Shared) free() { s.h.Free(bytesAt(s.block(), sharedHdr)) }
+// free gives the block back to the heap; Free needs only its start. It
+// clears the block's mark first (sharedBlock), and not before: through the
+// OnRelease callback, which runs before it, a Free of the bytes is told
+// that they are a Shared's. Pinned with the heap seen open, since the
+// callback may have closed it (closing.go); Free then panics.
+func (s Shared) free() {
+	pin.Pin()
+	if !s.h.closed.Load() {
+		*word(s.block()) = 0
+	}
+	pin.Unpin()
+	s.h.Free(bytesAt(s.block(), sharedHdr))
+}
 
 func (s Shared) panicRetain() {
 	what, block := s.describe()

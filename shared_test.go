@@ -703,3 +703,23 @@ func TestSharedStaleKeepsPageClean(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedFreeInOnRelease: a Free of a Shared's bytes inside its own
+// OnRelease is refused with the Shared's message, and the block is still
+// freed once, after the callback.
+func TestSharedFreeInOnRelease(t *testing.T) {
+	for _, mode := range []string{"fast", "checked"} {
+		t.Run(mode, func(t *testing.T) {
+			h := sharedHeapFor(t, mode)
+			var msg string
+			s := h.NewShared(32, OnRelease(func(b []byte) { msg = sharedPanic(func() { h.Free(b) }) }))
+			s.Release()
+			if !strings.Contains(msg, "the bytes of a Shared: a Shared is freed by its last Release, not by Free") {
+				t.Fatalf("Free of a Shared's bytes in its OnRelease: panic %q", msg)
+			}
+			if st := h.Stats(); st.LiveBlocks != 0 {
+				t.Fatalf("%d live blocks", st.LiveBlocks)
+			}
+		})
+	}
+}
