@@ -18,7 +18,7 @@ type Stats struct {
 	CacheHits     uint64 // Allocs served by a Cache's stack, open or closed
 	CentralHits   uint64 // Allocs served by a central free list
 	Fresh         uint64 // Allocs carved from a span's never-used blocks
-	Large         uint64 // Allocs above the largest size class, arenas' chunks and the blocks the profile sampled (page runs of their own)
+	Large         uint64 // Allocs above the largest size class, arenas' chunks, the blocks the profile sampled and the guarded samples (GuardPages, SampleRate): page runs of their own
 
 	// LiveBlocks is the number of blocks allocated and not yet freed:
 	// Allocs - Frees, every kind of block included (an Arena's chunks, a

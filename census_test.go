@@ -287,3 +287,15 @@ func TestStatsAfterClose(t *testing.T) {
 		t.Fatalf("after Close: %d Allocs, %d Frees", s.Allocs, s.Frees)
 	}
 }
+
+// TestStatsLargeCountsGuarded: a guarded sample is a page run of its own,
+// counted in Stats.Large, as its doc says.
+func TestStatsLargeCountsGuarded(t *testing.T) {
+	h := newTestHeap(t, Options{SampleRate: 1, ProfileRate: -1})
+	before := h.Stats().Large
+	b := h.Alloc(64)
+	if got := h.Stats().Large - before; got != 1 {
+		t.Fatalf("a guarded 64-byte sample added %d to Stats.Large, want 1", got)
+	}
+	h.Free(b)
+}
