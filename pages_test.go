@@ -347,6 +347,9 @@ func TestPagemapGivenBack(t *testing.T) {
 	if buildChecked {
 		t.Skip("checked mode keeps freed blocks in quarantine until pushed out, Trim or Close")
 	}
+	if raceOn {
+		t.Skip("a race build's regions are Go memory: 16 GiB of it")
+	}
 	const n = 16 << 30
 	for _, how := range []string{"Trim", "timer"} {
 		h := newTestHeap(t, Options{ReleaseDelay: time.Hour})
