@@ -382,6 +382,10 @@ func TestBufferWritesItself(t *testing.T) {
 		{"WriteTo", func(b *Buffer) error { _, err := b.WriteTo(b); return err }},
 		{"Fprintf", func(b *Buffer) error { _, err := fmt.Fprintf(b, "%s", b.Bytes()); return err }},
 	}
+	pattern := make([]byte, 4<<20)
+	for i := range pattern {
+		pattern[i] = byte(i*7 + i>>8)
+	}
 	for _, mode := range []struct {
 		name string
 		opts Options
@@ -390,9 +394,7 @@ func TestBufferWritesItself(t *testing.T) {
 		for _, a := range appends {
 			for size := 16; size <= 2<<20; size *= 4 {
 				b := h.NewBuffer(size)
-				for i := range b.Cap() {
-					b.WriteByte(byte(i*7 + i>>8))
-				}
+				b.Write(pattern[:b.Cap()])
 				want := bytes.Repeat(b.Bytes(), 2)
 				if a.name == "WriteTo" {
 					want = want[:b.Len()] // WriteTo consumes what it wrote, as bytes.Buffer's
