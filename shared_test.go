@@ -600,6 +600,12 @@ func TestSharedHotStress(t *testing.T) {
 // with a fold that loses one slot (releaseLosingSlot), the trial must report
 // a failure within a bounded number of tries.
 func TestSharedHotStressCatchesBrokenFold(t *testing.T) {
+	if raceOn {
+		// The late releases read the count word (dead, in hotAdd) of a
+		// block the broken fold freed, which the Free wrote: a real race,
+		// which the detector reports.
+		t.Skip("the broken fold's late releases race with the block's Free")
+	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	const tries = 50
 	for i := range tries {
