@@ -35,8 +35,9 @@ package offheap
 // written to it: see dead), the add, one test of its result; everything
 // else (Static, Hot, checked, zero, the last release, misuse, a closed heap)
 // is out of line. Nothing else is read or written, so an uncontended pair
-// costs about a bare pair of atomic adds (BenchmarkShared/own vs
-// BenchmarkShared/atomic-own).
+// costs a bare pair of atomic adds (BenchmarkShared/atomic-own) and the
+// latency of the two loads, each of which waits for the add before it: the
+// price of writing nothing to a released handle's block.
 //
 // The two are go:nosplit and go:noinline, so that the goroutine cannot be
 // preempted between the test of the closed flag and the add: a nosplit
