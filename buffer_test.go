@@ -389,7 +389,7 @@ func TestBufferWritesItself(t *testing.T) {
 	for _, mode := range []struct {
 		name string
 		opts Options
-	}{{"fast", Options{}}, {"checked", Options{Checked: true}}, {"guarded", Options{GuardPages: true}}} {
+	}{{"fast", Options{}}, {"checked", Options{Checked: true}}, {"guarded", Options{Checked: true, GuardPages: true}}} {
 		h := newTestHeap(t, mode.opts)
 		for _, a := range appends {
 			for size := 16; size <= 2<<20; size *= 4 {

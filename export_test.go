@@ -159,3 +159,6 @@ func holdCache(c *Cache) (release func()) {
 	c.use("Alloc")
 	return c.done
 }
+
+// corruptBytes is Stats().CorruptBytes (freelist_test.go).
+func corruptBytes(h *Heap) uint64 { return h.Stats().CorruptBytes }

@@ -16,10 +16,30 @@ import (
 // size the heap would like: that size.
 func firstRegionSize(want uintptr) uintptr { return want }
 
+// regionGuard is the inaccessible address space a region keeps on either
+// side of it, reserved with it and never committed: at least the largest
+// size class, so that no write running or skipping past a block at the
+// region's edge, short of that many bytes, reaches whatever the system maps
+// next to it, the heap's metadata included (docs/DESIGN.md, What lives
+// where). A multiple of pageSize, so the region stays aligned.
+const regionGuard = maxSmall
+
+var _ = [1]struct{}{}[regionGuard%pageSize]
+
 // mapRegion obtains n bytes of address space for a region, pageSize aligned
-// and inaccessible until committed (commitRegion). n is a multiple of
-// pageSize.
+// and inaccessible until committed (commitRegion), between two guards of
+// regionGuard bytes. n is a multiple of pageSize.
 func mapRegion(n uintptr) (unsafe.Pointer, error) {
+	p, err := reserveAligned(n + 2*regionGuard)
+	if err != nil {
+		return nil, err
+	}
+	return unsafe.Add(p, regionGuard), nil
+}
+
+// reserveAligned reserves n bytes of address space, pageSize aligned. n is
+// a multiple of pageSize.
+func reserveAligned(n uintptr) (unsafe.Pointer, error) {
 	if osmem.PageSize >= pageSize {
 		return osmem.Reserve(n) // mmap aligns to the system page
 	}
@@ -39,9 +59,9 @@ func mapRegion(n uintptr) (unsafe.Pointer, error) {
 	return ptr(a + head), nil
 }
 
-// unmapRegion gives back a region mapRegion made.
+// unmapRegion gives back a region mapRegion made, and its guards.
 func unmapRegion(p unsafe.Pointer, n uintptr) error {
-	return osmem.Unmap(p, n)
+	return osmem.Unmap(unsafe.Add(p, -regionGuard), n+2*regionGuard)
 }
 
 // commitRegion makes [p, p+n) of a region readable and writable.
