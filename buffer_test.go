@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -453,3 +454,34 @@ func TestBufferLimitExact(t *testing.T) {
 type zeroReader struct{}
 
 func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// TestBufferStaleBytesGuarded: a read of a block the Buffer left, through a
+// slice from Bytes kept past the write that moved it, is a use after free,
+// which a heap with guard pages reports with the stacks of the block's
+// Alloc (in the Buffer's grow) and Free. (The Buffer's own appends read no
+// freed block: TestBufferWritesItself.)
+func TestBufferStaleBytesGuarded(t *testing.T) {
+	if raceOn {
+		t.Skip("a race build has no guard pages that fault")
+	}
+	h := newTestHeap(t, Options{Checked: true, GuardPages: true})
+	b := h.NewBuffer(64)
+	b.WriteString("abc")
+	stale := b.Bytes()
+	b.Write(make([]byte, b.Cap())) // moves to a larger block
+	var me *MemoryError
+	func() {
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() { me = FaultError(recover()) }()
+		bufferSink = stale[0]
+	}()
+	if me == nil || me.Kind != UseAfterFree || me.AllocStack == "" || me.FreeStack == "" {
+		t.Fatalf("a read of the block a Buffer left: %v", me)
+	}
+	if !strings.HasPrefix(b.String(), "abc") {
+		t.Fatalf("the Buffer after the fault: %q", b.String()[:8])
+	}
+	b.Free()
+}
+
+var bufferSink byte
