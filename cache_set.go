@@ -29,7 +29,7 @@ type cacheSet struct {
 	all       []*cacheState                       // every state mapped: the census, the double-free check, Close
 	spare     []*cacheState                       // states of closed Caches, emptied, for the next NewCache
 	owners    map[*cacheState]weak.Pointer[Cache] // the states of open Caches (and of unreachable ones not yet reclaimed)
-	reclaimAt int                                 // len(owners) from which get reclaims before it maps
+	reclaimAt int                                 // len(owners) from which getCache reclaims before it maps
 	list      atomic.Pointer[[]*cacheState]       // all, for InUse without mu (only grows, as perP's)
 	caps      [numClasses]uint32                  // a new state's stack caps, fixed at NewHeap
 	closed    struct {                            // the census of every state, saved by the heap's Close
