@@ -160,10 +160,14 @@ func BenchmarkZeroPages(b *testing.B) {
 func TestAllocOutOfAddressSpace(t *testing.T) {
 	h := newTestHeap(t, Options{})
 	keep := h.Alloc(100)
-	for _, n := range []int{16<<40 - pageSize, 16<<40 - 2*pageSize, 16<<40 - 1<<20} {
-		if buildChecked && n == 16<<40-pageSize {
+	if math.MaxInt < 16<<40 {
+		t.Skip("ints too small for the sizes")
+	}
+	for _, n64 := range []uint64{16<<40 - pageSize, 16<<40 - 2*pageSize, 16<<40 - 1<<20} {
+		if buildChecked && n64 == 16<<40-pageSize {
 			continue // its canary takes it to 16 TiB, which no heap holds: ErrSize
 		}
+		n := int(n64)
 		_, err := h.TryAlloc(n)
 		if !errors.Is(err, ErrAddressSpace) || errors.Is(err, ErrLimit) || errors.Is(err, ErrSize) || errors.Is(err, ErrClosed) {
 			t.Fatalf("TryAlloc(%d): %v, want ErrAddressSpace", n, err)

@@ -350,7 +350,11 @@ func TestPagemapGivenBack(t *testing.T) {
 	if raceOn {
 		t.Skip("a race build's regions are Go memory: 16 GiB of it")
 	}
-	const n = 16 << 30
+	var n64 uint64 = 16 << 30
+	if n64 > math.MaxInt {
+		t.Skip("ints too small for a 16 GiB block")
+	}
+	n := int(n64)
 	for _, how := range []string{"Trim", "timer"} {
 		h := newTestHeap(t, Options{ReleaseDelay: time.Hour})
 		var now int64
@@ -369,7 +373,7 @@ func TestPagemapGivenBack(t *testing.T) {
 		if err != nil {
 			t.Skipf("no room for an untouched %d GiB block: %v", n>>30, err)
 		}
-		if live := resident(); live < before+n/pageSize*8*7/8 {
+		if live := resident(); live < before+n64/pageSize*8*7/8 {
 			t.Fatalf("setup: the pagemap of a live %d GiB block: %d bytes resident, %d before", n>>30, live, before)
 		}
 		h.Free(b)
@@ -399,7 +403,7 @@ func TestLimitAboveMemory(t *testing.T) {
 	if mem == 0 || mem > 1<<40 {
 		t.Skipf("the machine's memory (%d bytes) is unknown or too large for the test", mem)
 	}
-	limit, n := int64(mem)+1<<30, int(mem)+2<<30
+	limit, n := int64(mem)+1<<30, int(mem+2<<30)
 	h := newTestHeap(t, Options{Limit: limit})
 	if _, err := h.TryAlloc(n); !errors.Is(err, ErrLimit) {
 		t.Fatalf("TryAlloc(%d) under a Limit of %d above the machine's %d bytes: %v, want ErrLimit", n, limit, mem, err)
