@@ -18,7 +18,7 @@ type Stats struct {
 	CacheHits     uint64 // Allocs served by a Cache's stack, open or closed
 	CentralHits   uint64 // Allocs served by a central free list
 	Fresh         uint64 // Allocs carved from a span's never-used blocks
-	Large         uint64 // Allocs above the largest size class, arenas' chunks and the blocks the profile sampled (page runs of their own)
+	Large         uint64 // Allocs above the largest size class, arenas' chunks, the blocks the profile sampled and the guarded samples (GuardPages, SampleRate): page runs of their own
 
 	// LiveBlocks is the number of blocks allocated and not yet freed:
 	// Allocs - Frees, every kind of block included (an Arena's chunks, a
@@ -80,6 +80,7 @@ type ClassStats struct {
 func (h *Heap) Stats() Stats {
 	var s Stats
 	s.Classes = make([]ClassStats, numClasses-1)
+	open := !h.closed.Load() // a closed heap's depots hold memory no more
 	for c := 1; c < numClasses; c++ {
 		cs := &s.Classes[c-1]
 		cs.Size = int(classSize[c])
@@ -94,8 +95,10 @@ func (h *Heap) Stats() Stats {
 		cs.Relocations = cen.moved.Load()
 		s.SpanFreeBytes += cs.SpanFreeBytes
 		s.Relocations += cs.Relocations
-		for _, b := range cen.depot {
-			s.DepotBytes += uint64(b.n) * uint64(cs.Size)
+		if open {
+			for _, b := range cen.depot {
+				s.DepotBytes += uint64(b.n) * uint64(cs.Size)
+			}
 		}
 		s.CorruptBytes += cen.corrupt.Load() * uint64(cs.Size)
 		cen.mu.Unlock()
