@@ -157,7 +157,7 @@ func attackValues(goMem []byte, same, other, otherClass uintptr) []struct {
 		v    uintptr
 	}{
 		{"Go address", addrOf(goMem)},
-		{"wild address", 0x7f0000001000},
+		{"wild address", wildAddress},
 		{"live block of the span", same},
 		{"block of another span", other},
 		{"live block of another class", otherClass},
@@ -481,3 +481,9 @@ func skipCheckedBuild(t *testing.T) {
 		t.Skip("offheapchecked: every heap is checked, and its quarantine sees a write after free first")
 	}
 }
+
+// wildAddress is an address that no heap maps. It is a variable, so that the
+// tests compile on 32-bit targets (which CI vets), where it truncates.
+var wildAddress = uintptr(wild64)
+
+var wild64 uint64 = 0x7f0000001000
