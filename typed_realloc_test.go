@@ -78,7 +78,7 @@ func TestReallocSliceModel(t *testing.T) {
 // 0, and the same memory back when the class allows.
 func TestReallocSliceEdges(t *testing.T) {
 	// Unprofiled: a sampled block always moves, and would fail the
-	// same-class check below about once in 20000 runs.
+	// same-class check below now and then.
 	h := newTestHeap(t, unprofiled(Options{}))
 	s := ReallocSlice[uint64](h, nil, 5)
 	if len(s) != 5 || s[4] != 0 {
