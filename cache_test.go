@@ -682,6 +682,34 @@ func TestCacheMagazinesOff(t *testing.T) {
 	}
 }
 
+// TestCacheDroppedUnclosed: Caches dropped without Close, faster than
+// collections come, do not pile up: NewCache takes back the states of the
+// ones the collector finds unreachable before it maps more than a bound.
+func TestCacheDroppedUnclosed(t *testing.T) {
+	if buildChecked {
+		t.Skip("a checked heap's Caches hold no state")
+	}
+	h := newTestHeap(t, Options{})
+	iters := 100_000
+	if raceOn {
+		iters = 20_000
+	}
+	for range iters {
+		c := h.NewCache()
+		c.Free(c.Alloc(64))
+	}
+	s := h.Stats()
+	t.Logf("%d iterations: %d states, %d KiB mapped, %d KiB in Caches", iters, cacheStates(h), s.MappedBytes>>10, s.CacheBytes>>10)
+	if s.MappedBytes > 16<<20 {
+		t.Fatalf("%d Caches dropped unclosed: %d MiB mapped (%d states, %d MiB in Caches), want at most 16", iters, s.MappedBytes>>20, cacheStates(h), s.CacheBytes>>20)
+	}
+	// The heap and its Caches stay usable.
+	c := h.NewCache()
+	b := c.Alloc(64)
+	c.Free(b)
+	c.Close()
+}
+
 // TestCacheSampled: a Cache of a sampled heap keeps its own stacks (its
 // Allocs count as CacheHits) and puts about one allocation in SampleRate on
 // guard pages, as the heap's magazines do (TestSampleRate, the same bounds);

@@ -136,7 +136,7 @@ func mapShadow(n uintptr) (unsafe.Pointer, error) {
 
 // addressSpaceError reports that the heap's address space cannot grow: the
 // virtual page space is full, or the system refused more address space. It
-// is not ErrLimit: no Limit was reached.
+// is ErrAddressSpace, not ErrLimit: no Limit was reached.
 type addressSpaceError struct {
 	need uint64 // bytes the allocation needed
 	have uint64 // bytes of address space the heap has
@@ -160,6 +160,9 @@ func (e *addressSpaceError) Error() string {
 }
 
 func (e *addressSpaceError) Unwrap() error { return e.err }
+
+// Is makes errors.Is(e, ErrAddressSpace) true.
+func (e *addressSpaceError) Is(target error) bool { return target == ErrAddressSpace }
 
 // regionGrain is the size later regions are rounded up to, so that a heap
 // that grows by small allocations makes few regions.

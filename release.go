@@ -34,7 +34,18 @@ import (
 const (
 	releaseTicks   = 64
 	minReleaseTick = time.Millisecond
+
+	// maxReleaseDelay is the longest ReleaseDelay the timer waits out; a
+	// longer one means never (Trim and the Limit still release). The
+	// timer's arithmetic, the clock's time plus a tick plus the delay,
+	// then stays below 2^63 ns (292 years) for a heap younger than 190
+	// years.
+	maxReleaseDelay = 100 * 365 * 24 * time.Hour
 )
+
+// timed reports whether the release timer runs: not for a delay past
+// maxReleaseDelay.
+func (ph *pageHeap) timed() bool { return ph.delay <= maxReleaseDelay }
 
 // before reports whether tick a comes before tick b: ticks are compared
 // modulo 2^32, which is exact while they are less than 2^31 ticks apart.
@@ -46,7 +57,7 @@ func (ph *pageHeap) tickAt(ns int64) uint32 { return uint32(max(ns, 0) / ph.tick
 // arm makes sure the timer will release the pages freed in tick t, now or
 // earlier being the clock's time. Called with mu held.
 func (ph *pageHeap) arm(now int64, t uint32) {
-	if ph.timer != nil || ph.closed {
+	if ph.timer != nil || ph.closed || !ph.timed() {
 		return // an armed timer is due no later than any page freed since
 	}
 	// Tick t unwrapped (it is at most now's), then its end, then a whole
@@ -63,7 +74,7 @@ func (ph *pageHeap) onTimer() {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
 	ph.timer, ph.timerAt = nil, 0
-	if ph.closed {
+	if ph.closed || !ph.timed() {
 		return
 	}
 	now := ph.clock()
@@ -182,9 +193,43 @@ func (ph *pageHeap) giveBack(from, to uint32) bool {
 			ph.released++
 		}
 	}
+	ph.releasePagemap(from, to)
 	if ph.shadowed { // their records are all none: zero pages say so too
 		rg := ph.region(from)
 		_ = osmem.Release(unsafe.Add(rg.shadow, uintptr(from-rg.first)<<pageShift), uintptr(to-from)<<pageShift)
+	}
+	return true
+}
+
+// releasePagemap gives back the pagemap's own pages that hold the words of
+// pages [lo, hi), just set to 0, and no word that is not 0: they come back
+// as zeros, the same words, so Free's unlocked reads find 0 either way.
+// Without it a large run's pagemap (8 bytes a page, written at its Alloc
+// and its Free) would stay resident after its pages went back: 256 MiB for
+// a 256 GiB block (TestPagemapGivenBack). Only whole system pages of the
+// pagemap are given back, never one it shares with the span array after it.
+// Called with mu held.
+func (ph *pageHeap) releasePagemap(lo, hi uint32) {
+	per := uint32(osmem.PageSize / 8) // pagemap words per system page
+	start, end := lo/per, (hi+per-1)/per
+	if lo%per != 0 && !ph.zeroWords(start*per, lo) {
+		start++
+	}
+	if hi%per != 0 && !ph.zeroWords(hi, min(end*per, ph.maxPages)) {
+		end--
+	}
+	end = min(end, ph.maxPages/per)
+	if start < end {
+		_ = osmem.Release(unsafe.Add(ph.pmap, uintptr(start)*uintptr(per)*8), uintptr(end-start)*osmem.PageSize)
+	}
+}
+
+// zeroWords reports whether the pagemap words of pages [lo, hi) are all 0.
+func (ph *pageHeap) zeroWords(lo, hi uint32) bool {
+	for p := lo; p < hi; p++ {
+		if *ph.entry(p) != 0 {
+			return false
+		}
 	}
 	return true
 }
