@@ -35,7 +35,9 @@ type Stats struct {
 	// resident memory: a page counts from the moment the heap commits it,
 	// and the operating system backs it only when it is first written, so a
 	// heap of large blocks that are barely touched maps far more than it
-	// holds in RAM. ResidentBytes says how much is resident.
+	// holds in RAM. ResidentBytes says how much is resident. A free page
+	// that shares an OS page larger than 8 KiB with a page in use is mapped
+	// (package doc, Page sizes).
 	MappedBytes uint64
 
 	ReleasedBytes uint64 // bytes given back to the operating system and kept reserved for reuse

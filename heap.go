@@ -270,7 +270,7 @@ func (h *Heap) reserve(limit int64, size uintptr, shadowed bool) error {
 			size = uintptr(min(uint64(limit), maxFirstRegion/2)) * 2
 		}
 	}
-	size = (firstRegionSize(size) + pageSize - 1) &^ (pageSize - 1)
+	size = alignUp(firstRegionSize(size), osPageBytes)
 	var base, shadow unsafe.Pointer
 	var err error
 	for {
@@ -396,12 +396,14 @@ func SetDefaultOptions(opts Options) error {
 
 // Trim gives free memory back to the operating system now: every P's
 // magazine goes back to the central lists, empty spans go back to the page
-// heap, and every free page is released. To take the other Ps' magazines it
-// waits until no goroutine can be using one, which stops the world briefly
-// (see quiesce), as runtime.ReadMemStats does. A checked heap's per-P
-// quarantine rings and magazines are emptied the same way, their blocks'
-// poison checked as they leave. The blocks a Cache holds stay with it: its
-// owner may be using them (Cache.Flush gives them back).
+// heap, and every free page is released but those that share an OS page
+// larger than 8 KiB with a page in use (see the package doc, Page sizes).
+// To take the other Ps' magazines it waits until no goroutine can be using
+// one, which stops the world briefly (see quiesce), as runtime.ReadMemStats
+// does. A checked heap's per-P quarantine rings and magazines are emptied
+// the same way, their blocks' poison checked as they leave. The blocks a
+// Cache holds stay with it: its owner may be using them (Cache.Flush gives
+// them back).
 func (h *Heap) Trim() {
 	if !h.enter() {
 		return

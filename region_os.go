@@ -21,14 +21,15 @@ func firstRegionSize(want uintptr) uintptr { return want }
 // size class, so that no write running or skipping past a block at the
 // region's edge, short of that many bytes, reaches whatever the system maps
 // next to it, the heap's metadata included (docs/DESIGN.md, What lives
-// where). A multiple of pageSize, so the region stays aligned.
+// where). A multiple of the largest OS page, 64 KiB (ospage.go), and so of
+// osPageBytes, so the region stays aligned.
 const regionGuard = maxSmall
 
-var _ = [1]struct{}{}[regionGuard%pageSize]
+var _ = [1]struct{}{}[regionGuard%(64<<10)]
 
-// mapRegion obtains n bytes of address space for a region, pageSize aligned
-// and inaccessible until committed (commitRegion), between two guards of
-// regionGuard bytes. n is a multiple of pageSize.
+// mapRegion obtains n bytes of address space for a region, osPageBytes
+// aligned and inaccessible until committed (commitRegion), between two
+// guards of regionGuard bytes. n is a multiple of osPageBytes.
 func mapRegion(n uintptr) (unsafe.Pointer, error) {
 	p, err := reserveAligned(n + 2*regionGuard)
 	if err != nil {
@@ -37,13 +38,13 @@ func mapRegion(n uintptr) (unsafe.Pointer, error) {
 	return unsafe.Add(p, regionGuard), nil
 }
 
-// reserveAligned reserves n bytes of address space, pageSize aligned. n is
-// a multiple of pageSize.
+// reserveAligned reserves n bytes of address space, osPageBytes aligned. n
+// is a multiple of osPageBytes.
 func reserveAligned(n uintptr) (unsafe.Pointer, error) {
-	if osmem.PageSize >= pageSize {
+	if osmem.PageSize == osPageBytes {
 		return osmem.Reserve(n) // mmap aligns to the system page
 	}
-	// Reserve a page more and give back what lies outside the aligned n.
+	// Reserve a heap page more and give back what lies outside the aligned n.
 	p, err := osmem.Reserve(n + pageSize)
 	if err != nil {
 		return nil, err

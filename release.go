@@ -20,6 +20,16 @@ import (
 // plus the timer's own latency. Each free run keeps a lower bound of its
 // dirty pages' ticks (freeRun.oldest), so the timer visits only the runs with
 // pages due, and it is armed for when the oldest dirty page falls due.
+//
+// madvise works on whole OS pages (ospage.go): a page goes back only with
+// every other page of its OS page, when each of them is free and either
+// clean or due, so that no release reaches a page in use. A due page whose
+// OS page also holds a page in use, or a page not yet due, is parked: it
+// stays dirty (and counted mapped), but is no reason for the timer to
+// come back (freeRun.parked), since only the Free of its OS page's page in
+// use can let it go, and that Free makes a dirty page of its own, due no
+// earlier, for the timer to come back for. Where an OS page is at most a
+// heap page, no page is ever parked.
 
 const (
 	releaseTicks   = 64
@@ -114,53 +124,81 @@ func (ph *pageHeap) releaseDue(cutoff uint32, all bool) (next uint32, left, fail
 }
 
 // releaseRun gives back the dirty pages of free run r at first that were
-// freed before tick cutoff (all, if all), in as few madvise calls as there
-// are stretches of them, and brings r's dirty and oldest up to date. It
+// freed before tick cutoff (all, if all), with their OS pages, in as few
+// madvise calls as there are stretches of such OS pages, and brings r's
+// dirty, oldest and parked up to date. An OS page at either end of r may
+// hold pages of another free run only when that run is clean or parked
+// (release, with no ReleaseDelay), whose pages it then gives back too. It
 // reports false if a release failed (those pages stay dirty). Called with
 // mu held.
 func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool) bool {
 	due := func(e uint64) bool { return e&pageDirty != 0 && (all || before(uint32(e>>32), cutoff)) }
 	ok := true
-	r.dirty = false
-	keep := func(e uint64) {
+	r.dirty, r.parked = false, false
+	keep := func(e uint64, park bool) { // a dirty page that stays
+		if park {
+			r.parked = true
+			return
+		}
 		if t := uint32(e >> 32); !r.dirty || before(t, r.oldest) {
 			r.oldest = t
 		}
 		r.dirty = true
 	}
-	for i := uint32(0); i < r.pages; {
-		e := *ph.entry(first + i)
-		if !due(e) {
-			if e&pageDirty != 0 {
-				keep(e)
-			}
-			i++
-			continue
+	g := osPagePages
+	end := first + r.pages
+	from := first &^ (g - 1) // a stretch [from, o) of OS pages to give back
+	for o := from; ; o += g {
+		goes, some := o < end, false
+		for p := o; goes && p < o+g; p++ {
+			e := *ph.entry(p)
+			goes = uint8(e) == 0 && (e&pageDirty == 0 || due(e)) // free, clean or due
+			some = some || e&pageDirty != 0
 		}
-		j := i + 1
-		for j < r.pages && due(*ph.entry(first + j)) {
-			j++
+		if goes && some {
+			continue // and the stretch grows
 		}
-		if err := osmem.Release(ptr(ph.addr(first+i)), uintptr(j-i)<<pageShift); err != nil {
-			// The pages stay usable; count them as still mapped.
-			for k := i; k < j; k++ {
-				keep(*ph.entry(first + k))
+		if from < o && !ph.giveBack(from, o) {
+			for p := max(from, first); p < min(o, end); p++ {
+				if e := *ph.entry(p); e&pageDirty != 0 {
+					keep(e, false) // to try again
+				}
 			}
 			ok = false
-		} else {
-			for k := i; k < j; k++ {
-				*ph.entry(first + k) = 0
-			}
-			ph.releasePagemap(first+i, first+j)
-			ph.released += uint64(j - i)
-			if ph.shadowed { // their records are all none: zero pages say so too
-				rg := ph.region(first + i)
-				_ = osmem.Release(unsafe.Add(rg.shadow, uintptr(first+i-rg.first)<<pageShift), uintptr(j-i)<<pageShift)
+		}
+		if o >= end {
+			return ok
+		}
+		if !goes { // stays: its dirty pages too
+			for p := max(o, first); p < min(o+g, end); p++ {
+				if e := *ph.entry(p); e&pageDirty != 0 {
+					keep(e, due(e))
+				}
 			}
 		}
-		i = j
+		from = o + g
 	}
-	return ok
+}
+
+// giveBack releases pages [from, to), whole OS pages of one region, free
+// and not in use, and marks them clean. It reports false, changing nothing,
+// if madvise refused. Called with mu held.
+func (ph *pageHeap) giveBack(from, to uint32) bool {
+	if osmem.Release(ptr(ph.addr(from)), uintptr(to-from)<<pageShift) != nil {
+		return false // the pages stay usable; count them as still mapped
+	}
+	for p := from; p < to; p++ {
+		if *ph.entry(p)&pageDirty != 0 {
+			*ph.entry(p) = 0
+			ph.released++
+		}
+	}
+	ph.releasePagemap(from, to)
+	if ph.shadowed { // their records are all none: zero pages say so too
+		rg := ph.region(from)
+		_ = osmem.Release(unsafe.Add(rg.shadow, uintptr(from-rg.first)<<pageShift), uintptr(to-from)<<pageShift)
+	}
+	return true
 }
 
 // releasePagemap gives back the pagemap's own pages that hold the words of
