@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2016 # $(...) in apt's --format is apt's
 # Sourced by the CI scripts that need Debian packages a fresh machine lacks
 # (qemu for arm64, the arm64 kernel with 16 KiB pages). What is installed
 # stays installed, so a machine that keeps its state pays for the

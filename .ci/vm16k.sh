@@ -33,10 +33,9 @@ if [ -z "$kernel" ] || [ ! -f "$cache/vmlinuz-$kernel" ] || [ ! -f "$cache/confi
 	dl=$(mktemp -d)
 	(cd "$dl" && apt-get download -qq -o APT::Sandbox::User=root "$pkg:arm64") || fail "apt-get download $pkg:arm64 failed"
 	deb=("$dl"/*.deb)
-	dpkg-deb --fsys-tarfile "${deb[0]}" | tar -xO "./boot/vmlinuz-$kernel" >"$cache/vmlinuz-$kernel.part" ||
-		fail "$pkg has no boot/vmlinuz-$kernel"
-	dpkg-deb --fsys-tarfile "${deb[0]}" | tar -xO "./boot/config-$kernel" >"$cache/config-$kernel"
-	mv "$cache/vmlinuz-$kernel.part" "$cache/vmlinuz-$kernel"
+	dpkg-deb --fsys-tarfile "${deb[0]}" | tar -x -C "$dl" "./boot/vmlinuz-$kernel" "./boot/config-$kernel" ||
+		fail "$pkg has no boot/vmlinuz-$kernel or boot/config-$kernel"
+	mv "$dl/boot/vmlinuz-$kernel" "$dl/boot/config-$kernel" "$cache/"
 	echo "$kernel" >"$cache/arm64-16k-kernel"
 	rm -rf "$dl"
 fi
@@ -63,13 +62,17 @@ unset CGO_ENABLED GOOS GOARCH
 echo "booting $kernel: /offheap.test $*"
 start=$SECONDS
 # -test.timeout (10 minutes by default) ends a hung test with its stacks
-# before the VM's own limit; panic=-1 and -no-reboot make a kernel panic
-# end qemu at once.
-timeout -k 10 900 qemu-system-aarch64 -M virt -cpu max,pauth-impdef=on -smp 2 -m 4G \
+# before the VM's own limit, 15 minutes; panic=-1 and -no-reboot make a
+# kernel panic end qemu at once.
+set +e
+timeout -k 10 15m qemu-system-aarch64 -M virt -cpu max -smp 2 -m 4G \
 	-nodefaults -no-user-config -display none -serial stdio -no-reboot \
 	-kernel "$cache/vmlinuz-$kernel" -initrd "$work/initrd.cpio" \
-	-append "console=ttyAMA0 quiet panic=-1 -- $*" </dev/null | tee "$work/console.log" || true
+	-append "console=ttyAMA0 quiet panic=-1 -- $*" </dev/null | tee "$work/console.log"
+qemu=${PIPESTATUS[0]}
+set -e
 took=$((SECONDS - start))
+[ "$qemu" != 124 ] || fail "the VM ran past 15 minutes and was stopped"
 tr -d '\r' <"$work/console.log" >"$work/console.txt"
 page=$(sed -n 's/^offheap-vminit: page size \([0-9]*\)$/\1/p' "$work/console.txt")
 status=$(sed -n 's/^offheap-vminit: exit status \([0-9]*\)$/\1/p' "$work/console.txt")
