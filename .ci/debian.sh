@@ -27,9 +27,9 @@ apt_ready() {
 	[ -n "$apt_updated" ] && return
 	[ "$(id -u)" = 0 ] || fail "not root: cannot install the Debian packages it needs"
 	[ -n "$codename" ] || fail "not a Debian release with a codename (/etc/os-release)"
-	if ! apt-get indextargets --format '$(RELEASE)' | grep -qx "$backports"; then
+	if ! apt-get indextargets --no-release-info --format '$(RELEASE)' | grep -qx "$backports"; then
 		local uri
-		uri=$(apt-get indextargets --format '$(RELEASE) $(REPO_URI)' | awk -v r="$codename" '$1 == r { print $2; exit }')
+		uri=$(apt-get indextargets --no-release-info --format '$(RELEASE) $(REPO_URI)' | awk -v r="$codename" '$1 == r { print $2; exit }')
 		[ -n "$uri" ] || fail "apt has no source for $codename to take $backports from"
 		echo "adding $backports ($uri) to apt's sources"
 		printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
