@@ -2,9 +2,8 @@
 # Runs the root package's tests as a linux/arm64 binary under qemu-user,
 # with the arguments given (-test.short when none), and exits with their
 # status. Installs qemu-user-static from the release's backports when no
-# qemu-aarch64-static of version 10 or later is there. On amd64 this is
-# the one place arm64 code, checked mode's frame-pointer assembly included,
-# is executed rather than only compiled.
+# qemu-aarch64-static of version 10 or later is there. The binary sees the
+# host's page size; .ci/vm16k.sh runs it on a kernel with 16 KiB pages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . .ci/debian.sh

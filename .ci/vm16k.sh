@@ -18,6 +18,9 @@ cd "$(dirname "$0")/.."
 need_qemu qemu-system-aarch64 qemu-system-arm
 command -v cpio >/dev/null || install_debs cpio
 
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
 if [ "$(id -u)" = 0 ]; then cache=/var/cache/offheap-ci; else cache=${XDG_CACHE_HOME:-$HOME/.cache}/offheap-ci; fi
 mkdir -p "$cache"
 # $cache/arm64-16k-kernel names the kernel in use; vmlinuz-NAME and
@@ -25,19 +28,19 @@ mkdir -p "$cache"
 kernel=$(cat "$cache/arm64-16k-kernel" 2>/dev/null || true)
 if [ -z "$kernel" ] || [ ! -f "$cache/vmlinuz-$kernel" ] || [ ! -f "$cache/config-$kernel" ]; then
 	apt_ready
-	pkg=$(apt-cache depends -t "$backports" linux-image-arm64-16k:arm64 2>/dev/null |
-		awk '$1 == "Depends:" && $2 ~ /^linux-image-.*-arm64-16k(:arm64)?$/ { sub(/:arm64$/, "", $2); print $2; exit }')
+	pkg=$(apt-cache depends -t "$backports" linux-image-arm64-16k:arm64 |
+		awk '$1 == "Depends:" && $2 ~ /^linux-image-.*-arm64-16k(:arm64)?$/ { sub(/:arm64$/, "", $2); print $2; exit }') || true
 	[ -n "$pkg" ] || fail "apt has no linux-image-arm64-16k:arm64 (from $backports) naming a kernel package"
 	kernel=${pkg#linux-image-}
 	echo "downloading $pkg:arm64"
-	dl=$(mktemp -d)
+	dl=$work/download
+	mkdir "$dl"
 	(cd "$dl" && apt-get download -qq -o APT::Sandbox::User=root "$pkg:arm64") || fail "apt-get download $pkg:arm64 failed"
 	deb=("$dl"/*.deb)
 	dpkg-deb --fsys-tarfile "${deb[0]}" | tar -x -C "$dl" "./boot/vmlinuz-$kernel" "./boot/config-$kernel" ||
 		fail "$pkg has no boot/vmlinuz-$kernel or boot/config-$kernel"
 	mv "$dl/boot/vmlinuz-$kernel" "$dl/boot/config-$kernel" "$cache/"
 	echo "$kernel" >"$cache/arm64-16k-kernel"
-	rm -rf "$dl"
 fi
 # The machine has no disk and no modules: all it needs is built in.
 for opt in ARM64_16K_PAGES BLK_DEV_INITRD SERIAL_AMBA_PL011_CONSOLE PROC_FS SYSFS DEVTMPFS TMPFS; do
@@ -49,8 +52,6 @@ done
 go vet ./.ci/vminit
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./.ci/vminit
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 mkdir "$work/root"
 export CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 go build -o "$work/root/init" ./.ci/vminit
