@@ -307,6 +307,12 @@ func (h *Heap) reserve(limit int64, size uintptr, shadowed bool) error {
 		}
 		maxPages /= 2
 	}
+	// The pagemap and span array are written a few words at a time, and
+	// given back in system pages (releasePagemap): a transparent huge page
+	// would hold a whole 2 MiB resident for a word and keep it so. Kernels
+	// without transparent huge pages refuse the advice, which they do not
+	// need.
+	_ = osmem.NoHugePages(meta, metaBytes(maxPages))
 	ph := &h.pages
 	ph.base, ph.size, ph.pages0 = uintptr(base), size, pages
 	ph.pmap, ph.metaBytes, ph.maxPages = meta, metaBytes(maxPages), uint32(maxPages)

@@ -83,6 +83,23 @@ func Release(p unsafe.Pointer, n uintptr) error {
 	return nil
 }
 
+// NoHugePages asks the kernel to back [p, p+n) with small pages only
+// (MADV_NOHUGEPAGE). It is for metadata written a few words at a time: on a
+// kernel whose transparent huge pages are always on, a write there would
+// make a whole huge page resident (2 MiB, or 32 MiB with 16 KiB pages), and
+// a Release of part of it would give nothing back. A kernel built without
+// transparent huge pages refuses the call, and has nothing to refuse.
+func NoHugePages(p unsafe.Pointer, n uintptr) error {
+	m, err := pages(p, n)
+	if err == nil {
+		err = unix.Madvise(unsafe.Slice((*byte)(p), m), unix.MADV_NOHUGEPAGE)
+	}
+	if err != nil {
+		return fmt.Errorf("offheap: madvise(MADV_NOHUGEPAGE) %#x+%d: %w", uintptr(p), n, err)
+	}
+	return nil
+}
+
 // Unmap removes [p, p+n) from the address space.
 func Unmap(p unsafe.Pointer, n uintptr) error {
 	m, err := pages(p, n)

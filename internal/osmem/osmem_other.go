@@ -31,6 +31,9 @@ func ReadOnly(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }
 // Release fails: no backend on this system.
 func Release(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }
 
+// NoHugePages fails: no backend on this system.
+func NoHugePages(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }
+
 // Unmap fails: no backend on this system.
 func Unmap(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }
 
