@@ -56,35 +56,24 @@
 //
 // # What Free checks
 //
-// Free (and FreeSlice, Free[T] and Realloc) takes the block that its slice
-// starts, whatever the slice's length: Free(b[:0]) frees b's block; a slice
-// of capacity 0 (nil, or Alloc(0)'s) is no block and is ignored. In every
-// mode Free panics with a message that starts "offheap:", and leaves the
-// heap as it was, on an address this heap did not allocate or that lies
-// inside a block, a large block that is not allocated, an Arena's memory
-// (freed by its Reset or Release), a Shared's bytes (freed by its last
-// Release), and a closed heap. Fast mode also catches a second Free of a
-// block of 16 bytes or more that is still free ("offheap: double free").
+// Free (and FreeSlice, Free[T], Realloc) takes the block its slice starts,
+// whatever its length; a slice of capacity 0 is no block and is ignored. In
+// every mode Free panics with an "offheap:" message, leaving the heap as it
+// was, on an address this heap did not allocate or inside a block, a large
+// block not allocated, an Arena's memory, a Shared's bytes, and a closed
+// heap; fast mode also catches a second Free of a free block of 16 bytes or
+// more ("offheap: double free"). Checked mode also sees, with stacks, an
+// 8-byte block's double free, a Free after the block was allocated again,
+// racing Frees, writes after free and past a block's end, and leaks.
 //
-// Fast mode does not see, and checked mode does, with the stacks of the
-// allocation and of the first free: a double free of an 8-byte block, a
-// second Free after the block was allocated again (which frees the new
-// owner's block), two Frees of one block racing each other, a write after
-// free, a write past a block's length, and leaks.
-//
-// A write after free in fast mode never steers the heap: whatever the
-// program writes into a freed block, no Alloc returns memory outside the
-// heap or a block that is live. The links the heap keeps inside free blocks
-// are encoded with random per-heap keys and checked before they are
-// followed; the Alloc that meets a corrupt one panics with "offheap: heap
-// corruption: the free block at 0x... (N bytes) was written after it was
-// freed", and the heap abandons those free blocks (Stats.CorruptBytes) and
-// works on. The heap's own metadata lies apart from the blocks, behind
-// inaccessible guards. Fast mode does not see a write after free that
-// leaves the links intact (the block's next owner gets those bytes, zeroed
-// by Alloc), nor one after the block was allocated again, which lands in
-// its new owner's bytes: checked mode, or SampleRate in production, finds
-// the writer.
+// A write after free in fast mode never steers the heap: no Alloc returns
+// memory outside the heap or a live block. The links kept in free blocks are
+// encoded with random per-heap keys and checked before they are followed; a
+// corrupt one makes its Alloc panic with "offheap: heap corruption: the free
+// block at 0x... (N bytes) was written after it was freed", and the heap
+// leaves those blocks (Stats.CorruptBytes) and works on. Fast mode does not
+// see a write that leaves the links intact, nor one after the block was
+// allocated again: checked mode, or SampleRate in production, finds those.
 //
 // # Checked mode in tests
 //
@@ -92,14 +81,12 @@
 //
 //	go test -tags offheapchecked ./...
 //
-// and every Heap becomes a checked heap (Options.Checked makes one). It
-// panics with a *MemoryError, with the stacks that allocated and freed the
-// block, on each error above, and Close returns a *LeakError that groups the
-// blocks still live by the stack that allocated them (Heap.Leaks and
-// Heap.MemoryErrors say the same at any moment). A heap from
-// offheaptest.New fails its test with both. In production,
-// Options.SampleRate puts one allocation in SampleRate on guard pages, so
-// that a stray access to it faults at once.
+// and every Heap becomes a checked heap (Options.Checked makes one): it
+// panics with a *MemoryError carrying the stacks, and Close returns a
+// *LeakError grouping live blocks by allocation stack (Heap.Leaks and
+// Heap.MemoryErrors say the same at any moment); offheaptest.New fails a
+// test with both. In production, Options.SampleRate puts one allocation in
+// SampleRate on guard pages, so that a stray access to it faults at once.
 //
 // # Profiles
 //
@@ -109,63 +96,34 @@
 //
 // # Page sizes
 //
-// offheap works on every OS page size from 4 KiB to 64 KiB, read when the
-// process starts: 4 KiB on amd64 and most arm64 systems, 16 KiB on Linux
-// for Apple silicon and some Android devices, 64 KiB on the arm64 kernels
-// of RHEL and Oracle Linux and NVIDIA's for Grace. The heap's own page is
-// 8 KiB on every system, and with it the size classes, MagazineBound and
-// the speed of Alloc and Free. Where the OS page is larger than 8 KiB, what
-// the heap gives back to the system and protects goes in whole OS pages,
-// and that is what changes (docs/DESIGN.md, OS pages, has the figures):
-//
-//   - The smallest unit given back to the operating system (after
-//     ReleaseDelay, at Trim, at the Limit) is one OS page, not one 8 KiB
-//     page: a free page goes back with the other pages of its OS page, and
-//     one that shares its OS page with a page in use stays mapped (in
-//     MappedBytes, not ReleasedBytes) until that page is freed too.
-//   - A guarded block (GuardPages, SampleRate) takes whole OS pages, its
-//     guard page one of them: a sample of 64 bytes costs two OS pages of
-//     address space and one resident, 64 KiB of it on a 64 KiB kernel.
-//   - ResidentBytes counts whole OS pages, as the kernel does.
-//
-// Tests see those kernels on any machine under the build tags
-// offheappage16k and offheappage64k, which make internal/osmem behave as
-// such a kernel does (aligned mappings, EINVAL for an unaligned start,
-// lengths rounded up to whole pages that are then protected or released
-// whole).
+// offheap works on every OS page size from 4 KiB to 64 KiB (16 KiB on
+// Linux for Apple silicon, 64 KiB on RHEL's and NVIDIA's arm64 kernels),
+// read at startup. The heap's page, its size classes and its speed are the
+// same on all; where the OS page is larger than 8 KiB, memory goes back to
+// the system in whole OS pages (a free page waits for the rest of its OS
+// page), a guarded block takes whole OS pages, and ResidentBytes counts
+// them. The build tags offheappage16k and offheappage64k make tests see
+// such a kernel on any machine (docs/DESIGN.md, OS pages).
 //
 // # Concurrency
 //
-// Every method of Heap is safe for concurrent use except Close. A block may
-// be freed by a goroutine other than the one that allocated it. The package
-// orders nothing between a write to a block and a read of it on another
-// goroutine: synchronize access to the bytes as for any shared []byte, and
-// keep a block alive while another goroutine reads it
-// (ExampleRef_concurrent).
-//
-// Close must not run concurrently with other calls on the heap, its Arenas
-// or its Shareds (OnLastRelease runs before its Shared's block is freed:
-// close after every Release has returned). A call that meets a closed or
-// closing heap gets ErrClosed and neither hangs nor faults inside offheap;
-// the program's own access to memory of a closed heap faults.
+// Every method of Heap is safe for concurrent use except Close, and any
+// goroutine may free a block. Nothing orders a write to a block before a
+// read of it on another goroutine: synchronize as for any shared []byte,
+// and keep a block alive while another goroutine reads it
+// (ExampleRef_concurrent). Close must not run concurrently with other calls
+// on the heap, its Arenas or its Shareds; a call that meets a closed heap
+// gets ErrClosed and neither hangs nor faults inside offheap.
 //
 // # Race detector
 //
-// Built with -race, a program's data races on off-heap bytes are reported
-// as they are on Go memory: two goroutines that access the same bytes of a
-// block (from a Heap, a Cache, an Arena or a Shared), one of them writing,
-// with nothing ordering the two, get "WARNING: DATA RACE" and both stacks.
-// So does an access after Free that nothing orders before the block's next
-// owner's accesses: the race detector sees a read after free on another
-// goroutine, which checked mode does not. Correct programs get no report,
-// however offheap hands memory from one goroutine to another.
+// Built with -race, data races on off-heap bytes are reported as on Go
+// memory: two goroutines accessing the same bytes of a block, one writing,
+// with nothing ordering them, get "WARNING: DATA RACE" and both stacks; so
+// does an access after Free that nothing orders before the next owner's, a
+// read after free that checked mode does not see. Correct programs get no
+// report. Guard pages do not fault in race builds: test them without -race.
 //
-// In a race build a heap's memory is Go memory the collector never scans,
-// which the detector checks at many times a fast build's cost (figures in
-// docs/DESIGN.md); guard pages do not fault, so run guard-page tests
-// without -race. Builds without -race do not change.
-//
-// The module github.com/offheap/offheap/lines is goroutine-safe line output,
-// for the programs that print while they allocate. docs/DESIGN.md maps this
-// package's files, the layers memory flows through and how race builds work.
+// The module github.com/offheap/offheap/lines is goroutine-safe line output.
+// docs/DESIGN.md maps this package's files, layers and race builds.
 package offheap
