@@ -50,3 +50,9 @@ func commitRegion(p unsafe.Pointer, n uintptr) error { return osmem.Commit(p, n)
 // protectRegion makes [p, p+n) of a region fault on any access, keeping its
 // contents (guard pages: guard.go); commitRegion undoes it.
 func protectRegion(p unsafe.Pointer, n uintptr) error { return osmem.Protect(p, n) }
+
+// movePages moves the pages of [src, src+n) of a region to [dst, dst+n) of
+// one, without copying a byte (osmem.Move): src then reads as zeros and
+// holds no memory. On failure the caller copies; dst is usable unless the
+// error is osmem.ErrLost.
+func movePages(dst, src unsafe.Pointer, n uintptr) error { return osmem.Move(dst, src, n) }

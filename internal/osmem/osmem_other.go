@@ -42,3 +42,6 @@ func ResidentBytes(p unsafe.Pointer, n uintptr) (uint64, error) { return 0, ErrU
 
 // Memory returns 0: unknown on this system.
 func Memory() uint64 { return 0 }
+
+// Move fails: no backend on this system.
+func Move(dst, src unsafe.Pointer, n uintptr) error { return ErrUnsupported }
