@@ -18,7 +18,8 @@ import (
 // clean, as a growing heap does. (With dirty free pages about, Realloc
 // zeroes what it takes of them past the copy, as Alloc does, which the hand
 // arm skips: arm hand-zeroed pays it too.) Reported: each arm's median ns
-// per op, and realloc/hand of the medians.
+// per op, realloc/hand of the medians, and the most one Realloc grew the
+// heap's resident memory by (ResidentBytes, in MiB).
 //
 //	go test -run '^$' -bench 'Realloc$' -benchtime 20x -count 3 .
 //
@@ -61,6 +62,7 @@ func BenchmarkRealloc(b *testing.B) {
 				}},
 			}
 			ops := 0
+			grew := int64(0) // the most an op of realloc's arm grew resident memory
 			for b.Loop() {
 				for i := range arms {
 					a := &arms[(i+ops)%len(arms)] // each arm first in turn
@@ -70,9 +72,17 @@ func BenchmarkRealloc(b *testing.B) {
 					}
 					// Something after old, so that it cannot grow in place.
 					after := h.Alloc(maxSmall + 1)
+					var r0 uint64
+					if i == 0 && ops%len(arms) == 0 { // realloc's arm, now and then
+						r0, _ = h.ResidentBytes()
+					}
 					t0 := time.Now()
 					nb := a.op(old)
 					a.ns = append(a.ns, time.Since(t0))
+					if r0 != 0 {
+						r1, _ := h.ResidentBytes()
+						grew = max(grew, int64(r1)-int64(r0))
+					}
 					h.Free(after)
 					h.Free(nb)
 					h.Trim()
@@ -87,6 +97,7 @@ func BenchmarkRealloc(b *testing.B) {
 				b.ReportMetric(med[i], a.name+"-ns/op")
 			}
 			b.ReportMetric(med[0]/med[1], "realloc/hand")
+			b.ReportMetric(float64(grew)/(1<<20), "realloc-resident-MiB")
 		})
 	}
 }
