@@ -151,3 +151,20 @@ func holdCache(c *Cache) (release func()) {
 	c.use("Alloc")
 	return c.done
 }
+
+// collapseNow runs the collapse pass of a heap with huge pages now, as its
+// timer would, and reports whether huge pages are on.
+func (h *Heap) collapseNow() bool {
+	ph := &h.pages
+	ph.mu.Lock()
+	on := ph.huge.on
+	if ph.huge.timer != nil {
+		ph.huge.timer.Stop()
+		ph.huge.timer = nil
+	}
+	ph.mu.Unlock()
+	if on {
+		ph.collapsePass()
+	}
+	return on
+}

@@ -214,6 +214,7 @@ func (ph *pageHeap) resizeRun(a uintptr, from, to uint8, np uint32) (dirty, ok b
 			return false, false
 		}
 		ph.largePages.Add(uint64(np - onp))
+		ph.noteAlloc(page+onp, np-onp)
 	}
 	ph.publishMapped()
 	ph.markRun(page, np, to)

@@ -16,24 +16,34 @@ import (
 // size the heap would like: that size.
 func firstRegionSize(want uintptr) uintptr { return want }
 
-// mapRegion obtains n bytes of address space for a region, pageSize aligned
-// and inaccessible until committed (commitRegion). n is a multiple of
-// pageSize.
+// regionAlign is the alignment of a region's base: a 2 MiB huge page, so
+// that the huge-page ranges of a region are its own aligned stretches
+// (hugepages.go). It costs address space only.
+const regionAlign = 2 << 20
+
+// regionsCollapse: a region's small pages can be collapsed into huge pages
+// (collapseRegion).
+const regionsCollapse = true
+
+// mapRegion obtains n bytes of address space for a region, regionAlign
+// aligned and inaccessible until committed (commitRegion). n is a multiple
+// of pageSize.
 func mapRegion(n uintptr) (unsafe.Pointer, error) {
-	if osmem.PageSize >= pageSize {
+	if osmem.PageSize >= regionAlign {
 		return osmem.Reserve(n) // mmap aligns to the system page
 	}
-	// Reserve a page more and give back what lies outside the aligned n.
-	p, err := osmem.Reserve(n + pageSize)
+	// Reserve an alignment more and give back what lies outside the
+	// aligned n.
+	p, err := osmem.Reserve(n + regionAlign)
 	if err != nil {
 		return nil, err
 	}
 	a := uintptr(p)
-	head := -a & (pageSize - 1)
+	head := -a & (regionAlign - 1)
 	if head > 0 {
 		osmem.Unmap(p, head)
 	}
-	if tail := pageSize - head; tail > 0 {
+	if tail := regionAlign - head; tail > 0 {
 		osmem.Unmap(ptr(a+head+n), tail)
 	}
 	return ptr(a + head), nil
@@ -56,3 +66,7 @@ func protectRegion(p unsafe.Pointer, n uintptr) error { return osmem.Protect(p, 
 // holds no memory. On failure the caller copies; dst is usable unless the
 // error is osmem.ErrLost.
 func movePages(dst, src unsafe.Pointer, n uintptr) error { return osmem.Move(dst, src, n) }
+
+// collapseRegion makes [p, p+n) of a region, huge-page aligned, huge pages
+// now (osmem.Collapse).
+func collapseRegion(p unsafe.Pointer, n uintptr) error { return osmem.Collapse(p, n) }

@@ -155,3 +155,10 @@ var errRaceNoMove = errors.New("offheap: a race build's regions are Go memory, w
 // movePages fails: the Go runtime owns the page tables of Go memory, so the
 // caller copies (region_os.go's moves the pages).
 func movePages(dst, src unsafe.Pointer, n uintptr) error { return errRaceNoMove }
+
+// regionsCollapse is false: Go memory's pages are the Go runtime's to
+// arrange, and HugePages does nothing in a race build.
+const regionsCollapse = false
+
+// collapseRegion is never called in a race build (regionsCollapse).
+func collapseRegion(unsafe.Pointer, uintptr) error { return errRaceNoMove }

@@ -117,9 +117,14 @@ func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool
 		}
 		r.dirty = true
 	}
+	var held func(p uint32) bool // pages the timer keeps, to keep huge pages whole (hugepages.go)
+	if ph.huge.on && !all {
+		rg := ph.region(first)
+		held = func(p uint32) bool { return ph.holdsPage(rg, first, r.pages, p) }
+	}
 	for i := uint32(0); i < r.pages; {
 		e := *ph.entry(first + i)
-		if !due(e) {
+		if !due(e) || held != nil && held(first+i) {
 			if e&pageDirty != 0 {
 				keep(e)
 			}
@@ -127,7 +132,7 @@ func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool
 			continue
 		}
 		j := i + 1
-		for j < r.pages && due(*ph.entry(first + j)) {
+		for j < r.pages && due(*ph.entry(first + j)) && (held == nil || !held(first+j)) {
 			j++
 		}
 		if err := osmem.Release(ptr(ph.addr(first+i)), uintptr(j-i)<<pageShift); err != nil {
@@ -141,6 +146,7 @@ func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool
 				*ph.entry(first + k) = 0
 			}
 			ph.released += uint64(j - i)
+			ph.noteRelease(first+i, j-i)
 			if ph.shadowed { // their records are all none: zero pages say so too
 				rg := ph.region(first + i)
 				_ = osmem.Release(unsafe.Add(rg.shadow, uintptr(first+i-rg.first)<<pageShift), uintptr(j-i)<<pageShift)
@@ -168,4 +174,5 @@ func (ph *pageHeap) close() {
 		ph.timer = nil
 	}
 	ph.mu.Unlock()
+	ph.closeHuge()
 }
