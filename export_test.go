@@ -153,11 +153,13 @@ func holdCache(c *Cache) (release func()) {
 }
 
 // collapseNow runs the collapse pass of a heap with huge pages now, as its
-// timer would, and reports whether huge pages are on.
+// timer would once allocations pause, and reports whether huge pages are
+// on.
 func (h *Heap) collapseNow() bool {
 	ph := &h.pages
 	ph.mu.Lock()
 	on := ph.huge.on
+	ph.huge.first = -1 // no waiting for a lull
 	if ph.huge.timer != nil {
 		ph.huge.timer.Stop()
 		ph.huge.timer = nil

@@ -1,6 +1,7 @@
 package offheap
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 // docs/DESIGN.md made the first touch of 2 GiB take 5.5-15 s instead of
 // 1.9-3 s, with single faults of 50-130 ms. Instead, a background pass
 // (collapsePass, on a timer as the release of free pages is) looks at every
-// huge-page range that allocations touched since its last pass and, where
+// huge-page range that allocations touched and, where
 // all of the range's small pages are in memory (mincore: so the huge page
 // costs no memory the small ones did not), collapses it into a huge page
 // with MADV_COLLAPSE (Linux 6.1). The copy and any compaction are the
@@ -28,6 +29,16 @@ import (
 // free page, breaking held ranges where they must (releaseRun). A release
 // of any page of a range ends its hold.
 //
+// A range not yet dense when the pass looks at it stays a candidate while
+// any of its pages is allocated: the program may be writing it still. The
+// pass waits for a lull: it runs collapseQuiet after the last allocation
+// that touched a new range, or collapseMaxWait after its first, whichever
+// comes first. MADV_COLLAPSE copies the 2 MiB with the process's mmap lock
+// held for writing, so every page fault of the process waits for the
+// collapse in progress (a few ms); the pass rests collapseRest times as long
+// as each collapse took before the next, so that it takes at most a fifth
+// of one CPU and of the faults' time.
+//
 // A collapse runs without the page heap's lock, which allocations need: a
 // page released between the pass's mincore and its collapse is made
 // resident again by the collapse (zero-filled, as the heap expects of it),
@@ -39,10 +50,13 @@ import (
 // page size HugePages uses.
 const hugeSpan = 2 << 20 >> pageShift
 
-// collapseDelay is how long after an allocation touches a range the
-// collapse pass looks at it: the ranges of a burst of allocations are
-// looked at together, once they are likely in memory.
-const collapseDelay = 100 * time.Millisecond
+// The collapse pass's timing (above).
+const (
+	collapseQuiet   = 200 * time.Millisecond
+	collapseMaxWait = 2 * time.Second
+	collapseRetry   = time.Second // the next pass over candidates not yet dense
+	collapseRest    = 4
+)
 
 // noRange is no range's first page: virtual pages are below 1<<31.
 const noRange = ^uint32(0)
@@ -54,6 +68,8 @@ type hugeState struct {
 	cand   map[uint32]struct{} // ranges (first page) allocations touched since the last pass
 	held   map[uint32]struct{} // ranges collapsed and whole since
 	timer  *time.Timer         // the pending collapse pass; nil when none
+	first  int64               // by the clock: the first allocation noted since the last pass, or -1
+	last   int64               // the last allocation noted
 	busy   uint32              // the range being collapsed, or noRange
 	broken bool                // a page of busy was released during its collapse
 	// mu is held across each collapse, so that close can wait out the one
@@ -71,6 +87,7 @@ func (ph *pageHeap) initHuge() {
 	ph.huge.cand = make(map[uint32]struct{})
 	ph.huge.held = make(map[uint32]struct{})
 	ph.huge.busy = noRange
+	ph.huge.first = -1
 }
 
 // hugeRange is the first page of the range that holds page p of region r,
@@ -87,15 +104,27 @@ func (ph *pageHeap) noteAlloc(first, n uint32) {
 		return
 	}
 	r := ph.region(first)
+	added := false
 	for p := first; p < first+n; p = (p-r.first+hugeSpan)&^(hugeSpan-1) + r.first {
 		if k, ok := hugeRange(r, p); ok {
-			if _, held := ph.huge.held[k]; !held {
+			_, held := ph.huge.held[k]
+			_, known := ph.huge.cand[k]
+			if !held && !known {
 				ph.huge.cand[k] = struct{}{}
+				added = true
 			}
 		}
 	}
-	if len(ph.huge.cand) > 0 && ph.huge.timer == nil && !ph.closed {
-		ph.huge.timer = time.AfterFunc(collapseDelay, ph.collapsePass)
+	if !added || ph.closed {
+		return
+	}
+	now := ph.clock()
+	if ph.huge.first < 0 {
+		ph.huge.first = now
+	}
+	ph.huge.last = now
+	if ph.huge.timer == nil {
+		ph.huge.timer = time.AfterFunc(collapseQuiet, ph.collapsePass)
 	}
 }
 
@@ -129,38 +158,66 @@ func (ph *pageHeap) holdsPage(r *region, first, n, p uint32) bool {
 	return k < first || k+hugeSpan > first+n
 }
 
-// collapsePass collapses the ranges allocations touched since the last
-// pass whose small pages are all in memory, one at a time.
+// collapsePass collapses the candidate ranges whose small pages are all
+// in memory, one at a time, once allocations pause (above), and keeps the
+// others that still hold allocated pages for a later pass.
 func (ph *pageHeap) collapsePass() {
 	ph.mu.Lock()
 	ph.huge.timer = nil
+	if ph.closed {
+		ph.mu.Unlock()
+		return
+	}
+	now := ph.clock()
+	if ph.huge.first >= 0 {
+		quiet := ph.huge.last + int64(collapseQuiet)
+		if most := ph.huge.first + int64(collapseMaxWait); now < min(quiet, most) {
+			ph.huge.timer = time.AfterFunc(time.Duration(min(quiet, most)-now), ph.collapsePass)
+			ph.mu.Unlock()
+			return
+		}
+	}
+	ph.huge.first = -1
 	keys := make([]uint32, 0, len(ph.huge.cand))
 	for k := range ph.huge.cand {
 		keys = append(keys, k)
 	}
-	clear(ph.huge.cand)
 	ph.mu.Unlock()
+	slices.Sort(keys)
 	vec := make([]byte, (2<<20)/osmem.PageSize)
 	for _, k := range keys {
-		if !ph.collapse(k, vec) {
+		t0 := time.Now()
+		done, collapsed := ph.collapse(k, vec)
+		if done {
 			return
 		}
+		if collapsed {
+			time.Sleep(collapseRest * time.Since(t0))
+		}
 	}
+	ph.mu.Lock()
+	if len(ph.huge.cand) > 0 && ph.huge.timer == nil && !ph.closed {
+		ph.huge.timer = time.AfterFunc(collapseRetry, ph.collapsePass)
+	}
+	ph.mu.Unlock()
 }
 
-// collapse collapses range k if its small pages are all in memory, and
-// reports false if the heap is closed.
-func (ph *pageHeap) collapse(k uint32, vec []byte) bool {
+// collapse collapses candidate range k if its small pages are all in
+// memory, and drops it from the candidates if it did, or if none of its
+// pages is allocated. It reports whether the heap is closed, and whether it
+// collapsed the range.
+func (ph *pageHeap) collapse(k uint32, vec []byte) (closed, collapsed bool) {
 	ph.huge.mu.Lock()
 	defer ph.huge.mu.Unlock()
 	ph.mu.Lock()
 	if ph.closed {
 		ph.mu.Unlock()
-		return false
+		return true, false
 	}
-	if _, held := ph.huge.held[k]; held {
+	if !ph.inUseIn(k) {
+		delete(ph.huge.cand, k)
 		ph.mu.Unlock()
-		return true
+		return false, false
 	}
 	a := ptr(ph.addr(k))
 	ph.huge.busy, ph.huge.broken = k, false
@@ -169,14 +226,28 @@ func (ph *pageHeap) collapse(k uint32, vec []byte) bool {
 	for _, v := range vec {
 		ok = ok && v&1 != 0
 	}
-	ok = ok && collapseRegion(a, 2<<20) == nil
+	collapsed = ok && collapseRegion(a, 2<<20) == nil
 	ph.mu.Lock()
-	if ok && !ph.huge.broken {
-		ph.huge.held[k] = struct{}{}
+	if collapsed {
+		delete(ph.huge.cand, k)
+		if !ph.huge.broken {
+			ph.huge.held[k] = struct{}{}
+		}
 	}
 	ph.huge.busy = noRange
 	ph.mu.Unlock()
-	return true
+	return false, collapsed
+}
+
+// inUseIn reports whether any page of range k is allocated. Called with mu
+// held.
+func (ph *pageHeap) inUseIn(k uint32) bool {
+	for p := k; p < k+hugeSpan; p++ {
+		if uint8(*ph.entry(p)) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // closeHuge stops the collapse pass and waits out a collapse in progress.

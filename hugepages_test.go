@@ -38,7 +38,8 @@ func touch(b []byte) {
 // TestHugePagesCollapse: a large block and a span's worth of small ones,
 // written, are on huge pages after the collapse pass; a heap without
 // HugePages has none (THP's madvise mode: the kernel makes none on its
-// own), and neither has a range whose small pages are not all in memory.
+// own), and neither has a range whose small pages are not all in memory,
+// until they are: a later pass collapses it.
 // Positive control: with collapseRegion doing nothing, the heap had no
 // huge pages and this test failed:
 //
@@ -67,6 +68,11 @@ func TestHugePagesCollapse(t *testing.T) {
 	}
 	if got >= 16<<20 {
 		t.Fatalf("%d bytes on huge pages: the half-written block's second range collapsed too", got)
+	}
+	touch(sparse) // written whole since: a later pass collapses its last range
+	h.collapseNow()
+	if later := hugeBytes(t, h); later < got+2<<20 {
+		t.Fatalf("the rest of a block written after the pass: %d bytes on huge pages, want at least %d", later, got+2<<20)
 	}
 	for _, s := range small {
 		h.Free(s)
