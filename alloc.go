@@ -5,7 +5,6 @@ package offheap
 // sampling and the limit's reclaim come in.
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/offheap/offheap/internal/pin"
@@ -144,18 +143,7 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 		// otherwise), with the stack walked from this frame: it starts at
 		// the caller of Alloc (checked.go).
 		var s stack
-		st := intern(&s, s.fill(fpStack(&s.pcs)))
-		if c.plainSmall(n) {
-			if b, err := c.allocSmall(n, zero, st); err == nil {
-				return b, nil
-			} // else alloc tries again, and says why
-		}
-		for {
-			b, err := c.alloc(n, zero, st)
-			if err == nil || !errors.Is(err, ErrLimit) || !rc.again(h, n) {
-				return b, err
-			}
-		}
+		return h.allocChecked(n, zero, intern(&s, s.fill(fpStack(&s.pcs))))
 	}
 	if prof {
 		return h.allocProfiled(n, zero, kind)
@@ -184,7 +172,8 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 		if err == nil {
 			return b, nil
 		}
-		if !errors.Is(err, ErrLimit) || !rc.again(h, n) {
+		panicCorrupt(err)
+		if !rc.again(h, n, err) {
 			return nil, err
 		}
 	}
@@ -199,7 +188,7 @@ func (h *Heap) allocProfiled(n int, zero bool, kind sampleKind) ([]byte, error) 
 	var rc reclaimTry
 	for {
 		b, err := h.allocSampled(n, zero, st, kind)
-		if err == nil || !errors.Is(err, ErrLimit) || !rc.again(h, n) {
+		if err == nil || !rc.again(h, n, err) {
 			return b, err
 		}
 	}

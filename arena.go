@@ -123,9 +123,6 @@ const (
 	// bytes of remainder, and past 1/32 of arenaSub that waste is too much.
 	arenaFastMax = arenaSub / 32
 
-	// classArena marks the pagemap words of an arena's page runs.
-	classArena = 0xfd
-
 	arenaChunkDefault = 64 << 10     // NewArena's first chunk
 	arenaMaxLanes     = 16           // most lanes of chunks (one per P up to that)
 	arenaChunkMin     = 4 * arenaSub // at least 4 sub-chunks per chunk

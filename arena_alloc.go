@@ -49,7 +49,24 @@ func (a *Arena) TryAlloc(n int) ([]byte, error) {
 	if x := a.allocFast(n); x != 0 {
 		return bytesAt(x, n), nil
 	}
-	return a.alloc(n)
+	return a.alloc(n, true)
+}
+
+// AllocUnzeroed is Alloc without the zeroing, for callers that overwrite
+// every byte: the contents of an allocation above 512 bytes are whatever
+// the arena's memory last held. Smaller ones come zeroed, as Alloc's: they
+// come from a P's sub-chunk, cleared once per 16 KiB claim, which an
+// unzeroed claim would have to keep apart (docs/DESIGN.md). It panics as
+// Alloc does.
+func (a *Arena) AllocUnzeroed(n int) []byte {
+	if x := a.allocFast(n); x != 0 {
+		return bytesAt(x, n)
+	}
+	b, err := a.alloc(n, false)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // allocFast bumps the current P's sub-chunk, or returns 0. This is the whole
@@ -88,7 +105,7 @@ func (ps *arenaProcs) bump(pid int, sz uintptr) uintptr {
 
 // allocSlow is Alloc's slow path, out of line to keep Alloc's frame small.
 func (a *Arena) allocSlow(n int) []byte {
-	b, err := a.alloc(n)
+	b, err := a.alloc(n, true)
 	if err != nil {
 		panic(err)
 	}
@@ -96,8 +113,9 @@ func (a *Arena) allocSlow(n int) []byte {
 }
 
 // alloc serves every request the fast path did not, between the heap's
-// enter and exit (closing.go).
-func (a *Arena) alloc(n int) ([]byte, error) {
+// enter and exit (closing.go); zero says whether a request above
+// arenaFastMax must be cleared.
+func (a *Arena) alloc(n int, zero bool) ([]byte, error) {
 	if a.released.Load() {
 		return nil, arenaReleasedError{"Alloc"}
 	}
@@ -118,14 +136,14 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 	var err error
 	switch {
 	case sz >= a.bigMin:
-		x, err = a.allocOwn(sz, n)
+		x, err = a.allocOwn(sz, n, zero)
 	case sz <= arenaFastMax:
 		x, err = a.allocSub(sz)
 	default:
-		x, err = a.allocShared(sz, n)
+		x, err = a.allocShared(sz, n, zero)
 	}
 	if err != nil {
-		return nil, err
+		return nil, requested(err, n)
 	}
 	return bytesAt(x, n), nil
 }
@@ -135,13 +153,13 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 //go:norace
 func (a *Arena) allocSub(sz uintptr) (uintptr, error) {
 	if a.procs.Load() == nil && a.installProcs() == nil {
-		return a.allocShared(sz, int(sz))
+		return a.allocShared(sz, int(sz), true)
 	}
 	pid := pin.Pin()
 	ps := a.procs.Load() // pinned: Close may take it out of service (closing.go)
 	if ps == nil || uint(pid) >= uint(ps.n) {
 		pin.Unpin()
-		return a.allocShared(sz, int(sz))
+		return a.allocShared(sz, int(sz), true)
 	}
 	// Another goroutine on this P may have refilled it since the fast path
 	// looked, or the fast path ran before procs existed.
@@ -181,13 +199,15 @@ func (a *Arena) allocSub(sz uintptr) (uintptr, error) {
 }
 
 // allocShared claims exactly sz bytes from the calling P's lane for a request of
-// n bytes.
-func (a *Arena) allocShared(sz uintptr, n int) (uintptr, error) {
+// n bytes, and clears them if zero.
+func (a *Arena) allocShared(sz uintptr, n int, zero bool) (uintptr, error) {
 	lo, _, _, err := a.claim(a.lane(), sz, sz)
 	if err != nil {
 		return 0, err
 	}
-	clear(bytesAt(lo, n))
+	if zero {
+		clear(bytesAt(lo, n))
+	}
 	return lo, nil
 }
 
@@ -253,8 +273,9 @@ func (a *Arena) growFrom(lane int, old *arenaChunk) error {
 }
 
 // allocOwn serves a request of at least bigMin bytes with a chunk of its
-// own: the smallest spare that fits, or a new chunk from the heap.
-func (a *Arena) allocOwn(sz uintptr, n int) (uintptr, error) {
+// own: the smallest spare that fits, or a new chunk from the heap; zeroed
+// if zero.
+func (a *Arena) allocOwn(sz uintptr, n int, zero bool) (uintptr, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.released.Load() {
@@ -268,11 +289,13 @@ func (a *Arena) allocOwn(sz uintptr, n int) (uintptr, error) {
 	if k, _ := slices.BinarySearchFunc(a.spareOwn, sz, fitsFirst); k > 0 {
 		c = a.spareOwn[k-1]
 		a.spareOwn = slices.Delete(a.spareOwn, k-1, k)
-		clear(bytesAt(c.base, n))
+		if zero {
+			clear(bytesAt(c.base, n))
+		}
 	} else {
 		var err error
 		// Zeroed by the heap, which clears only the pages that were dirty.
-		if c, err = a.newChunk(alignUp(sz, pageSize), true); err != nil {
+		if c, err = a.newChunk(alignUp(sz, pageSize), zero); err != nil {
 			return 0, err
 		}
 	}

@@ -41,6 +41,33 @@ func BenchmarkArenaAlloc(b *testing.B) {
 	}
 }
 
+// BenchmarkArenaAllocUnzeroed is BenchmarkArenaAlloc's loop for the sizes
+// above arenaFastMax, whose allocations are cleared one by one: Alloc
+// against AllocUnzeroed, which skips that.
+func BenchmarkArenaAllocUnzeroed(b *testing.B) {
+	h := newTestHeap(b, Options{})
+	for _, n := range []int{1024, 4096} {
+		for _, arm := range []struct {
+			name  string
+			alloc func(a *Arena, n int) []byte
+		}{{"zeroed", (*Arena).Alloc}, {"unzeroed", (*Arena).AllocUnzeroed}} {
+			b.Run(fmt.Sprintf("size=%d/arm=%s", n, arm.name), func(b *testing.B) {
+				a := h.NewArena()
+				defer a.Release()
+				per := arenaCycle / n
+				i := 0
+				for b.Loop() {
+					arenaSink = arm.alloc(a, n)
+					if i++; i == per {
+						a.Reset()
+						i = 0
+					}
+				}
+			})
+		}
+	}
+}
+
 func BenchmarkMake(b *testing.B) {
 	for _, n := range arenaBenchSizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {

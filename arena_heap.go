@@ -12,7 +12,7 @@ package offheap
 // a.procs, so a later Alloc misses the fast path and panics in the slow one.
 // On a checked heap (Options.Checked), Reset gives every chunk back to the
 // heap too instead of keeping it: the checked heap poisons and quarantines
-// what it gets back (checker.quarantineArena), so a use of arena memory
+// what it gets back (Heap.quarantineArena), so a use of arena memory
 // after Reset is caught, where a private pool of chunks would blind the
 // detector.
 //
@@ -38,7 +38,6 @@ package offheap
 
 import (
 	"cmp"
-	"errors"
 	"slices"
 	"weak"
 )
@@ -91,9 +90,7 @@ func (a *Arena) free(b []byte) { a.h.freeArenaRun(addrOf(b)) }
 // Called between enter and exit.
 func (h *Heap) arenaRun(n int, zero bool) ([]byte, error) {
 	p, err := h.allocLarge(n, zero, classArena)
-	if c := h.chk; err != nil && c != nil && errors.Is(err, ErrLimit) && c.flush(false) {
-		// The quarantine held the memory the limit refuses, as in
-		// checker.alloc: it gave it back, so try once more.
+	if err != nil && h.flushedAtLimit(err) {
 		p, err = h.allocLarge(n, zero, classArena)
 	}
 	if err != nil {
@@ -110,8 +107,8 @@ func (h *Heap) arenaRun(n int, zero bool) ([]byte, error) {
 // checked heap to its quarantine, which poisons it and gives it back when it
 // leaves. Called between enter and exit.
 func (h *Heap) freeArenaRun(p uintptr) {
-	if c := h.chk; c != nil && c.all {
-		c.quarantineArena(p)
+	if h.checked() {
+		h.quarantineArena(p)
 		return
 	}
 	h.releaseArenaRun(p) // out of the profile first, as freeSampled
@@ -136,7 +133,7 @@ func (a *Arena) Reset() {
 	defer a.h.exit()
 	a.endRound()
 	a.dropSubChunks()
-	if a.h.chk != nil {
+	if a.h.checked() {
 		// Checked mode: no pool that would blind the detector.
 		a.freeChunks()
 		return

@@ -469,6 +469,48 @@ func TestArenaZeroesEveryRound(t *testing.T) {
 	a.Release()
 }
 
+// TestArenaAllocUnzeroed: AllocUnzeroed and Alloc mixed over several
+// rounds hand out distinct, aligned memory that the census counts; Alloc's
+// is zero even where the round before wrote through AllocUnzeroed, and an
+// AllocUnzeroed above 512 bytes is not cleared: a chunk of its own, reused
+// after Reset, still holds the last round's bytes.
+func TestArenaAllocUnzeroed(t *testing.T) {
+	h := newTestHeap(t, Options{})
+	a := newArena(h, arenaChunkMin, false)
+	defer a.Release()
+	for round := range 3 {
+		var r recorder
+		for i := range 3000 {
+			n := 1 + (i*(round+1)*37)%3000
+			if i%2 == 0 {
+				r.add(t, a.Alloc(n)) // checks zero, then dirties
+				continue
+			}
+			b := a.AllocUnzeroed(n)
+			if len(b) != n || cap(b) != n {
+				t.Fatalf("AllocUnzeroed(%d): len %d, cap %d", n, len(b), cap(b))
+			}
+			clear(b) // what the caller writes
+			r.add(t, b)
+		}
+		// A chunk of its own (bigMin is a quarter of 64 KiB), which a fast
+		// heap's Reset keeps for the next round and a checked one's gives
+		// back.
+		big := a.AllocUnzeroed(20000)
+		if round > 0 && !h.opts.Checked && big[100] == 0 {
+			t.Errorf("round %d: AllocUnzeroed(20000) reused a chunk of its own and cleared it", round)
+		}
+		for i := range big {
+			big[i] = 0xA5
+		}
+		r.check(t)
+		if got, want := a.Stats().AllocBytes, r.bytes()+uint64(alignUp(20000, arenaAlign)); got != want {
+			t.Errorf("round %d: Stats().AllocBytes = %d, want %d", round, got, want)
+		}
+		a.Reset()
+	}
+}
+
 // TestArenaChecked: on a checked heap Reset gives the chunks back, so the
 // heap's poisoning catches a write through a slice kept past Reset; the
 // control (no such write) closes clean.

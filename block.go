@@ -69,7 +69,7 @@ const (
 // size, or the whole pages of a large block); otherwise why not, as a phrase
 // that completes "... of %#x, which ...". The pagemap cannot tell a freed
 // small block from a live one while its span is in use, nor a block from an
-// Arena's chunk or a Shared's block; the checker can (ref_checked.go).
+// Arena's chunk or a Shared's block; the checker can (checked_ref.go).
 //
 // The word of a page that holds a live block does not change while the
 // block lives, so for a live block the answer is exact; for memory the
@@ -95,7 +95,7 @@ func (h *Heap) blockAt(a uintptr) (kind blockKind, usable uintptr, why string) {
 		ci := &classInfos[c]
 		q, into := blockIn(a, e, ci)
 		if into != 0 {
-			return notBlock, 0, fmt.Sprintf("is not the start of a block: it is %d bytes into the %d-byte block at %#x", into, ci.size, a-uintptr(into))
+			return notBlock, 0, fmt.Sprintf("is not the start of a block: it is %s into the %d-byte block at %#x", count(int(into), "byte"), ci.size, a-uintptr(into))
 		}
 		if q >= uint64(ci.blocks) {
 			return notBlock, 0, "is not allocated: it is past the last block of its span"

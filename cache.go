@@ -11,9 +11,9 @@ import (
 // the goroutines that own their work: a worker of a pool, a connection's
 // read loop, a shard's single writer. Its Alloc pops and its Free pushes
 // without pinning the goroutine to its P, without an atomic and without a
-// cache line any other goroutine writes: a pair through a Cache costs about
-// two thirds of a pair through the Heap, and less than the two pinned
-// sections alone (BenchmarkPair64's lean-floor arm).
+// cache line any other goroutine writes: a pair through a Cache costs less
+// than a pair through the Heap, and less than the two pinned sections alone
+// (offheap bench's pin-floor arm; docs/benchmarks.md has the figures).
 //
 // A Cache is not safe for concurrent use: one goroutine at a time uses it,
 // as a bufio.Writer. It may pass from goroutine to goroutine with the usual
@@ -32,27 +32,28 @@ import (
 // Cache per request would hold each request's blocks apart), and where
 // every core's blocks should be shared at once.
 //
-// Stats counts a Cache's allocations as CacheHits and the free blocks it
-// holds as CacheBytes, while it is open and after: exact once the Cache's
-// owner is between calls, as a magazine's counts are once its P is. The
-// heap's Trim
+// Stats counts a Cache's allocations as CacheHits and the free blocks it holds
+// as CacheBytes, while it is open and after: exact once the Cache's owner is
+// between calls, as a magazine's counts are once its P is. The heap's Trim
 // cannot take the blocks a Cache holds: its owner may be using them; Flush
-// gives them back. After the heap's Close, every call on the Cache panics
-// with an error wrapping ErrClosed (Close releasing the Cache first), and
-// never faults. A Cache left unclosed gives its blocks back to the heap
-// when the garbage collector finds it unreachable.
+// gives them back. After the heap's Close, every call on the Cache panics with
+// an error wrapping ErrClosed (Close releasing the Cache first), but TryAlloc,
+// which returns it, and none faults. A Cache left unclosed gives its blocks
+// back to the heap when the garbage collector finds it unreachable.
 //
-// A Cache of a heap with a checker (Options.Checked, GuardPages or
-// SampleRate, or the offheapchecked build tag) holds no blocks: it passes
-// every call to the heap, so every check, report and sample is the heap's,
-// and in checked mode it panics when two goroutines use it at once.
+// A Cache of a sampled heap (Options.SampleRate) holds blocks as any other
+// and samples its allocations for guard pages as the magazines do, with the
+// same odds. A Cache of a checked heap (Options.Checked or GuardPages, or
+// the offheapchecked build tag) holds no blocks: it passes every call to
+// the heap, so every check and report is the heap's, and it panics when two
+// goroutines use it at once.
 type Cache struct {
 	h  *Heap
 	st *cacheState // the stacks: off-heap, or noCache (forwarding or closed)
 
-	fwd     bool            // a heap with a checker: every call goes to the heap
+	fwd     bool            // a checked heap: every call goes to the heap
 	closed  bool            // Close ran
-	busy    atomic.Bool     // checked mode: a call is in progress
+	busy    atomic.Bool     // a forwarding Cache: a call is in progress
 	cleanup runtime.Cleanup // hands the blocks back if the Cache is dropped unclosed
 }
 
@@ -64,24 +65,7 @@ type Cache struct {
 // closed Cache's state, emptied, serves the next NewCache, census and all:
 // a state's counts only grow, so the census sums the states without ever
 // moving a count from one place to another, and stays exact.
-type cacheState struct {
-	cls   [numClasses]cacheClass
-	slots [numClasses][maxDepth]uintptr
-}
-
-// cacheClass is one class's stack header and census in a Cache: 32 bytes,
-// so that no class's header straddles two cache lines, and pop's loads
-// and stores fall on one.
-type cacheClass struct {
-	n, cap uint32 // blocks held; most blocks held (0 for the classes a Cache does not hold)
-	hits   uint64 // Allocs served from this stack
-	frees  uint64 // Frees pushed onto this stack
-
-	// sampleAt is the hits count at which pop declines, so that the
-	// allocation reaches allocSlow as the profile's sample (sampling.go);
-	// never reached in a heap that does not profile.
-	sampleAt uint64
-}
+type cacheState struct{ stacks }
 
 // noCache is the state of a Cache that holds nothing: one that forwards
 // every call, and one that is closed. Its stacks are empty and hold
@@ -97,7 +81,7 @@ const cacheMax = bigClassMin
 // It panics with an error wrapping ErrClosed on a closed heap. Close it when
 // done.
 func (h *Heap) NewCache() *Cache {
-	c := &Cache{h: h, st: &noCache, fwd: h.chk != nil}
+	c := &Cache{h: h, st: &noCache, fwd: h.checked()}
 	if c.fwd {
 		if h.closed.Load() {
 			panic(closedError("NewCache"))
@@ -153,19 +137,21 @@ func (c *Cache) AllocUnzeroed(n int) []byte {
 	return c.allocSlow(n, false)
 }
 
-// pop takes a block of class cl from its stack, or returns 0 if the stack
-// is empty. It inlines into the fast paths.
-func (st *cacheState) pop(cl uint8) uintptr {
-	mc := &st.cls[cl]
-	if k := mc.n; k != 0 && mc.hits != mc.sampleAt {
-		k--
-		a := st.slots[cl][k%maxDepth]
-		raceAcquire(ptr(a)) // race builds: after the block's last Free (race.go)
-		mc.n = k
-		mc.hits++
-		return a
+// TryAlloc is Alloc returning an error instead of panicking, as
+// Heap.TryAlloc does: errors.Is(err, ErrLimit), ErrClosed or ErrSize. It
+// panics, as Alloc does, after the Cache's Close.
+//
+//go:nosplit
+//go:noinline
+func (c *Cache) TryAlloc(n int) ([]byte, error) {
+	h := c.h // Alloc's fast path, for the reasons given there
+	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
+		if a := c.st.pop(sizeClass(n)); a != 0 {
+			clear(bytesAt(a, n))
+			return bytesAt(a, n), nil
+		}
 	}
-	return 0
+	return c.slow(n, true, "TryAlloc")
 }
 
 // Free is Heap.Free through the Cache: b may be any block of the heap,
@@ -176,12 +162,12 @@ func (st *cacheState) pop(cl uint8) uintptr {
 //go:noinline
 func (c *Cache) Free(b []byte) {
 	// The class is the one cap(b) names, as it is for every slice Alloc
-	// returned, confirmed by the pagemap: the push depends on cap(b), not
-	// on the pagemap's word, which only a branch reads, so the chain of
-	// dependent loads from one pair to the next is shorter (15% of a pair
-	// in BenchmarkPair64's offheap-cache arm). The checks are Heap.Free's,
-	// in a nosplit section as there and in Alloc; freeAny makes them for
-	// every other slice.
+	// returned, confirmed by the pagemap: the push depends on cap(b), not on
+	// the pagemap's word, which only a branch reads, so the chain of dependent
+	// loads from one pair to the next is shorter (BenchmarkPair64's
+	// offheap-cache arm; docs/benchmarks.md, The Cache pair). The checks are
+	// Heap.Free's, in a nosplit section as there and in Alloc; freeAny makes
+	// them for every other slice.
 	h := c.h
 	a := addrOf(b)
 	if n := cap(b); uint(n)-9 < cacheMax-8 { // the classes with a key
@@ -189,7 +175,7 @@ func (c *Cache) Free(b []byte) {
 		if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
 			e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
 			ci := &classInfos[cl]
-			if q, into := blockIn(a, e, ci); uint8(e) == cl && into == 0 && q < uint64(ci.blocks) {
+			if uint8(e) == cl && blockStart(a, e, ci) {
 				st := c.st
 				mc := &st.cls[cl]
 				if k := mc.n; k < mc.cap {
@@ -229,10 +215,10 @@ func (c *Cache) freeAny(b []byte) {
 		st := c.st
 		if k := cl - 2; k < numClasses-2 {
 			ci := &(*[numClasses - 2]classInfo)(classInfos[2:])[k]
-			if q, into := blockIn(a, e, ci); into != 0 || q >= uint64(ci.blocks) {
+			if !blockStart(a, e, ci) {
 				goto slow
 			}
-			mc := &(*[numClasses - 2]cacheClass)(st.cls[2:])[k]
+			mc := &(*[numClasses - 2]classStack)(st.cls[2:])[k]
 			if n := mc.n; n < mc.cap {
 				kw := &(*[2]uint64)(ptr(a))[1]
 				if *kw == h.key {
@@ -248,7 +234,7 @@ func (c *Cache) freeAny(b []byte) {
 				c.freeFull(b, cl)
 				return
 			}
-		} else if q, into := blockIn(a, e, &classInfos[1]); cl == 1 && into == 0 && q < uint64(classInfos[1].blocks) {
+		} else if cl == 1 && blockStart(a, e, &classInfos[1]) {
 			mc := &st.cls[1]
 			if n := mc.n; n < mc.cap {
 				raceRelease(ptr(a)) // as in Free
@@ -327,31 +313,52 @@ func (c *Cache) Close() {
 	}
 }
 
-// allocSlow serves every Alloc the Cache's stacks did not: an empty stack
-// (a refill), a size the Cache does not hold, a heap with a checker, a
-// closed Cache or heap.
+// allocSlow is slow for Alloc and AllocUnzeroed, which panic with its
+// error.
 func (c *Cache) allocSlow(n int, zero bool) []byte {
-	if zero {
-		c.use("Alloc")
-	} else {
-		c.use("AllocUnzeroed")
+	call := "Alloc"
+	if !zero {
+		call = "AllocUnzeroed"
 	}
+	b, err := c.slow(n, zero, call)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// slow serves every allocation the Cache's stacks did not: an empty stack
+// (a refill), a sample, a size the Cache does not hold, a checked heap, a
+// closed Cache or heap. call names the method, for a closed Cache's panic
+// and a closed heap's error.
+func (c *Cache) slow(n int, zero bool, call string) ([]byte, error) {
+	c.use(call)
 	defer c.done()
 	h := c.h
 	if c.fwd || uint(n)-1 >= cacheMax {
-		return h.allocVia(n, zero) // TryAlloc's errors, panicked
+		return h.allocVia(n, zero)
 	}
 	if !h.enter() {
-		panic(closedError("Cache.Alloc"))
+		return nil, closedError("Cache." + call)
 	}
 	cl := sizeClass(n)
-	if h.prof != nil && c.sampled(cl) {
+	if guard, prof := c.sampleDue(cl); guard || prof {
 		h.exit()
-		if b, err := h.allocProfiled(n, zero, kindHeap); err == nil {
-			return b
+		var b []byte
+		var err error
+		if guard {
+			// Walked from this frame: it starts at the caller of Alloc, as
+			// the heap's (checked.go).
+			var s stack
+			b, err = h.allocChecked(n, zero, intern(&s, s.fill(fpStack(&s.pcs))))
+		} else {
+			b, err = h.allocProfiled(n, zero, kindHeap)
+		}
+		if err == nil {
+			return b, nil
 		}
 		if !h.enter() {
-			panic(closedError("Cache.Alloc"))
+			return nil, closedError("Cache." + call)
 		}
 	} else if a, err := c.refill(cl); err == nil {
 		raceAcquire(ptr(a)) // as in pop
@@ -361,22 +368,27 @@ func (c *Cache) allocSlow(n int, zero bool) []byte {
 			*(*uint64)(ptr(a + 8)) = 0
 		}
 		h.exit()
-		return bytesAt(a, n)
+		return bytesAt(a, n), nil
+	} else if _, ok := err.(*corruptError); ok {
+		h.exit()
+		panicCorrupt(err)
 	}
 	// At the limit, or closing: the Cache's own blocks go back first,
 	// where the heap's reclaim (reclaim.go) finds them, and the heap's
-	// slow path tries again, or panics with its error.
+	// slow path tries again, or returns its error.
 	h.emptyCache(c.st)
 	h.exit()
 	return h.allocVia(n, zero)
 }
 
-// allocVia is an allocation a Cache passes to the heap.
-func (h *Heap) allocVia(n int, zero bool) []byte {
+// allocVia is an allocation a Cache passes to the heap, with the heap's
+// error: TryAlloc's, or, unzeroed, the panic of AllocUnzeroed (which no
+// TryAlloc reaches).
+func (h *Heap) allocVia(n int, zero bool) ([]byte, error) {
 	if zero {
-		return h.Alloc(n)
+		return h.TryAlloc(n)
 	}
-	return h.AllocUnzeroed(n)
+	return h.AllocUnzeroed(n), nil
 }
 
 // refill takes a batch of class cl from the central list, returns its first
@@ -417,7 +429,7 @@ func (c *Cache) spill(cl uint8) bool {
 // in checked mode, if another goroutine is inside a call on c. done ends
 // it.
 func (c *Cache) use(call string) {
-	if c.fwd && c.h.chk.all && !c.busy.CompareAndSwap(false, true) {
+	if c.fwd && !c.busy.CompareAndSwap(false, true) {
 		panic(fmt.Sprintf("offheap: Cache.%s while another goroutine is using the Cache: a Cache is for one goroutine at a time; give each goroutine its own Cache (Heap.NewCache), or use the Heap", call))
 	}
 	if c.closed && call != "Close" {
@@ -428,7 +440,7 @@ func (c *Cache) use(call string) {
 
 // done ends what use began.
 func (c *Cache) done() {
-	if c.fwd && c.h.chk.all {
+	if c.fwd {
 		c.busy.Store(false)
 	}
 }

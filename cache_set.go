@@ -180,6 +180,3 @@ func (h *Heap) cachedAt(a uintptr, cl uint8) bool {
 	}
 	return false
 }
-
-// A cacheClass is 32 bytes, so that the classes' headers tile cache lines.
-var _ [0]struct{} = [unsafe.Sizeof(cacheClass{}) - 32]struct{}{}

@@ -55,10 +55,11 @@ func TestCacheCensus(t *testing.T) {
 					if bytes, blocks := h.InUse(); bytes != s.InUseBytes || blocks != s.LiveBlocks {
 						t.Fatalf("round %d, %s: InUse %d bytes, %d blocks; Stats %d, %d", round, when, bytes, blocks, s.InUseBytes, s.LiveBlocks)
 					}
-					if h.chk == nil && s.CacheHits == 0 && round > 0 {
-						t.Fatalf("round %d, %s: no CacheHits in a fast heap: %v", round, when, s)
+					checked := h.checked()
+					if !checked && s.CacheHits == 0 && round > 0 {
+						t.Fatalf("round %d, %s: no CacheHits in a fast or sampled heap: %v", round, when, s)
 					}
-					if h.chk != nil && (s.CacheHits != 0 || s.CacheBytes != 0) {
+					if checked && (s.CacheHits != 0 || s.CacheBytes != 0) {
 						t.Fatalf("round %d, %s: a checked heap's Cache held blocks: %v", round, when, s)
 					}
 				}
@@ -310,6 +311,52 @@ func TestCacheAtLimit(t *testing.T) {
 	})
 }
 
+// TestCacheTryAlloc: a Cache's TryAlloc returns the heap's errors where
+// Alloc panics with them (a request over the Limit, a negative size) and
+// loses nothing: every block it handed out frees, and the heap ends empty.
+func TestCacheTryAlloc(t *testing.T) {
+	for _, arm := range modeArms {
+		t.Run(arm.name, func(t *testing.T) {
+			opts := arm.opts
+			opts.Limit, opts.ReleaseDelay = 4<<20, -1
+			h := newTestHeap(t, unprofiled(opts))
+			c := h.NewCache()
+			defer c.Close()
+			if b, err := c.TryAlloc(8 << 20); !errors.Is(err, ErrLimit) || b != nil {
+				t.Errorf("TryAlloc(8 MiB) under a 4 MiB Limit: %d bytes, %v; want ErrLimit", len(b), err)
+			}
+			if _, err := c.TryAlloc(-1); !errors.Is(err, ErrSize) {
+				t.Errorf("TryAlloc(-1): %v, want ErrSize", err)
+			}
+			var blocks [][]byte
+			for {
+				b, err := c.TryAlloc(1000)
+				if err != nil {
+					if !errors.Is(err, ErrLimit) {
+						t.Fatalf("TryAlloc(1000) after %d blocks: %v, want ErrLimit", len(blocks), err)
+					}
+					break
+				}
+				if len(b) != 1000 || b[0] != 0 || b[999] != 0 {
+					t.Fatalf("TryAlloc(1000): %d bytes, not zeroed", len(b))
+				}
+				b[0], b[999] = 1, 1
+				blocks = append(blocks, b)
+			}
+			if len(blocks) < 100 {
+				t.Errorf("%d blocks of 1000 bytes under a 4 MiB Limit", len(blocks))
+			}
+			for _, b := range blocks {
+				c.Free(b)
+			}
+			c.Flush()
+			if s := h.Stats(); s.LiveBlocks != 0 {
+				t.Errorf("%d blocks live after every block was freed", s.LiveBlocks)
+			}
+		})
+	}
+}
+
 // TestCacheAfterClose: a closed Cache's Alloc, AllocUnzeroed, Free and
 // Flush panic, saying so; a second Close does nothing; the heap goes on.
 func TestCacheAfterClose(t *testing.T) {
@@ -322,6 +369,7 @@ func TestCacheAfterClose(t *testing.T) {
 			for what, f := range map[string]func(){
 				"Alloc":         func() { c.Alloc(64) },
 				"AllocUnzeroed": func() { c.AllocUnzeroed(64) },
+				"TryAlloc":      func() { c.TryAlloc(64) },
 				"large Alloc":   func() { c.Alloc(maxSmall + 1) },
 				"Free":          func() { c.Free(b) },
 				"Flush":         func() { c.Flush() },
@@ -354,6 +402,13 @@ func TestCacheHeapClosed(t *testing.T) {
 			for _, n := range []int{16, 64, cacheMax + 1, maxSmall + 1} {
 				wantClosed(t, fmt.Sprintf("Cache.Alloc(%d)", n), func() error { c.Alloc(n); return nil })
 				wantClosed(t, fmt.Sprintf("Cache.AllocUnzeroed(%d)", n), func() error { c.AllocUnzeroed(n); return nil })
+				wantClosed(t, fmt.Sprintf("Cache.TryAlloc(%d)", n), func() error {
+					b, err := c.TryAlloc(n)
+					if b != nil {
+						t.Errorf("Cache.TryAlloc(%d) after the heap's Close: %d bytes", n, len(b))
+					}
+					return err
+				})
 			}
 			wantClosed(t, "Cache.Free", func() error { c.Free(blocks[250]); return nil })
 			wantClosed(t, "NewCache", func() error { h.NewCache(); return nil })
@@ -618,4 +673,62 @@ func TestCacheMagazinesOff(t *testing.T) {
 	if s := h.Stats(); s.CacheBytes != 0 || s.DepotBytes != 0 {
 		t.Fatalf("after Close: %v", s)
 	}
+}
+
+// TestCacheSampled: a Cache of a sampled heap keeps its own stacks (its
+// Allocs count as CacheHits) and puts about one allocation in SampleRate on
+// guard pages, as the heap's magazines do (TestSampleRate, the same bounds);
+// a sampled block it frees is the checker's, which reports its double free
+// with stacks that start in the program.
+func TestCacheSampled(t *testing.T) {
+	skipChecked(t)
+	h := newTestHeap(t, Options{SampleRate: 100})
+	c := h.NewCache()
+	sampled, guarded := 0, []byte(nil)
+	var live [][]byte
+	for i := range 20000 {
+		b := c.Alloc(64)
+		if uint8(*h.pages.entry(uint32((addrOf(b) - h.base) >> pageShift))) == classGuarded {
+			sampled++
+			if guarded == nil {
+				guarded = b
+				continue // kept for the double free below
+			}
+		}
+		live = append(live, b)
+		if i%4 != 3 { // a few live per class
+			for _, b := range live {
+				c.Free(b)
+			}
+			live = live[:0]
+		}
+	}
+	for _, b := range live {
+		c.Free(b)
+	}
+	if sampled < 120 || sampled > 300 {
+		t.Fatalf("SampleRate 100: %d of a Cache's 20000 Allocs sampled", sampled)
+	}
+	if s := h.Stats(); s.CacheHits < 15000 || s.MagazineHits != 0 {
+		t.Fatalf("a sampled heap's Cache served %d of 20000 Allocs from its stacks (%v)", s.CacheHits, s)
+	}
+	if info, ok := h.Lookup(addrOf(guarded)); !ok || !info.Guarded {
+		t.Fatalf("a sampled block of the Cache: %+v %v", info, ok)
+	}
+	c.Free(guarded)
+	me := memoryError(t, func() { c.Free(guarded) })
+	if me.Kind != DoubleFree {
+		t.Fatalf("double free of a Cache's sampled block: %v", me)
+	}
+	for what, st := range map[string]string{"alloc": me.AllocStack, "free": me.FreeStack, "again": me.AgainStack} {
+		wantStack(t, what, st, "TestCacheSampled")
+		if strings.Contains(st, "offheap.(*Cache)") {
+			t.Errorf("%s stack shows the Cache's frames:\n%s", what, st)
+		}
+	}
+	c.Close()
+	if s := h.Stats(); s.Allocs != s.Frees || s.InUseBytes != 0 {
+		t.Fatalf("after the Cache's Close: %v", s)
+	}
+	closeClean(t, h)
 }

@@ -43,6 +43,12 @@ type Stats struct {
 	DepotBytes    uint64 // bytes of free blocks in the central depots, waiting for a magazine
 	CacheBytes    uint64 // bytes of free blocks held by open Caches (Heap.NewCache)
 
+	// CorruptBytes is the bytes of free blocks the heap abandoned, never to
+	// hand out again, because a write after free corrupted their span's
+	// free list (the package doc, What Free checks). They count in
+	// MappedBytes, not in InUseBytes; 0 in a program without the bug.
+	CorruptBytes uint64
+
 	Classes []ClassStats // per size class, smallest first
 }
 
@@ -72,6 +78,7 @@ func (h *Heap) Stats() Stats {
 		for _, b := range cen.depot {
 			s.DepotBytes += uint64(b.n) * uint64(cs.Size)
 		}
+		s.CorruptBytes += cen.corrupt.Load() * uint64(cs.Size)
 		cen.mu.Unlock()
 	}
 	ms := &h.mags

@@ -44,6 +44,9 @@ type centralLists struct {
 	fresh atomic.Uint64 // Allocs served by carving a new block
 	frees atomic.Uint64 // Frees that came here directly (magazines off or bypassed)
 
+	// corrupt counts the free blocks of abandoned free lists (freelist.go).
+	corrupt atomic.Uint64
+
 	// The profile's count of the allocations no magazine counts (a
 	// refill's own, or every one with magazines off): profLeft, under mu,
 	// is how many more pass before the next sample, which profDue then
@@ -104,10 +107,19 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 		}
 		s := h.pages.span(c.partial)
 		if s.empty() {
-			c.empty--
+			c.empty-- // blocks go, or the list is abandoned: it will not be empty
 		}
 		for n < len(dst) && !s.exhausted() {
-			b, carved := s.take()
+			b, carved, ok := s.take(h)
+			if !ok {
+				// A write after free: the blocks taken so far are sound
+				// and go back; the caller panics, the lock released.
+				e := c.abandon(h, s, b)
+				for _, a := range dst[:n] {
+					c.putLocked(h, a)
+				}
+				return 0, false, e
+			}
 			if n == 0 {
 				fresh = carved
 			}
@@ -175,6 +187,17 @@ func (c *central) putBatch(h *Heap, blocks []uintptr) {
 	}
 }
 
+// freeDirect frees one block straight into the central list and counts it;
+// on a closed heap it drops it (see get).
+func (c *central) freeDirect(h *Heap, a uintptr) {
+	c.mu.Lock()
+	if !h.closed.Load() {
+		c.putLocked(h, a)
+		c.frees.Add(1)
+	}
+	c.mu.Unlock()
+}
+
 // putLocked returns one block to its span, and the span to the page heap
 // when it is empty and the class already keeps enough empty spans.
 func (c *central) putLocked(h *Heap, b uintptr) {
@@ -182,10 +205,12 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 	if b-h.pages.base >= h.pages.size {
 		page, _ = h.pages.pageOfFar(b)
 	}
-	id := uint32(*h.pages.entry(page) >> 32)
+	e := *h.pages.entry(page)
+	id := uint32(e >> 32)
 	s := h.pages.span(id)
+	i, _ := blockIn(b, e, &classInfos[s.class])
 	raceAcquire(ptr(b)) // race builds: after the block's last Free (race.go)
-	s.put(b)
+	s.put(h, b, uint32(i)+1)
 	if !s.listed {
 		c.push(h, id, s)
 	}

@@ -6,13 +6,28 @@ package offheap
 // A checked heap (Options.Checked, Options.GuardPages, or the offheapchecked
 // build tag) is a fast heap whose fast paths decline every operation, and
 // one seam hands what they decline to its checker: allocSlow and freeSlow,
-// Trim, Close and Stats. Its magazines keep sampleAt equal to hits
-// (magazine.go), so every Alloc falls to allocSlow, and Free's fast path
-// takes none of its addresses (Heap.fastSize is 0), so every Free falls to
-// freeSlow; fast mode pays no flag test for it (BenchmarkPair64). A sampled
-// heap (Options.SampleRate without Checked) keeps its fast paths, and its
-// slow path hands the checker one allocation in about SampleRate and their
-// frees (guard.go).
+// Trim, Close and Stats, whose files (alloc.go, free.go, heap.go,
+// closing.go, census.go) are the only core files that name the checker
+// (Heap.chk; TestCheckerSeam).
+// Its magazines keep sampleAt equal to hits (magazine.go), so every Alloc
+// falls to allocSlow, and Free's fast path takes none of its addresses
+// (Heap.fastSize is 0), so every Free falls to freeSlow; fast mode pays no
+// flag test for it (BenchmarkPair64). A sampled heap (Options.SampleRate
+// without Checked) keeps its fast paths, and its slow path hands the
+// checker one allocation in about SampleRate and their frees (guard.go).
+// The two kinds of heap have two names: checked is checked mode,
+// hasChecker is either.
+//
+// The other layers reach the checker through methods of the checked_*.go
+// files: the Cache forwards in checked mode (Heap.checked);
+// Realloc leaves the free check to it (checked); Ref and Bytes resolve a
+// handle through its records (checked_ref.go); a Shared of a heap with a
+// checker is kept in the registry, and a Hot one of a checked heap counts
+// on one count (checked_shared.go); an Arena's freed runs go to its
+// quarantine, and an allocation at the limit empties it
+// (checked_quarantine.go and checked.go); the samplers (sampling.go) ask
+// guardSampled, nextGuard and guardTick (checked.go) when the guard pages'
+// next sample is due.
 //
 // The checker allocates through the heap's own layers, so that a checked
 // program exercises them: a small checked block is a block of the size
@@ -94,12 +109,11 @@ package offheap
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/offheap/offheap/internal/pin"
 )
 
 // checker is checked mode's state for one heap.
@@ -169,19 +183,37 @@ func (h *Heap) initChecked() {
 	}
 }
 
-// owns reports whether the checker handles the Free of a: every Free in
-// checked mode, and the guarded blocks of a sampled heap.
-func (c *checker) owns(a uintptr) bool { return c.all || c.guarded(a) }
+// checked reports whether h is in checked mode (Options.Checked or
+// GuardPages, or the offheapchecked build tag): the checker takes every
+// allocation and every Free.
+func (h *Heap) checked() bool { return h.chk != nil && h.chk.all }
 
-// guarded reports whether a is on a guarded run's page. It reads the
-// pagemap pinned, with the heap seen open (closing.go).
-func (c *checker) guarded(a uintptr) bool {
-	h := c.h
-	pin.Pin()
-	page, ok := h.pages.pageOf(a)
-	ok = ok && !h.closed.Load() && uint8(*h.pages.entry(page)) == classGuarded
-	pin.Unpin()
-	return ok
+// hasChecker reports whether h has a checker: in checked mode, or in a
+// sampled heap (Options.SampleRate without Checked), whose checker takes
+// the guard pages' samples and their Frees. Such a heap keeps records of
+// the blocks its checker has, for Lookup, Leaks and MemoryErrors.
+func (h *Heap) hasChecker() bool { return h.chk != nil }
+
+// guardSampled reports whether h samples allocations for guard pages
+// (Options.SampleRate, with or without Checked).
+func (h *Heap) guardSampled() bool { c := h.chk; return c != nil && c.rate > 0 }
+
+// nextGuard is the count of hits of a magazine's or a Cache's stack, now at
+// hits, at which the guard pages' next sample is due: this allocation's,
+// then interval-1 hits; never in a heap that does not sample (sampling.go).
+func (h *Heap) nextGuard(hits uint64) uint64 {
+	if !h.guardSampled() {
+		return math.MaxUint64
+	}
+	return hits + h.chk.interval() - 1
+}
+
+// guardTick counts a sampled heap's allocation that no stack counts (a
+// large block, magazines off, a P without a magazine) and reports whether
+// it is the guard pages' sample: one in SampleRate.
+func (h *Heap) guardTick() bool {
+	c := h.chk
+	return c.ticks.Add(1)%c.rate == 0
 }
 
 // plainSmall reports whether an allocation of n bytes is a small block with
@@ -190,6 +222,25 @@ func (c *checker) guarded(a uintptr) bool {
 // through alloc, in checked mode's commonest case.
 func (c *checker) plainSmall(n int) bool {
 	return c.all && !c.guard && c.rate == 0 && uint(n)-1 < maxSmall-canaryLen
+}
+
+// allocChecked serves an allocation the checker takes, for a caller at st
+// (every one in checked mode, the guard pages' samples otherwise), trying
+// once more after a reclaim at the limit.
+func (h *Heap) allocChecked(n int, zero bool, st stackID) ([]byte, error) {
+	c := h.chk
+	if c.plainSmall(n) {
+		if b, err := c.allocSmall(n, zero, st); err == nil {
+			return b, nil
+		} // else alloc tries again, and says why
+	}
+	var rc reclaimTry
+	for {
+		b, err := c.alloc(n, zero, st)
+		if err == nil || !rc.again(h, n, err) {
+			return b, err
+		}
+	}
 }
 
 // alloc serves an allocation the checker takes, for a caller at st.
@@ -299,6 +350,15 @@ func (c *checker) freeRun(a uintptr, st stackID) {
 	if err != nil {
 		c.raise(err)
 	}
+}
+
+// flushedAtLimit reports whether err is the limit's refusal and the
+// checker's quarantine held memory, which flush gave back: the allocation
+// (an Arena's run) is then worth trying once more, as in checker.alloc.
+// Called between enter and exit.
+func (h *Heap) flushedAtLimit(err error) bool {
+	c := h.chk
+	return c != nil && errors.Is(err, ErrLimit) && c.flush(false)
 }
 
 // flushLocal empties what an allocation at the limit can empty without a

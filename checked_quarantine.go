@@ -201,10 +201,12 @@ func (c *checker) quarantineRun(a uintptr, cl uint8) error {
 }
 
 // quarantineArena takes back an arena's page run at a, which Reset or
-// Release gave back: poisoned and quarantined like a freed block (it has
-// no record), it goes back to the page heap when it leaves, and a write to
-// it meanwhile is a WriteAfterFree. Called between enter and exit.
-func (c *checker) quarantineArena(a uintptr) {
+// Release gave back, in checked mode: poisoned and quarantined like a freed
+// block (it has no record), it goes back to the page heap when it leaves,
+// and a write to it meanwhile is a WriteAfterFree. Called between enter and
+// exit.
+func (h *Heap) quarantineArena(a uintptr) {
+	c := h.chk
 	poison(bytesAt(a, int(c.poisonLen(a, classArena))))
 	if err := c.quarantineRun(a, classArena); err != nil {
 		c.raise(err)

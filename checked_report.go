@@ -33,9 +33,18 @@ const (
 	// Corrupted is a block whose trailing canary (an unsafe write past its
 	// length) or whose metadata was overwritten.
 	Corrupted
-	// UseAfterFree is a handle to a freed block resolved: Heap.Ref of a
-	// freed block, or Heap.Bytes of a Ref to one.
+	// UseAfterFree is a handle to a freed block resolved (Heap.Ref of a
+	// freed block, or Heap.Bytes of a Ref to one), or an access to a freed
+	// guarded block that faulted (FaultError).
 	UseAfterFree
+	// OverRelease is a Release of a Hot Shared's reference that was not
+	// held: a retained reference released more times than Retain returned
+	// one while the creator's reference lives, or the creator's reference
+	// released twice.
+	OverRelease
+	// OutOfBounds is an access past the end of a live guarded block that
+	// faulted on its guard page (FaultError).
+	OutOfBounds
 )
 
 // String names the kind in words: "double free", "invalid free", and so on.
@@ -53,6 +62,10 @@ func (k ErrorKind) String() string {
 		return "corrupted block"
 	case UseAfterFree:
 		return "use after free"
+	case OverRelease:
+		return "release past zero"
+	case OutOfBounds:
+		return "access out of bounds"
 	}
 	return fmt.Sprintf("ErrorKind(%d)", int(k))
 }
@@ -62,12 +75,13 @@ func (k ErrorKind) String() string {
 // a freed block). Recover it with errors.As.
 type MemoryError struct {
 	Kind       ErrorKind // what went wrong
-	Addr       uintptr   // the address freed, or the block written after free
+	Addr       uintptr   // the address freed, the block written after free, or the address that faulted
 	Size       int       // the block's size in bytes, 0 if unknown
 	AllocStack string    // where the block was allocated ("" if unknown)
 	FreeStack  string    // where it was first freed, for DoubleFree and WriteAfterFree
-	// AgainStack is where the Free that was refused was called, for
-	// DoubleFree: the second Free, the one to look at first.
+	// AgainStack is where the call that was refused was made: the second
+	// Free, for DoubleFree, the one to look at first; the Release, for
+	// OverRelease; the access that faulted, for an error of FaultError.
 	AgainStack string
 	detail     string
 }
@@ -83,10 +97,17 @@ func (e *MemoryError) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.detail)
 	}
+	again := "\nfreed again at:\n"
+	switch {
+	case e.Kind == OverRelease:
+		again = "\nreleased at:\n"
+	case e.Kind == OutOfBounds || e.Kind == UseAfterFree && e.AgainStack != "":
+		again = "\nfaulted at:\n"
+	}
 	for _, st := range [...]struct{ head, stack string }{
 		{"\n\nallocated at:\n", e.AllocStack},
 		{"\nfirst freed at:\n", e.FreeStack},
-		{"\nfreed again at:\n", e.AgainStack},
+		{again, e.AgainStack},
 	} {
 		if st.stack != "" {
 			b.WriteString(st.head)
@@ -99,8 +120,8 @@ func (e *MemoryError) Error() string {
 // Leak is a block still live when its heap was closed, or when
 // Heap.Leaks was called.
 type Leak struct {
-	Addr  uintptr // the block's start
-	Size  int     // the size it was allocated with
+	Addr  uintptr // the block's start; for a Shared, its bytes' (Bytes)
+	Size  int     // the size it was allocated with; for a Shared, NewShared's n
 	Stack string  // where it was allocated
 }
 
@@ -307,7 +328,7 @@ func (c *checker) unknownFree(a uintptr) *MemoryError {
 			}
 			if info, ok := c.info(start); ok {
 				return &MemoryError{Kind: InvalidFree, Addr: a, Size: info.Size, AllocStack: info.AllocStack,
-					detail: fmt.Sprintf("not the start of a block: it is %d bytes into the block at %#x", a-start, start)}
+					detail: fmt.Sprintf("not the start of a block: it is %s into the block at %#x", count(int(a-start), "byte"), start)}
 			}
 		}
 		return &MemoryError{Kind: InvalidFree, Addr: a,
@@ -373,7 +394,11 @@ func (c *checker) leaks() []Leak {
 	var leaks []Leak
 	found := func(a uintptr, r *record) {
 		if c.live(r, a) {
-			leaks = append(leaks, Leak{Addr: a, Size: int(r.size), Stack: r.alloc.String()})
+			l := Leak{Addr: a, Size: int(r.size), Stack: r.alloc.String()}
+			if n, ok := c.h.liveShared(a); ok { // a Shared's block: its bytes
+				l.Addr, l.Size = a+sharedHdr, n
+			}
+			leaks = append(leaks, l)
 		}
 	}
 	ph := &c.h.pages
@@ -414,6 +439,12 @@ func init() {
 			hs[i] = c.h
 		}
 		return hs
+	}
+	openheaps.Default = func() any {
+		if h := defaultHeap.h.Load(); h != nil {
+			return h
+		}
+		return nil
 	}
 }
 

@@ -51,6 +51,7 @@ func (c *checker) allocSmall(n int, zero bool, st stackID) ([]byte, error) {
 	pin.Unpin()
 	a, err := h.smallBlock(cl)
 	if err != nil {
+		panicCorrupt(err)
 		return nil, err
 	}
 	pin.Pin()

@@ -8,6 +8,9 @@ package offheap
 import (
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -788,5 +791,29 @@ func TestCheckedRacingDoubleFree(t *testing.T) {
 			}
 		}
 		closeClean(t, h)
+	}
+}
+
+// TestCheckerSeam holds checked.go's description to the code: of the files
+// that are not the checker's (checked*.go), only the seam's name the
+// checker's field.
+func TestCheckerSeam(t *testing.T) {
+	seam := map[string]bool{"alloc.go": true, "free.go": true, "heap.go": true, "closing.go": true, "census.go": true}
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chk := regexp.MustCompile(`\.chk\b`)
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "checked") || seam[name] {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if chk.Match(src) {
+			t.Errorf("%s names the checker's field (.chk): reach the checker through a method of a checked*.go file (checked.go)", name)
+		}
 	}
 }

@@ -65,7 +65,7 @@ import (
 // heap closed under its lock; unmap. No
 // pinned section takes a lock, and code
 // between enter and exit must not wait for anything Close holds while it
-// waits (closeMu), nor run the program's code: an OnRelease callback may
+// waits (closeMu), nor run the program's code: an OnLastRelease callback may
 // call Close, so callbacks run outside (shared.go). Every exit is deferred,
 // so a panic inside does not leave a count behind.
 //

@@ -75,8 +75,8 @@ func TestAfterClose(t *testing.T) {
 			plain := h.NewShared(64)
 			hot := h.NewShared(64, Hot())
 			hotRef := hot.Retain()
-			withCallback := h.NewShared(64, OnRelease(func([]byte) { t.Error("OnRelease ran after Close") }))
-			static := Static([]byte("static"))
+			withCallback := h.NewShared(64, OnLastRelease(func([]byte) { t.Error("OnLastRelease ran after Close") }))
+			static := StaticShared([]byte("static"))
 			block := h.Alloc(64)
 			big := h.Alloc(1 << 20)
 			h.Close() // a checked heap reports the leaks; not this test's concern
@@ -99,7 +99,7 @@ func TestAfterClose(t *testing.T) {
 			wantClosed(t, "released arena Alloc", func() error { released.Alloc(10); return nil })
 			released.Release()
 
-			for name, s := range map[string]Shared{"plain": plain, "hot": hot, "hot reference": hotRef, "with OnRelease": withCallback} {
+			for name, s := range map[string]Shared{"plain": plain, "hot": hot, "hot reference": hotRef, "with OnLastRelease": withCallback} {
 				wantClosed(t, name+" Shared.Retain", func() error { s.Retain(); return nil })
 				wantClosed(t, name+" Shared.Release", func() error { s.Release(); return nil })
 				wantClosed(t, name+" Shared.Refs", func() error { s.Refs(); return nil })

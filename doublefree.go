@@ -57,7 +57,10 @@ func newKey() uint64 {
 // key, is already free; it returns if the block is live. Called between
 // enter and exit, with no lock held.
 func (h *Heap) checkFree(a uintptr, c uint8) {
-	switch h.freeState(a, c) {
+	var bad *corruptError
+	switch h.freeState(a, c, &bad) {
+	case blockCorrupt:
+		panic(bad.Error())
 	case blockFree:
 		panic(fmt.Sprintf("offheap: double free of %#x (%d bytes): the block is already free; free each block once "+
 			"(Options.Checked, or the offheapchecked build tag, reports where it was allocated and first freed)",
@@ -72,10 +75,14 @@ const (
 	blockLive     = iota // in none of the places a free block waits
 	blockFree            // in a magazine, a depot batch or its span's free list
 	blockUncarved        // in its span's tail that was never handed out
+	blockCorrupt         // not known: its span's free list was written after free
 )
 
-// freeState is the exact check: where the block of class c at a is.
-func (h *Heap) freeState(a uintptr, c uint8) int {
+// freeState is the exact check: where the block of class c at a is. It
+// returns blockCorrupt, and the corruption in bad, if the walk of the span's
+// free list found a block written after its Free: the list is abandoned
+// (freelist.go), and whether a was on it is not known.
+func (h *Heap) freeState(a uintptr, c uint8, bad **corruptError) int {
 	cen := &h.central[c]
 	cen.mu.Lock()
 	defer cen.mu.Unlock()
@@ -123,12 +130,20 @@ func (h *Heap) freeState(a uintptr, c uint8) int {
 	if q, _ := blockIn(a, e, &classInfos[c]); q >= uint64(s.carved) {
 		return blockUncarved
 	}
-	b := s.free
-	for range s.nfree {
+	i := s.free
+	for rest := s.nfree; rest > 0; rest-- {
+		b := s.block(i)
 		if b == a {
 			return blockFree
 		}
-		b = *word(b)
+		var ok bool
+		if i, ok = s.follow(h, b, rest-1); !ok {
+			if s.empty() {
+				cen.empty-- // it will not be, abandoned
+			}
+			*bad = cen.abandon(h, s, b)
+			return blockCorrupt
+		}
 	}
 	return blockLive
 }

@@ -1,6 +1,7 @@
 package offheap_test
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -53,4 +54,30 @@ func ExampleHeap_NewCache() {
 	// Output:
 	// live blocks: 0
 	// every Alloc counted once: true
+}
+
+// TryAlloc lets a Cache's owner shed work at the heap's Limit instead of
+// panicking: here a worker buffers messages until the heap is full.
+func ExampleCache_TryAlloc() {
+	h, _ := offheap.NewHeap(offheap.Options{Limit: 1 << 20})
+	defer h.Close()
+	c := h.NewCache()
+	defer c.Close()
+
+	var kept [][]byte
+	dropped := 0
+	for range 2000 {
+		b, err := c.TryAlloc(1024)
+		if errors.Is(err, offheap.ErrLimit) {
+			dropped++ // the heap is full: drop the message, or apply back-pressure
+			continue
+		}
+		kept = append(kept, b)
+	}
+	fmt.Println(len(kept) > 0, dropped > 0)
+	for _, b := range kept {
+		c.Free(b)
+	}
+	// Output:
+	// true true
 }

@@ -1,16 +1,21 @@
 package offheap_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"sync"
+	"sync/atomic"
 
 	"github.com/offheap/offheap"
 )
 
 // A map from keys to Refs holds no pointers, so the garbage collector never
 // scans it, however many values it indexes; the values themselves are
-// off-heap. This is the pattern of docs/storing-values.md.
+// off-heap. This is the pattern of docs/storing-values.md, for one
+// goroutine: get's slice is valid until the next set of its key frees it.
+// With goroutines, see ExampleRef_concurrent.
 func ExampleRef() {
 	h, _ := offheap.NewHeap(offheap.Options{})
 	defer func() {
@@ -53,6 +58,98 @@ func ExampleRef() {
 	// uno
 	// false
 	// live blocks: 0
+}
+
+// With goroutines that set and delete, a get must not return the value's
+// slice: once the lock is released, a set or delete on another goroutine
+// may free the block, and the caller would read freed memory, perhaps the
+// next owner's bytes. Checked mode does not see such a read (it finds
+// writes after free); the race detector does. So get copies the value out
+// under the lock, and view lets a function use the bytes in place while it
+// holds the lock.
+func ExampleRef_concurrent() {
+	h, _ := offheap.NewHeap(offheap.Options{})
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
+
+	var mu sync.RWMutex
+	index := make(map[uint64]offheap.Ref)
+	// put stores v under k (nil deletes k) and frees the value it replaces,
+	// after the lock: no reader holds its bytes outside the lock.
+	put := func(k uint64, v []byte) {
+		var r offheap.Ref
+		if v != nil {
+			b := h.Alloc(len(v))
+			copy(b, v)
+			r = h.Ref(b)
+		}
+		mu.Lock()
+		old, had := index[k]
+		if v != nil {
+			index[k] = r
+		} else {
+			delete(index, k)
+		}
+		mu.Unlock()
+		if had {
+			h.Free(h.Bytes(old))
+		}
+	}
+	get := func(k uint64, dst []byte) ([]byte, bool) {
+		mu.RLock()
+		defer mu.RUnlock()
+		r, ok := index[k]
+		if !ok {
+			return dst, false
+		}
+		return append(dst, h.Bytes(r)...), true // a copy: the block may be freed after RUnlock
+	}
+	view := func(k uint64, f func(v []byte)) bool { // f must not keep v
+		mu.RLock()
+		defer mu.RUnlock()
+		r, ok := index[k]
+		if ok {
+			f(h.Bytes(r))
+		}
+		return ok
+	}
+
+	var wg sync.WaitGroup
+	var torn atomic.Int64
+	for w := range 4 {
+		wg.Go(func() {
+			var buf []byte
+			for i := range 1000 {
+				switch i % 3 {
+				case 0: // a value of one letter per writer, its length varying
+					put(1, bytes.Repeat([]byte{'a' + byte(w)}, 8+i%64))
+				case 1:
+					v, ok := get(1, buf[:0])
+					for _, c := range v {
+						if ok && c != v[0] { // a value freed and written again while read
+							torn.Add(1)
+							break
+						}
+					}
+					buf = v
+				case 2:
+					put(1, nil)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	put(1, nil)
+	put(2, []byte("two"))
+	view(2, func(v []byte) { fmt.Printf("%s\n", v) })
+	put(2, nil)
+	fmt.Println("torn values:", torn.Load(), "live blocks:", h.Stats().LiveBlocks)
+	// Output:
+	// two
+	// torn values: 0 live blocks: 0
 }
 
 // String keys would make the map scanned again (a string holds a pointer),

@@ -7,7 +7,7 @@ import (
 )
 
 // ExampleShared shares one off-heap buffer between two owners. The memory is
-// freed, after OnRelease, when the last reference is released.
+// freed, after OnLastRelease, when the last reference is released.
 func ExampleShared() {
 	h, err := offheap.NewHeap(offheap.Options{})
 	if err != nil {
@@ -20,7 +20,7 @@ func ExampleShared() {
 		}
 	}()
 
-	s := h.NewShared(5, offheap.OnRelease(func(b []byte) {
+	s := h.NewShared(5, offheap.OnLastRelease(func(b []byte) {
 		fmt.Printf("released %q\n", b)
 	}))
 	copy(s.Bytes(), "hello")
@@ -29,10 +29,10 @@ func ExampleShared() {
 	fmt.Println("refs:", s.Refs())
 	s.Release()
 	fmt.Println("refs:", other.Refs(), string(other.Bytes()))
-	other.Release() // the last one: OnRelease runs, then the memory is freed
+	other.Release() // the last one: OnLastRelease runs, then the memory is freed
 
 	// A static handle is immortal: Retain and Release never write.
-	lit := offheap.Static([]byte("constant"))
+	lit := offheap.StaticShared([]byte("constant"))
 	lit.Retain().Release()
 	fmt.Println(string(lit.Bytes()))
 

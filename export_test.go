@@ -170,3 +170,6 @@ func (h *Heap) collapseNow() bool {
 	}
 	return on
 }
+
+// corruptBytes is Stats().CorruptBytes (freelist_test.go).
+func corruptBytes(h *Heap) uint64 { return h.Stats().CorruptBytes }

@@ -39,8 +39,8 @@ func (h *Heap) Free(b []byte) {
 		c := uint8(e)
 		if k := c - 2; k < numClasses-2 { // classes 2 and up: blocks of 16 bytes and more
 			ci := &(*[numClasses - 2]classInfo)(classInfos[2:])[k] // classInfos[c], no bounds check
-			if q, into := blockIn(a, e, ci); into != 0 || q >= uint64(ci.blocks) {
-				goto slow // not a block start
+			if !blockStart(a, e, ci) {
+				goto slow
 			}
 			// The key in the block's second word marks it freed
 			// (doublefree.go): finding it sends the Free to the slow
@@ -50,7 +50,7 @@ func (h *Heap) Free(b []byte) {
 				goto slow
 			}
 			*kw = h.key
-		} else if q, into := blockIn(a, e, &classInfos[1]); c != 1 || into != 0 || q >= uint64(classInfos[1].blocks) {
+		} else if c != 1 || !blockStart(a, e, &classInfos[1]) {
 			goto slow // not a small block's start; 8-byte blocks have no second word, so no key
 		}
 		raceRelease(ptr(a)) // race builds: to the block's next Alloc (race.go)
@@ -73,17 +73,18 @@ slow:
 	h.freeSlow(b)
 }
 
-// freeSlow handles every Free the fast path did not take: large blocks,
-// the profile's samples, small blocks of the regions after the first
-// (region.go), the key found, a
-// closed heap, and the addresses that are not a block start of this heap,
-// which panic.
+// freeSlow handles every Free the fast path did not take: every Free of a
+// checked heap, which goes to the checker; large blocks, the profile's
+// samples, a sampled heap's guarded blocks, small blocks of the regions
+// after the first (region.go), the key found, a closed heap, and the
+// addresses that are not a block start of this heap, which panic. Past
+// checked mode it reads a's pagemap word once and switches on its class.
 func (h *Heap) freeSlow(b []byte) {
 	a := addrOf(b)
-	if c := h.chk; c != nil && c.owns(a) { // all in checked mode, guarded blocks otherwise
+	if c := h.chk; c != nil && c.all {
 		var s stack // walked from this frame: it starts at the caller of Free (checked.go)
 		st := intern(&s, s.fill(fpStack(&s.pcs)))
-		if !c.all || !c.freeSmall(a, st) {
+		if !c.freeSmall(a, st) {
 			c.freeRun(a, st) // page runs, and every address the checker refuses
 		}
 		return
@@ -93,37 +94,36 @@ func (h *Heap) freeSlow(b []byte) {
 	}
 	defer h.exit()
 	page, ok := h.pages.pageOf(a)
-	if ok && uint8(*h.pages.entry(page)) == classArena {
-		panic(arenaFree(a))
-	}
 	if !ok {
 		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which this heap did not allocate: %s", a, cap(b), appendMoved))
 	}
 	e := *h.pages.entry(page)
-	c := uint8(e)
-	switch {
+	switch c := uint8(e); {
+	case c-1 < numClasses-1: // a small block, found as Free's fast path finds one
+		ci := &classInfos[c]
+		if blockStart(a, e, ci) {
+			h.freeSmall(a, c)
+			return
+		}
+		_, into := blockIn(a, e, ci)
+		start := a - uintptr(into)
+		if sharedBlock(start, a) {
+			panic(sharedFree(a))
+		}
+		panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %s into the %d-byte block at %#x",
+			a, count(int(a-start), "byte"), ci.size, start))
 	case c == classLarge:
 		h.freeLarge(a, classLarge)
-		return
 	case c == classSampled: // the profile's (profile.go)
 		h.freeSampled(a)
-		return
-	case c-1 >= numClasses-1:
+	case c == classGuarded && h.chk != nil: // a sampled heap's sample: the checker's (guard.go)
+		var s stack // as above
+		h.chk.freeRun(a, intern(&s, s.fill(fpStack(&s.pcs))))
+	case c == classArena:
+		panic(arenaFree(a))
+	default: // a free page
 		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which is not allocated (already freed, or never handed out)", a, cap(b)))
 	}
-	// A small block, found as Free's fast path finds one.
-	ci := &classInfos[c]
-	q, into := blockIn(a, e, ci)
-	if into == 0 && q < uint64(ci.blocks) {
-		h.freeSmall(a, c)
-		return
-	}
-	start := a - uintptr(into)
-	if sharedBlock(start, a) {
-		panic(sharedFree(a))
-	}
-	panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %d bytes into the %d-byte block at %#x",
-		a, a-start, ci.size, start))
 }
 
 // sharedFree is what Free panics with for the bytes of a Shared.
@@ -159,15 +159,4 @@ func (h *Heap) freeToCentral(a uintptr, c uint8) {
 	if !h.mags.on || h.spill(a, c) != nil {
 		h.central[c].freeDirect(h, a)
 	}
-}
-
-// freeDirect frees one block straight into the central list and counts it;
-// on a closed heap it drops it (see get).
-func (c *central) freeDirect(h *Heap, a uintptr) {
-	c.mu.Lock()
-	if !h.closed.Load() {
-		c.putLocked(h, a)
-		c.frees.Add(1)
-	}
-	c.mu.Unlock()
 }

@@ -75,7 +75,7 @@ func TestFreeSharedBytes(t *testing.T) {
 	for _, arm := range modeArms {
 		t.Run(arm.name, func(t *testing.T) {
 			h := newTestHeap(t, arm.opts)
-			for _, opts := range [][]SharedOption{nil, {Hot()}, {OnRelease(func([]byte) {})}} {
+			for _, opts := range [][]SharedOption{nil, {Hot()}, {OnLastRelease(func([]byte) {})}} {
 				s := h.NewShared(100, opts...)
 				copy(s.Bytes(), "kept")
 				wantRefused(t, "Free of a Shared's bytes", func() { h.Free(s.Bytes()) }, "bytes of a Shared", "Release")

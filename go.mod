@@ -2,7 +2,4 @@ module github.com/offheap/offheap
 
 go 1.26.0
 
-require (
-	golang.org/x/sys v0.50.0
-	golang.org/x/term v0.48.0
-)
+require golang.org/x/sys v0.50.0

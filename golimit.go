@@ -18,9 +18,10 @@ import (
 // runs wherever a heap commits or releases pages, calls followGoLimit while
 // a limit is in force. That costs nothing while the heap's mapped bytes stay
 // put, and next to the mprotect or madvise that changed them, a lock and
-// SetMemoryLimit (tens of ns: BenchmarkGoLimit) are noise. A poller reading
-// the heaps ten times a second, the other way to follow them, cost an idle
-// program about 0.1% of a core in timer wakeups and lagged by up to 100 ms.
+// SetMemoryLimit (BenchmarkGoLimit) are noise. A poller reading the heaps
+// ten times a second, the other way to follow them, would cost an idle
+// program timer wakeups and lag by up to 100 ms (docs/benchmarks.md,
+// LimitGoMemory).
 //
 // Lock order: a page heap's mu, then goLimits.mu. Nothing under goLimits.mu
 // takes a page heap's lock (mappedBytes is an atomic load).

@@ -18,7 +18,7 @@ package offheap
 //
 // The pagemap marks every page of the run, guard page included, with
 // classGuarded: Free's fast path takes no such block for a small one and falls
-// to freeSlow, which hands it to the checker (checker.owns). Words have the
+// to freeSlow, whose switch on the class hands it to the checker. Words have the
 // layout of every run of its own (pages.go): the first page holds the run's
 // length, guard page included, in bits 32-63, the others have bit 8 set.
 // The block's record is at its start, as every checked block's is
@@ -37,10 +37,12 @@ package offheap
 // followed by the goroutine's traceback, which shows where the bad access
 // happened. (Not in a race build: the heap is Go memory there, which
 // protectRegion leaves accessible; region_race.go.) To learn which block
-// the address belonged to and where it was allocated and freed, make the fault recoverable with
-// debug.SetPanicOnFault(true) on the goroutine that may fault: the fault then
-// panics with a runtime.Error that has an Addr() uintptr method, and
-// Heap.Lookup(addr) describes the block.
+// the address belonged to and where it was allocated and freed, make the
+// fault recoverable with debug.SetPanicOnFault(true) on the goroutine that
+// may fault: the fault then panics with a runtime.Error that has an Addr()
+// uintptr method, and FaultError turns the recovered value into a
+// *MemoryError with the block's stacks and the faulting access's (Lookup
+// describes the block).
 //
 // Every guarded block costs two mappings in the kernel's view (its
 // accessible pages and its guard page), and Linux limits a process to about
@@ -53,7 +55,7 @@ package offheap
 // A sampled heap is a fast heap with a checker that takes only sampled
 // allocations. The decision costs the fast path one compare: each magazine
 // class keeps, next to its count of magazine hits, the hit count at which the
-// next allocation is sampled (magClass.sampleAt), shared with the profile's
+// next allocation is sampled (classStack.sampleAt), shared with the profile's
 // sampling (sampling.go). The fast path stops short when the two are equal,
 // so the allocation falls to the slow path, where sampleDue draws the next
 // interval (uniform in [1, 2*SampleRate-1], mean SampleRate, random so that
@@ -79,10 +81,65 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 )
 
-// classGuarded is the pagemap class of a guarded run's pages.
-const classGuarded = 0xfe
+// FaultError turns the value recovered from a fault on a guarded block (of
+// a heap with GuardPages or SampleRate) into a *MemoryError: UseAfterFree
+// for a freed block, OutOfBounds for an access past the end of a live one,
+// with the stacks of the block's allocation and free and of the access
+// that faulted (AgainStack). It returns nil for any other value: a panic
+// that is no fault, or a fault on an address no open heap knows as a
+// guarded block (one freed so long ago that its record is gone included).
+// The error is kept with the heap's MemoryErrors.
+//
+// A fault panics only on a goroutine that runs with
+// debug.SetPanicOnFault(true); without it the process dies with the
+// runtime's "unexpected fault address" (see Options.SampleRate):
+//
+//	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+//	defer func() {
+//		r := recover()
+//		if me := offheap.FaultError(r); me != nil {
+//			log.Fatal(me) // both stacks and the access
+//		}
+//		if r != nil {
+//			panic(r)
+//		}
+//	}()
+//
+// In a race build guarded blocks do not fault (see the package doc).
+func FaultError(recovered any) *MemoryError {
+	f, ok := recovered.(interface{ Addr() uintptr })
+	if _, isErr := recovered.(runtime.Error); !ok || !isErr {
+		return nil
+	}
+	a := f.Addr()
+	c := lookupHeap(a)
+	if c == nil {
+		return nil
+	}
+	info, ok := c.h.Lookup(a)
+	if !ok || !info.Guarded {
+		return nil
+	}
+	var st stack // the panicking goroutine's, from the frame that faulted
+	st.callers(2)
+	for i, pc := range st.frames() {
+		if fn := runtime.FuncForPC(pc - 1); fn != nil && fn.Name() == "runtime.sigpanic" {
+			st.n = int32(copy(st.pcs[:], st.pcs[i:st.n])) // String skips sigpanic itself
+			break
+		}
+	}
+	e := &MemoryError{Kind: OutOfBounds, Addr: a, Size: info.Size, AllocStack: info.AllocStack, AgainStack: st.String(),
+		detail: fmt.Sprintf("an access %d bytes past the end of the live guarded block at %#x faulted on its guard page", a-info.Start-uintptr(info.Size), info.Start)}
+	if info.Freed {
+		e.Kind, e.FreeStack = UseAfterFree, info.FreeStack
+		e.detail = fmt.Sprintf("an access %d bytes into the guarded block at %#x faulted: the block is freed", a-info.Start, info.Start)
+	}
+	c.found.add(e)
+	return e
+}
 
 // guardAlign is the alignment of a guarded block: Alloc's.
 const guardAlign = 16

@@ -18,7 +18,7 @@ const childEnv = "OFFHEAP_GUARD_CHILD"
 // program named by mode, with or without its bug, and prints "survived" if
 // it gets to the end.
 func guardChild(mode string) {
-	h, err := NewHeap(Options{GuardPages: true})
+	h, err := NewHeap(Options{Checked: true, GuardPages: true})
 	if err != nil {
 		panic(err)
 	}
@@ -341,4 +341,73 @@ func TestGuardPool(t *testing.T) {
 		t.Fatalf("Stats after Trim: Allocs %d, Frees %d, InUseBytes %d", s.Allocs, s.Frees, s.InUseBytes)
 	}
 	closeClean(t, h)
+}
+
+// faultError runs f with faults turned into panics and returns what
+// FaultError makes of the value recovered, and whether f panicked.
+func faultError(f func()) (me *MemoryError, panicked bool) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		r := recover()
+		me, panicked = FaultError(r), r != nil
+	}()
+	f()
+	return nil, false
+}
+
+// readAt reads the byte at p: the access a fault test makes, in a function
+// of its own, so that the stack of the access names it.
+//
+//go:noinline
+func readAt(p unsafe.Pointer) { sinkByte = *(*byte)(p) }
+
+// TestFaultError: a fault on a guarded block, recovered under
+// SetPanicOnFault, becomes a *MemoryError with the block's allocation and
+// free stacks and the stack of the access, in a checked heap with guard
+// pages and in a sampled one, and is kept with the heap's MemoryErrors; a
+// panic that is no fault, or a fault elsewhere, becomes nil.
+func TestFaultError(t *testing.T) {
+	skipRace(t, "guard pages do not fault: the heap is Go memory, which is never made inaccessible")
+	for _, opts := range []Options{{GuardPages: true}, {SampleRate: 1}} {
+		h := checkedHeap(t, opts)
+		b := h.Alloc(100)
+		h.Free(b)
+		me, _ := faultError(func() { readAt(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), 10)) })
+		if me == nil || me.Kind != UseAfterFree || me.Addr != addrOf(b)+10 || me.Size != 100 {
+			t.Fatalf("%+v: read after free: %v", opts, me)
+		}
+		wantStack(t, "alloc", me.AllocStack, "TestFaultError")
+		wantStack(t, "free", me.FreeStack, "TestFaultError")
+		if first, _, _ := strings.Cut(me.AgainStack, "\n"); !strings.HasSuffix(first, ".readAt") {
+			t.Fatalf("%+v: the access's stack starts at %q:\n%s", opts, first, me.AgainStack)
+		}
+		if msg := me.Error(); !strings.Contains(msg, "offheap: use after free of") || !strings.Contains(msg, "\nfaulted at:\n") {
+			t.Fatalf("%+v: %s", opts, msg)
+		}
+
+		c := h.Alloc(32)
+		me, _ = faultError(func() { readAt(unsafe.Add(unsafe.Pointer(unsafe.SliceData(c)), 40)) })
+		if me == nil || me.Kind != OutOfBounds || me.Addr != addrOf(c)+40 || me.FreeStack != "" ||
+			!strings.Contains(me.Error(), "an access 8 bytes past the end") {
+			t.Fatalf("%+v: overrun: %v", opts, me)
+		}
+		wantStack(t, "alloc", me.AllocStack, "TestFaultError")
+		h.Free(c)
+		if n := len(h.MemoryErrors()); n != 2 {
+			t.Fatalf("%+v: %d MemoryErrors, want the 2 faults", opts, n)
+		}
+
+		// Controls: no fault, another panic, a fault on no heap's block.
+		d := h.Alloc(8)
+		if me, panicked := faultError(func() { readAt(unsafe.Pointer(unsafe.SliceData(d))) }); me != nil || panicked {
+			t.Fatalf("%+v: a read of a live block: %v %v", opts, me, panicked)
+		}
+		h.Free(d)
+		if me, panicked := faultError(func() { panic(errors.New("not a fault")) }); me != nil || !panicked {
+			t.Fatalf("%+v: a plain panic: %v %v", opts, me, panicked)
+		}
+		if me, panicked := faultError(func() { readAt(nil) }); me != nil || !panicked {
+			t.Fatalf("%+v: a nil dereference: %v %v", opts, me, panicked)
+		}
+	}
 }

@@ -33,34 +33,44 @@ type Options struct {
 
 	// Checked turns on checked mode: double, invalid and foreign frees,
 	// writes after free and leaks are reported with allocation stacks. The
-	// build tag offheapchecked turns it on for every heap. It costs about
-	// 4-5x fast mode's time per Alloc and Free; each block is 8 bytes longer
+	// build tag offheapchecked turns it on for every heap. It costs several
+	// times fast mode's time per Alloc and Free, for the two stacks, the
+	// record and the quarantine each block gets (docs/benchmarks.md,
+	// Checked mode's cost, has the figures); each block is 8 bytes longer
 	// (a canary) and at least 32; a quarantine holds freed blocks (up to
 	// 1024 blocks and 8 MiB per P, and as many again of large blocks); and
 	// the records of small blocks take up to as much memory again as the
 	// blocks.
 	Checked bool
 
-	// GuardPages, in checked mode, puts every allocation on pages of its own
+	// GuardPages, with Checked, puts every allocation on pages of its own
 	// with an inaccessible page after it, and makes its pages inaccessible
-	// once freed: a use after free or past the end faults at once. Not in
+	// once freed: a use after free or past the end faults at once. NewHeap
+	// refuses it without Checked (or the offheapchecked build tag): a fast
+	// heap guards every allocation with SampleRate 1. Not in
 	// a race build, where nothing faults (see the package doc, Race
 	// detector).
 	GuardPages bool
 
 	// SampleRate, when positive, gives one allocation in SampleRate (on
-	// average) the GuardPages treatment in an otherwise fast heap: a use
-	// after free or a write past the end of a sampled block faults where
-	// it happens, in production (guard.go says what a fault looks like).
-	// A sample costs two mprotects and a page fault, about 7 µs on a
-	// 2-vCPU VM. The heap maps a pool of 32 guarded pages for its samples,
-	// 512 KiB counted in MappedBytes and against the Limit, resident only
-	// where a sample is; while a sampled block's page waits in the pool
-	// after its Free, about the time 31 more samples take, touching it
-	// faults too.
+	// average) the GuardPages treatment in an otherwise fast heap: a use after
+	// free or a write past the end of a sampled block faults where it happens,
+	// in production. The process then dies printing the runtime's "unexpected
+	// fault address 0x...", "fatal error: fault" and "[signal SIGSEGV ...]",
+	// and the faulting goroutine's traceback, which shows the access but not
+	// the block's history; a goroutine that runs with
+	// debug.SetPanicOnFault(true) gets a panic instead, which FaultError turns
+	// into a *MemoryError with the stacks of the block's allocation and free.
+	// A sample costs two mprotects and a page fault (microseconds, where a
+	// fast pair costs nanoseconds: docs/benchmarks.md). The heap maps a pool
+	// of 32 guarded pages for its samples, 512 KiB counted in MappedBytes and
+	// against the Limit, resident only where a sample is; while a sampled
+	// block's page waits in the pool after its Free, about the time 31 more
+	// samples take, touching it faults too.
 	//
-	// 50000 is a production rate: it costs a 64-byte Alloc+Free pair about
-	// 1% (at most 2%: 25000 would be about 2%, 10000 5%), and a server
+	// 50000 is a production rate: a sample's system calls, spread over
+	// 50000 allocations, cost a 64-byte Alloc+Free pair little (the figures
+	// for 10000 to 50000 are in docs/benchmarks.md, SampleRate), and a server
 	// that allocates a million blocks a second puts 72,000 blocks an hour
 	// on guard pages, each of whose uses after free (within the pool's
 	// window) and overruns faults: a bug that touches a freed or overrun
@@ -74,13 +84,15 @@ type Options struct {
 	// samples of the heap's allocation profile (WriteProfile). 0 means
 	// DefaultProfileRate (512 KiB, as runtime.MemProfileRate); a negative
 	// rate turns profiling off. Sampling costs the fast path nothing; a
-	// sample costs some 150 ns, its Alloc and Free together, and a sampled
-	// small block takes a page of its own while it lives (profile.go). As
+	// sample records a stack at its Alloc and drops it at its Free, and a
+	// sampled small block takes a page of its own while it lives
+	// (profile.go). As
 	// in the Go runtime, a block's odds of a sample grow with its size: one
 	// 64-byte block in 8192 is sampled, one 64 KiB block in 9, one 256 KiB
 	// block in 2.5. So at the default rate a 64-byte Alloc+Free pair costs
-	// what it costs unprofiled, and pairs of 16, 64 and 256 KiB about 1.5,
-	// 2.5 and 6.5 times as much (BenchmarkPairSizes, arm noprof): a program
+	// what it costs unprofiled, and pairs of tens of KiB and more cost
+	// several times as much (BenchmarkPairSizes against its arm noprof; the
+	// figures are in docs/benchmarks.md, ProfileRate): a program
 	// whose hot loop allocates and frees blocks of tens of KiB takes that
 	// back with a larger rate, or a negative one. A checked heap does not
 	// profile.
@@ -128,7 +140,7 @@ type Heap struct {
 	// the checker (checked.go), and none once Close begins, which stores it
 	// atomically (Free loads it so). A checked heap's Allocs get there
 	// without a flag: its magazines decline every allocation
-	// (magClass.sampleAt), so they take the slow path.
+	// (classStack.sampleAt), so they take the slow path.
 	fastSize uintptr
 	key      uint64    // written into the second word of a freed small block (doublefree.go)
 	ref      refKey    // the heap's tag in its Refs, read with base and fastSize by every Bytes (ref.go)
@@ -138,6 +150,7 @@ type Heap struct {
 	_       [centralPad]byte
 	central [numClasses]central // on cache lines of their own (centralPad)
 	caches  cacheSet            // the Caches' stacks and census (cache.go)
+	links   listKeys            // the keys of the spans' free lists (freelist.go)
 	pages   pageHeap
 	reclaim reclaimState // the last reclaim under the Limit (reclaim.go)
 
@@ -174,7 +187,9 @@ var _ = [1]struct{}{}[unsafe.Offsetof(Heap{}.central)%64]
 
 var (
 	// ErrLimit is returned (or panicked, by Alloc) when an allocation would
-	// take the heap past Options.Limit.
+	// take the heap past Options.Limit, wrapped in an error that says how
+	// many bytes were asked for, how many more that needed mapped, and how
+	// many of the Limit's were mapped: test it with errors.Is.
 	ErrLimit = errors.New("offheap: heap limit reached")
 
 	// ErrClosed is returned (or panicked) when a closed heap is used.
@@ -214,7 +229,7 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 		return nil, err
 	}
 	opts.Checked = opts.Checked || buildChecked
-	h := &Heap{opts: opts, key: newKey(), ref: newRefKey()}
+	h := &Heap{opts: opts, key: newKey(), ref: newRefKey(), links: newListKeys()}
 	h.mags.init(opts.MagazineDepth, &h.central)
 	h.caches.init(opts.MagazineDepth)
 	for c := 1; c < numClasses; c++ {
@@ -223,8 +238,8 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 	if err := h.mapBusy(); err != nil {
 		return nil, err
 	}
-	checked := opts.Checked || opts.GuardPages || opts.SampleRate > 0
-	if !opts.Checked && !opts.GuardPages {
+	checked := opts.Checked || opts.SampleRate > 0 // GuardPages needs Checked (check)
+	if !opts.Checked {
 		h.startProfile(opts.ProfileRate) // sampling.go
 	}
 	if err := h.reserve(opts.Limit, first, checked); err != nil {
@@ -246,6 +261,9 @@ func (opts *Options) check() error {
 		return fmt.Errorf("offheap: negative Limit %d", opts.Limit)
 	case opts.SampleRate < 0:
 		return fmt.Errorf("offheap: negative SampleRate %d", opts.SampleRate)
+	case opts.GuardPages && !opts.Checked && !buildChecked:
+		return errors.New("offheap: GuardPages without Checked: set Checked too, for every block guarded with its stacks, " +
+			"or SampleRate 1 instead, for every block guarded in a fast heap")
 	}
 	return nil
 }

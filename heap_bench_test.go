@@ -35,6 +35,16 @@ func BenchmarkPair64(b *testing.B) {
 			c.Free(c.AllocUnzeroed(64))
 		}
 	})
+	// A Cache of a heap that samples for guard pages at the production
+	// rate: the Cache pair and one guarded sample in 50000.
+	sampled := newTestHeap(b, Options{SampleRate: 50000})
+	b.Run("arm=offheap-cache-sampled", func(b *testing.B) {
+		c := sampled.NewCache()
+		defer c.Close()
+		for b.Loop() {
+			c.Free(c.AllocUnzeroed(64))
+		}
+	})
 	b.Run("arm=cache-floor", func(b *testing.B) {
 		c := new(cacheFloor)
 		for b.Loop() {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 )
@@ -16,12 +17,19 @@ import (
 // live blocks overlap, Realloc keeps what it must, and the census counts
 // what the model did. Bit 5 of an operation's byte sends a small Alloc, a
 // Free or a check through a Cache of the heap (a check then flushes it).
+// A check's byte from 0xe0 up is a write after free instead: an attacker's
+// word written into a small block freed earlier (writeFreed), after which
+// an Alloc may panic with the corruption it finds (freelist.go), and no
+// Alloc may return memory outside the heap or overlapping a live block.
 func FuzzHeap(f *testing.F) {
 	f.Add([]byte{0, 64, 0, 0, 1, 0, 0, 0}, int8(0))
 	f.Add([]byte{0, 1, 0, 0, 0, 0xff, 0x7f, 0, 1, 1, 0, 0, 2, 0, 0, 0}, int8(-1))
 	f.Add([]byte{0, 0, 0x80, 0, 0, 0, 0x80, 1, 1, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0}, int8(1))
 	f.Add(make([]byte, 64), int8(4))
 	f.Add([]byte{0x23, 64, 0, 0, 0x23, 1, 0, 0, 0x25, 0, 0, 0, 0x21, 0, 0, 0, 0x25, 0, 0, 0}, int8(0)) // through a Cache
+	// Writes after free (0xe4, 0xe9, ...: op%5 == 3) between frees and allocs.
+	f.Add([]byte{0, 64, 0, 0, 0, 64, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 0xe4, 0, 0, 0, 0xe9, 1, 0, 0, 0, 64, 0, 0, 0, 64, 0, 0, 3, 0, 0, 0}, int8(-1))
+	f.Add([]byte{0, 16, 0, 0, 2, 0, 0, 0, 0xee, 0x12, 0, 0, 0, 16, 0, 0, 0xf3, 0x23, 0, 0, 0, 16, 0, 0, 3, 0, 0, 0}, int8(1))
 	f.Fuzz(func(t *testing.T, ops []byte, depth int8) {
 		// At most maxFuzzOps operations: each free sorts the live blocks,
 		// so the cost of an input grows faster than its length.
@@ -36,6 +44,8 @@ func FuzzHeap(f *testing.F) {
 		c := h.NewCache()
 		defer c.Close()
 		model := map[uintptr][]byte{}
+		freed := map[uintptr]int{} // small blocks freed and not since handed out, by size
+		goMem := make([]byte, 64)
 		var want census
 		for len(ops) >= 4 {
 			op, arg := ops[0], binary.LittleEndian.Uint32(ops[:4])>>8
@@ -47,14 +57,25 @@ func FuzzHeap(f *testing.F) {
 					n = int(arg % (4 * maxSmall))
 				}
 				var b []byte
+				var msg string
 				if op&0x20 != 0 && n <= 4096 { // at most 4 MiB live: never the limit
-					b = c.Alloc(n)
-				} else if b, err = h.TryAlloc(n); err != nil {
+					b, msg = catchCorrupt(func() []byte { return c.Alloc(n) })
+				} else if b, msg = catchCorrupt(func() []byte { b, err = h.TryAlloc(n); return b }); err != nil {
 					continue // the limit: the model is unchanged
+				}
+				if msg != "" {
+					if err := checkCorruptPanic(msg, n); err != nil {
+						t.Fatal(err)
+					}
+					continue // an abandoned list: the model is unchanged
 				}
 				if n == 0 {
 					continue
 				}
+				if err := checkFresh(h, model, b); err != nil {
+					t.Fatal(err)
+				}
+				delete(freed, addrOf(b))
 				for i, x := range b {
 					if x != 0 {
 						t.Fatalf("TryAlloc(%d)[%d] = %#x, not zeroed", n, i, x)
@@ -81,6 +102,9 @@ func FuzzHeap(f *testing.F) {
 					h.Free(b)
 				}
 				delete(model, a)
+				if len(b) <= maxSmall {
+					freed[a] = len(b)
+				}
 				want.frees++
 				want.inUse -= blockBytes(len(b))
 			case 4: // resize a live block
@@ -114,6 +138,10 @@ func FuzzHeap(f *testing.F) {
 					want.inUse -= blockBytes(len(b))
 					continue
 				}
+				if err := checkFresh(h, model, nb); n > 0 && err != nil {
+					t.Fatal(err)
+				}
+				delete(freed, addrOf(nb))
 				if na := addrOf(nb); na != a { // moved: an Alloc and a Free
 					want.allocs++
 					want.frees++
@@ -127,6 +155,10 @@ func FuzzHeap(f *testing.F) {
 				fill(nb)
 				model[addrOf(nb)] = nb
 			case 3: // check everything
+				if op >= 0xe0 {
+					writeFreed(h, model, freed, arg, goMem)
+					continue
+				}
 				if op&0x20 != 0 {
 					c.Flush()
 				}
@@ -211,7 +243,8 @@ func TestCheckModelControl(t *testing.T) {
 }
 
 // tryRealloc is h.Realloc returning the error it panicked with for a limit
-// reached.
+// reached or a corrupt free list (freelist.go), either of which leaves b as
+// it was.
 func tryRealloc(h *Heap, b []byte, n int) (nb []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -219,8 +252,91 @@ func tryRealloc(h *Heap, b []byte, n int) (nb []byte, err error) {
 				err = e
 				return
 			}
+			if msg, ok := r.(string); ok && corruptRE.MatchString(msg) {
+				err = errors.New(msg)
+				return
+			}
 			panic(r)
 		}
 	}()
 	return h.Realloc(b, n), nil
+}
+
+// catchCorrupt calls alloc and returns what it returned, or the corruption
+// it panicked with.
+func catchCorrupt(alloc func() []byte) (b []byte, msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, ok := r.(string)
+			if !ok || !corruptRE.MatchString(s) {
+				panic(r)
+			}
+			msg = s
+		}
+	}()
+	return alloc(), ""
+}
+
+// checkFresh reports a block that an Alloc returned outside the heap or
+// overlapping a live block.
+func checkFresh(h *Heap, model map[uintptr][]byte, b []byte) error {
+	a := addrOf(b)
+	if !h.pages.contains(a) || !h.pages.contains(a+uintptr(cap(b))-1) {
+		return fmt.Errorf("an Alloc of %d bytes returned %#x, outside the heap", len(b), a)
+	}
+	for la, lb := range model {
+		if a < la+uintptr(cap(lb)) && la < a+uintptr(cap(b)) {
+			return fmt.Errorf("an Alloc of %d bytes returned %#x, overlapping the live block at %#x", len(b), a, la)
+		}
+	}
+	return nil
+}
+
+// writeFreed writes an attacker's word, chosen by arg, into a word of a
+// small block freed earlier that is still a free block of its class: not
+// handed out since, its page still a span of the class.
+func writeFreed(h *Heap, model map[uintptr][]byte, freed map[uintptr]int, arg uint32, goMem []byte) {
+	if len(freed) == 0 {
+		return
+	}
+	keys := slices.Sorted(maps.Keys(freed))
+	a := keys[int(arg)%len(keys)]
+	n := freed[a]
+	page, ok := h.pages.pageOf(a)
+	if !ok || uint8(*h.pages.entry(page)) != sizeClass(n) {
+		delete(freed, a) // its span went back to the page heap
+		return
+	}
+	for la, lb := range model {
+		if a < la+uintptr(cap(lb)) && la < a+16 {
+			delete(freed, a)
+			return
+		}
+	}
+	var v uintptr
+	switch arg >> 8 % 6 {
+	case 0:
+		v = addrOf(goMem)
+	case 1:
+		v = 0x7f0000001000
+	case 2:
+		if _, b, ok := pickLive(model, arg>>12); ok {
+			v = addrOf(b)
+		}
+	case 3:
+		v = keys[int(arg>>12)%len(keys)]
+	case 4:
+		v = uintptr(arg) * 0x9e3779b97f4a7c15
+	case 5: // a word read out of another free block: its encoded link
+		v = *(*uintptr)(ptr(keys[int(arg>>12)%len(keys)]))
+	}
+	w := (*[2]uintptr)(ptr(a))
+	switch {
+	case n <= 8 || arg>>16%3 == 0:
+		w[0] = v
+	case arg>>16%3 == 1:
+		w[1] = v
+	default:
+		w[0], w[1] = v, v
+	}
 }

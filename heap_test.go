@@ -656,6 +656,12 @@ func TestNewHeapOptions(t *testing.T) {
 	if _, err := NewHeap(Options{Limit: -1}); err == nil {
 		t.Error("negative Limit accepted")
 	}
+	if h, err := NewHeap(Options{GuardPages: true}); !buildChecked && (err == nil ||
+		!strings.Contains(err.Error(), "offheap: GuardPages without Checked") || !strings.Contains(err.Error(), "SampleRate 1")) {
+		t.Errorf("GuardPages without Checked: %v", err)
+	} else if buildChecked {
+		h.Close() // every heap is checked: GuardPages alone is one
+	}
 	h := newTestHeap(t, Options{MagazineDepth: MaxMagazineDepth})
 	h.Free(h.Alloc(64))
 }
@@ -792,6 +798,42 @@ func TestAllocUnzeroedAgrees(t *testing.T) {
 			for _, m := range h.mags.all {
 				m.cls[sizeClass(n)].sampleAt = math.MaxUint64
 			}
+		}
+	}
+}
+
+// TestLimitErrorSays: the limit's refusal names the request, what it
+// needed mapped, what is mapped and the Limit, and is still ErrLimit, for
+// a large and a small block of a fast and a checked heap, and for an
+// Arena's.
+func TestLimitErrorSays(t *testing.T) {
+	for _, opts := range []Options{{Limit: 1 << 20}, {Limit: 1 << 20, Checked: true}} {
+		h := newTestHeap(t, opts)
+		_, err := h.TryAlloc(2 << 20)
+		want := fmt.Sprintf("offheap: heap limit reached: an allocation of %d bytes needs", 2<<20)
+		if !errors.Is(err, ErrLimit) || !strings.HasPrefix(fmt.Sprint(err), want) ||
+			!strings.HasSuffix(fmt.Sprint(err), fmt.Sprintf("of the Limit's %d bytes are mapped", 1<<20)) {
+			t.Fatalf("checked=%v: TryAlloc(2 MiB) under a 1 MiB Limit: %v", opts.Checked, err)
+		}
+		var held [][]byte
+		for err = nil; err == nil; {
+			var b []byte
+			if b, err = h.TryAlloc(64 << 10); err == nil {
+				held = append(held, b)
+			}
+		}
+		mapped := h.Stats().MappedBytes
+		if msg := fmt.Sprint(err); !strings.Contains(msg, "an allocation of 65536 bytes needs") ||
+			!strings.Contains(msg, fmt.Sprintf("and %d of the Limit's", mapped)) {
+			t.Fatalf("checked=%v: TryAlloc(64 KiB) with %d bytes mapped: %v", opts.Checked, mapped, err)
+		}
+		a := h.NewArena()
+		if _, err := a.TryAlloc(2 << 20); !errors.Is(err, ErrLimit) || !strings.Contains(fmt.Sprint(err), "an allocation of 2097152 bytes") {
+			t.Fatalf("checked=%v: Arena.TryAlloc(2 MiB): %v", opts.Checked, err)
+		}
+		a.Release()
+		for _, b := range held {
+			h.Free(b)
 		}
 	}
 }

@@ -34,33 +34,42 @@ import (
 //
 // The magazine also holds the P's share of the census: every Alloc it serves
 // and every Free it takes is counted here, so Stats sees the fast path.
-type magazine struct {
-	cls   [numClasses]magClass
+type magazine struct{ stacks }
+
+// stacks is a stock of free blocks, per size class a stack with its header
+// and census: a P's magazine, or a Cache's (cache.go), whose owner, the
+// pinned goroutine or the Cache's, alone writes it.
+type stacks struct {
+	cls   [numClasses]classStack
 	slots [numClasses][maxDepth]uintptr
 	next  [numClasses]sampleNext // the slow path's, out of the fast path's lines
 }
 
-// sampleNext is when each of a magazine class's samplers next takes an
-// allocation, as a hits count: the profile's (profile.go) and the guard
-// pages' (guard.go). The class's sampleAt is the lesser of the two; only the
-// owning P's slow path reads or writes them (sampleDue).
+// sampleNext is when each of a stack's samplers next takes an allocation,
+// as a hits count: the profile's (profile.go) and the guard pages'
+// (guard.go). The class's sampleAt is the lesser of the two; only the
+// owner's slow path reads or writes them (sampleDue).
 type sampleNext struct{ prof, guard uint64 }
 
-// magClass is one class's stack header and census in a magazine.
-type magClass struct {
-	n, cap uint32 // blocks held; most blocks held
+// classStack is one class's stack header and census in a magazine or a
+// Cache: 32 bytes, so that the classes' headers tile cache lines and pop's
+// loads and stores fall on one.
+type classStack struct {
+	n, cap uint32 // blocks held; most blocks held (0 for the classes a Cache does not hold)
 	hits   uint64 // Allocs served from this stack
 	frees  uint64 // Frees pushed onto this stack
 
 	// sampleAt is the hits count at which the fast path declines, so that
 	// the allocation reaches the slow path and is sampled (by the profile,
-	// profile.go, or for guard pages, guard.go). Only the owning P touches
+	// profile.go, or for guard pages, guard.go). Only the owner touches
 	// it. The maximum uint64, never reached, in a heap that does not
-	// sample; in a checked heap, whose checker takes every
-	// allocation from these same magazines, always hits (take keeps the two
-	// equal), so the fast path declines every one.
+	// sample; in a checked heap's magazine, from which its checker takes
+	// every allocation, always hits (take keeps the two equal), so the
+	// fast path declines every one (a checked heap's Cache holds nothing).
 	sampleAt uint64
 }
+
+var _ [0]struct{} = [unsafe.Sizeof(classStack{}) - 32]struct{}{}
 
 // magazines is a heap's set of per-P magazines and how they are sized: the
 // fast path's, and in a checked heap the checker's, which stocks them and
@@ -83,9 +92,9 @@ const (
 	// DefaultMagazineDepth is the depth a heap uses when Options.MagazineDepth
 	// is 0. Every shape of offheap bench takes the same time at every depth
 	// from 64 up but one: a producer handing blocks to a consumer, which
-	// moves them in batches of half a magazine and is a tenth faster at 128
-	// than at 64, for 7% more bytes per P (MagazineBound; the figures are in
-	// docs/DESIGN.md).
+	// moves them in batches of half a magazine and is faster at 128 than at
+	// 64, for a few more bytes per P (MagazineBound; the figures are in
+	// docs/benchmarks.md).
 	DefaultMagazineDepth = 128
 
 	// MaxMagazineDepth is the largest depth Options.MagazineDepth accepts.
@@ -167,7 +176,7 @@ func (h *Heap) installMagazine(pid int) error {
 		m := (*magazine)(p)
 		for c := 1; c < numClasses; c++ {
 			m.cls[c].cap = h.mags.caps[c]
-			h.startSampling(m, uint8(c)) // profile.go
+			h.startSampling(m, uint8(c)) // sampling.go
 		}
 		return m, nil
 	})
@@ -175,12 +184,13 @@ func (h *Heap) installMagazine(pid int) error {
 
 // pop takes a block of class c for the fast path, or returns 0: the stack
 // is empty, or this allocation is to be sampled (sampleAt). The caller is
-// pinned to m's P. It inlines into the fast paths.
-func (m *magazine) pop(c uint8) uintptr {
-	mc := &m.cls[c]
+// the stacks' owner: pinned to a magazine's P, or a Cache's goroutine. It
+// inlines into the fast paths.
+func (s *stacks) pop(c uint8) uintptr {
+	mc := &s.cls[c]
 	if k := mc.n; k != 0 && mc.hits != mc.sampleAt {
 		k--
-		a := m.slots[c][k%maxDepth]
+		a := s.slots[c][k%maxDepth]
 		raceAcquire(ptr(a)) // race builds: after the block's last Free (race.go)
 		mc.n = k
 		mc.hits++

@@ -94,3 +94,18 @@ func TestDoubleFreeStacks(t *testing.T) {
 		closeClean(t, h)
 	}
 }
+
+// TestFreeInsideBlockCounts: a Free one byte into a block says "1 byte
+// into", in fast and checked mode, and the Ref of such a slice too.
+func TestFreeInsideBlockCounts(t *testing.T) {
+	for _, opts := range []Options{{}, {Checked: true}} {
+		h := newTestHeap(t, opts)
+		b := h.Alloc(64)
+		for name, f := range map[string]func(){"Free": func() { h.Free(b[1:]) }, "Ref": func() { h.Ref(b[1:]) }} {
+			if msg := mustPanic(t, f); !strings.Contains(msg, "it is 1 byte into the") {
+				t.Errorf("checked=%v: %s one byte into a block: %q", opts.Checked, name, msg)
+			}
+		}
+		h.Free(b)
+	}
+}

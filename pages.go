@@ -1,6 +1,8 @@
 package offheap
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,12 +38,19 @@ import (
 // holds a live block does not change until the block is freed, so a Free of
 // a live block reads a stable word.
 
+// The classes of the runs of their own, in bits 0-7 of their pages' words.
+const (
+	classLarge   = 0xff // a large block (large.go)
+	classGuarded = 0xfe // a guarded block, or a spare or pool run of one (guard.go)
+	classArena   = 0xfd // an arena's memory (arena_heap.go)
+	classSampled = 0xfc // a small block the profile sampled (profile.go)
+)
+
 const (
 	pageShift = 13
 	pageSize  = 1 << pageShift
 
-	classLarge = 0xff
-	pageDirty  = 1 << 8 // on a free page: it holds data and is counted as mapped
+	pageDirty = 1 << 8 // on a free page: it holds data and is counted as mapped
 
 	// bucketCount is the longest run kept in an exact-length bucket; longer
 	// runs are found by a first-fit scan of one list.
@@ -132,12 +141,12 @@ func (ph *pageHeap) alloc(n uint32, mark func(i uint32) uint64) (first uint32, d
 		}
 		if ph.limit != 0 && ph.mappedPages()+uint64(n-dirty) > ph.limit {
 			ph.addRun(first, n, r)
-			return 0, 0, ErrLimit
+			return 0, 0, ph.limitError(n - dirty)
 		}
 		ph.released -= uint64(n - dirty)
 	} else {
 		if ph.limit != 0 && ph.mappedPages()+uint64(n) > ph.limit {
-			return 0, 0, ErrLimit
+			return 0, 0, ph.limitError(n)
 		}
 		if first, err = ph.fresh(n); err != nil {
 			return 0, 0, err
@@ -260,10 +269,10 @@ func (ph *pageHeap) release(first, n uint32) {
 }
 
 // Runs of their own: a large block (classLarge), an arena's chunk or per-P
-// array (classArena, arena.go), a guarded block with its guard page
-// (classGuarded, guard.go) and a block the profile sampled (classSampled,
-// profile.go) each take a run of whole pages, its class in
-// every page's word. The census counts every such run as a large block
+// array (classArena: arena.go's), a guarded block with its guard page
+// (classGuarded: guard.go's) and a block the profile sampled (classSampled:
+// profile.go's) each take a run of whole pages, its class in every page's
+// word. The census counts every such run as a large block
 // (Stats.Large, and InUseBytes by pages) from allocRun to freeRun: these
 // and keepRun and reuseRun are the only writers of that census.
 
@@ -467,4 +476,38 @@ func merged(a, b freeRun) freeRun {
 		return b
 	}
 	return a
+}
+
+// limitError is the limit's refusal, ErrLimit with its figures: the bytes
+// of the request, those it needed mapped (whole pages: a span, or the
+// block's run), those mapped and the limit.
+type limitError struct {
+	request             int // 0 where the caller has not named it (requested)
+	need, mapped, limit uint64
+}
+
+func (e *limitError) Error() string {
+	what := "a request"
+	if e.request > 0 {
+		what = fmt.Sprintf("an allocation of %d bytes", e.request)
+	}
+	return fmt.Sprintf("%v: %s needs %d bytes more mapped, and %d of the Limit's %d bytes are mapped",
+		ErrLimit, what, e.need, e.mapped, e.limit)
+}
+
+// Is makes errors.Is(err, ErrLimit) hold.
+func (e *limitError) Is(target error) bool { return target == ErrLimit }
+
+// limitError is the refusal of n pages more, with mu held.
+func (ph *pageHeap) limitError(n uint32) error {
+	return &limitError{need: uint64(n) << pageShift, mapped: ph.mappedPages() << pageShift, limit: ph.limit << pageShift}
+}
+
+// requested names the request of n bytes in err, if it is the limit's
+// refusal, and returns err.
+func requested(err error, n int) error {
+	if le := (*limitError)(nil); errors.As(err, &le) && le.request == 0 {
+		le.request = n
+	}
+	return err
 }

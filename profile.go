@@ -43,9 +43,6 @@ import (
 // runtime's default runtime.MemProfileRate.
 const DefaultProfileRate = 512 << 10
 
-// classSampled is the pagemap class of a sampled block's pages.
-const classSampled = 0xfc
-
 // sampleKind says what a sampled block is, for the profile's kind label.
 type sampleKind uint8
 
@@ -210,7 +207,7 @@ func (h *Heap) freeSampled(a uintptr) {
 	if sharedBlock(start, a) {
 		panic(sharedFree(a))
 	}
-	panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %d bytes into the block at %#x", a, a-start, start))
+	panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %s into the block at %#x", a, count(int(a-start), "byte"), start))
 }
 
 // reuse takes a kept run fit for a sampled block of n bytes, counted

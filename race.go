@@ -18,7 +18,7 @@ import (
 // the block's address after its last access, and the one that takes it
 // calls raceAcquire before its first: the detector models the pair as a
 // synchronizing store and load, which orders everything the first did
-// before everything the second does. The package doc (Race detector) lists
+// before everything the second does. docs/DESIGN.md (Race builds) lists
 // the edges.
 //
 // Both are nosplit, and so is everything they call in the runtime, down to

@@ -13,9 +13,9 @@ import (
 
 // TestRaceDetector builds testdata/racecheck with -race and runs its
 // scenarios, each in a process of its own (see the package doc, Race
-// detector). The racy ones must make the race detector report a data race
-// on off-heap memory between the two functions named here, as it would on
-// Go memory; the correct ones, which synchronize through offheap alone
+// detector, and docs/DESIGN.md, Race builds). The racy ones must make the
+// race detector report a data race on off-heap memory between the two
+// functions named here, as it would on Go memory; the correct ones, which synchronize through offheap alone
 // where it hands memory from one goroutine to another, must get no report.
 //
 // It runs in the plain test run only: its children are race builds, and
@@ -62,6 +62,7 @@ func TestRaceDetector(t *testing.T) {
 		{"arena", "arenaWriterA", "arenaWriterB"},        // an Arena's
 		{"shared", "sharedWriterA", "sharedWriterB"},     // a Shared's
 		{"write-after-free", "staleWriter", "nextOwner"}, // a Free's last owner and the block's next
+		{"ref-map", "refReader", "refReplacer"},          // a Ref map's value read after the lock, and replaced
 	}
 	for _, c := range racy {
 		t.Run(c.scenario, func(t *testing.T) {
@@ -75,6 +76,7 @@ func TestRaceDetector(t *testing.T) {
 	correct := []string{
 		"handoff", "handoff-far", "checked-handoff", "reuse-closed", "depot", "pages",
 		"churn", "churn-checked", "churn-cache", "arena-rounds", "shared-handoff",
+		"ref-map-copy",
 	}
 	for _, scenario := range correct {
 		t.Run(scenario, func(t *testing.T) {

@@ -58,7 +58,7 @@ func (h *Heap) Realloc(b []byte, n int) []byte {
 		return resizeInPlace(b, n)
 	}
 	h.checkNotFree(a)
-	if n > maxSmall && (h.chk == nil || !h.chk.all) {
+	if n > maxSmall && !h.checked() {
 		return h.reallocLarge(b, n) // realloc_pages.go
 	}
 	nb := h.AllocUnzeroed(n)
@@ -73,7 +73,7 @@ func (h *Heap) Realloc(b []byte, n int) []byte {
 // says what else is wrong with a; a checked heap never hands out a block
 // that waits in its quarantine.) Called between enter and exit.
 func (h *Heap) checkNotFree(a uintptr) {
-	if h.chk != nil && h.chk.all {
+	if h.checked() {
 		return
 	}
 	page, ok := h.pages.pageOf(a)
@@ -119,11 +119,9 @@ func (h *Heap) keeps(a uintptr, n int) bool {
 		// The first page of a run holds its length; a later page has 1<<8.
 		return ok && n > maxSmall && uint32(e)>>8 == 0 && off&(pageSize-1) == 0 && uint32(e>>32) == np
 	case c-1 < numClasses-1:
-		ci := &classInfos[c]
-		q, into := blockIn(a, e, ci)
 		// A block whose second word holds the double-free key (doublefree.go)
 		// is probably free: Realloc moves it, and its Free says.
-		return into == 0 && q < uint64(ci.blocks) && n <= maxSmall && sizeClass(n) == c &&
+		return blockStart(a, e, &classInfos[c]) && n <= maxSmall && sizeClass(n) == c &&
 			(c == 1 || *(*uint64)(ptr(a + 8)) != h.key)
 	}
 	return false

@@ -117,19 +117,14 @@ func (h *Heap) reallocLarge(b []byte, n int) []byte {
 // reallocGuarded is Realloc to a new block on guard pages, for a heap whose
 // SampleRate drew this one: the checker's, as Alloc's sample would be.
 func (h *Heap) reallocGuarded(b []byte, n int, st stackID) []byte {
-	var rc reclaimTry
-	for {
-		nb, err := h.chk.alloc(n, false, st)
-		if err == nil {
-			k := copy(nb, b)
-			clear(nb[k:])
-			h.freeOld(b, nb)
-			return nb
-		}
-		if !errors.Is(err, ErrLimit) || !rc.again(h, n) {
-			panic(err)
-		}
+	nb, err := h.allocChecked(n, false, st)
+	if err != nil {
+		panic(err)
 	}
+	k := copy(nb, b)
+	clear(nb[k:])
+	h.freeOld(b, nb)
+	return nb
 }
 
 // freeOld frees b once its bytes are in nb, the block Realloc returns; if b
@@ -155,7 +150,7 @@ func (h *Heap) allocPages(n int, np uint32, class uint8) (uintptr, bool) {
 		if err == nil {
 			return a, dirty
 		}
-		if !errors.Is(err, ErrLimit) || !rc.again(h, n) {
+		if !rc.again(h, n, err) {
 			panic(err)
 		}
 	}

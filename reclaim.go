@@ -1,6 +1,9 @@
 package offheap
 
-import "sync"
+import (
+	"errors"
+	"sync"
+)
 
 // Under a Limit, the free memory a heap keeps for reuse counts against it:
 // blocks in magazines and depots, the free blocks of partly used spans, the
@@ -33,10 +36,14 @@ type reclaimTry struct {
 	frees uint64 // Stats.Frees at this allocation's reclaim
 }
 
-// again is called when the limit refused an allocation of n bytes; it
-// reclaims the heap's free memory and reports true when the allocation
-// should be tried again.
-func (t *reclaimTry) again(h *Heap, n int) bool {
+// again is called when an allocation of n bytes failed with err; it reports
+// true when the allocation should be tried again: err is the limit's
+// refusal, and a reclaim of the heap's free memory may make room. An err
+// it does not retry names the request (requested).
+func (t *reclaimTry) again(h *Heap, n int, err error) bool {
+	if !errors.Is(requested(err, n), ErrLimit) {
+		return false
+	}
 	rs := &h.reclaim
 	rs.mu.Lock()
 	defer rs.mu.Unlock()

@@ -129,14 +129,14 @@ func (h *Heap) Ref(b []byte) Ref {
 // checkRef panics unless the n > 0 bytes at a are a live block of h or a
 // prefix of one (see Ref); op names the call for the message.
 func (h *Heap) checkRef(a uintptr, n uint64, op string) {
-	if c := h.chk; c != nil && c.all {
-		c.checkRef(a, n, op)
+	if h.checked() {
+		h.checkRecordRef(a, n, op)
 		return
 	}
 	kind, usable, why := h.blockAt(a)
 	switch kind {
 	case guardedBlock: // a sampled heap's guarded block: the checker has its record
-		h.chk.checkRef(a, n, op)
+		h.checkRecordRef(a, n, op)
 	case notBlock:
 		panic(fmt.Sprintf("offheap: %s of %#x (%d bytes), which %s%s", op, a, n, why, refHint))
 	default:
@@ -162,6 +162,12 @@ const refHint = ": a Ref is of a slice Alloc returned, or a prefix of one (not b
 // stacks, before any byte is read. Once the block has left the quarantine
 // and its memory is reused, the Ref names whatever lives there: Bytes panics
 // when that is no live block or a shorter one, and cannot tell otherwise.
+//
+// The slice is valid while the block is. Where other goroutines may free it
+// (a map of Refs that they set and delete under a lock), use the bytes or
+// copy them out before the lock is released (ExampleRef_concurrent): a read
+// through the slice after the block's Free is one checked mode does not
+// see, and go test -race reports.
 func (h *Heap) Bytes(r Ref) []byte {
 	off, n := r.off^h.ref.off, r.n^h.ref.n
 	if a, ok := h.refFast(off, n); ok && (off|n)>>refShift == 0 {
@@ -190,12 +196,12 @@ func (h *Heap) bytesSlow(r Ref) []byte {
 	if !ok {
 		panic(fmt.Sprintf("offheap: Bytes of a Ref to %d bytes at offset %#x, past the end of this heap's address space: no Ref of this heap says that (a corrupted Ref?)", n, off))
 	}
-	if c := h.chk; c != nil && c.all {
+	if h.checked() {
 		if !h.enter() { // the records, as in Ref
 			panic(fmt.Errorf("%w: Bytes of a Ref", ErrClosed))
 		}
 		defer h.exit()
-		c.checkRef(a, n, "Bytes of a Ref")
+		h.checkRecordRef(a, n, "Bytes of a Ref")
 	}
 	return bytesAt(a, int(n))
 }

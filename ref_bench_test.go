@@ -24,7 +24,7 @@ import (
 // It reports each arm's ns per operation and bytes/map-hit, the ratio the
 // design must keep at or below 1/4. Run:
 //
-//	flock /work/.benchlock go test -run '^$' -bench RefBytes -count 6 .
+//	go test -run '^$' -bench RefBytes -count 6 .
 func BenchmarkRefBytes(b *testing.B) {
 	for _, n := range []int{1 << 10, 1 << 16, 1 << 20} {
 		b.Run(fmt.Sprintf("values=%d", n), func(b *testing.B) {
@@ -98,7 +98,7 @@ var refSink uint64
 // ref/offheap-slices, which the design must keep at or below 1/3. Each round
 // takes a few seconds; run:
 //
-//	flock /work/.benchlock go test -run '^$' -bench GCIndex -benchtime 5x .
+//	go test -run '^$' -bench GCIndex -benchtime 5x .
 func BenchmarkGCIndex(b *testing.B) {
 	const n, size = 1 << 20, 64
 	h := newTestHeap(b, Options{})

@@ -16,6 +16,16 @@ import (
 // size the heap would like: that size.
 func firstRegionSize(want uintptr) uintptr { return want }
 
+// regionGuard is the inaccessible address space a region keeps on either
+// side of it, reserved with it and never committed: at least the largest
+// size class, so that no write running or skipping past a block at the
+// region's edge, short of that many bytes, reaches whatever the system maps
+// next to it, the heap's metadata included (docs/DESIGN.md, What lives
+// where). A multiple of pageSize, so the region stays aligned.
+const regionGuard = maxSmall
+
+var _ = [1]struct{}{}[regionGuard%pageSize]
+
 // regionAlign is the alignment of a region's base: a 2 MiB huge page, so
 // that the huge-page ranges of a region are its own aligned stretches
 // (hugepages.go). It costs address space only.
@@ -26,20 +36,26 @@ const regionAlign = 2 << 20
 const regionsCollapse = true
 
 // mapRegion obtains n bytes of address space for a region, regionAlign
-// aligned and inaccessible until committed (commitRegion). n is a multiple
-// of pageSize.
+// aligned and inaccessible until committed (commitRegion), between two
+// guards of regionGuard bytes. n is a multiple of pageSize.
 func mapRegion(n uintptr) (unsafe.Pointer, error) {
-	if osmem.PageSize >= regionAlign {
-		return osmem.Reserve(n) // mmap aligns to the system page
+	p, err := reserveAligned(n+2*regionGuard, regionGuard)
+	if err != nil {
+		return nil, err
 	}
-	// Reserve an alignment more and give back what lies outside the
-	// aligned n.
+	return unsafe.Add(p, regionGuard), nil
+}
+
+// reserveAligned reserves n bytes of address space whose byte at off is
+// regionAlign aligned: it reserves an alignment more and gives back what
+// lies outside. n and off are multiples of pageSize.
+func reserveAligned(n, off uintptr) (unsafe.Pointer, error) {
 	p, err := osmem.Reserve(n + regionAlign)
 	if err != nil {
 		return nil, err
 	}
 	a := uintptr(p)
-	head := -a & (regionAlign - 1)
+	head := -(a + off) & (regionAlign - 1)
 	if head > 0 {
 		osmem.Unmap(p, head)
 	}
@@ -49,9 +65,9 @@ func mapRegion(n uintptr) (unsafe.Pointer, error) {
 	return ptr(a + head), nil
 }
 
-// unmapRegion gives back a region mapRegion made.
+// unmapRegion gives back a region mapRegion made, and its guards.
 func unmapRegion(p unsafe.Pointer, n uintptr) error {
-	return osmem.Unmap(p, n)
+	return osmem.Unmap(unsafe.Add(p, -regionGuard), n+2*regionGuard)
 }
 
 // commitRegion makes [p, p+n) of a region readable and writable.

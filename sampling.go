@@ -7,9 +7,8 @@ package offheap
 // magazine class keeps the hits count at which each sampler next takes an
 // allocation (magazine.next) and the lesser of them as sampleAt, at which
 // the fast path declines. The allocation then reaches allocSlow, which asks
-// sampleDue what to do with it. A Cache's stacks keep a sampleAt of their
-// own for the profile, as the magazines do (a Cache of a heap with guard
-// pages passes every call to the heap).
+// sampleDue what to do with it. A Cache's stacks keep samplers' counts and a
+// sampleAt of their own, as the magazines do (Cache.sampleDue).
 //
 // The profile samples each block of s bytes with probability
 // 1-exp(-s/ProfileRate), the chance that a byte counter with exponential
@@ -33,13 +32,13 @@ import (
 // draws the next sample of each sampler that takes it from the magazine's
 // count.
 func (h *Heap) sampleDue(n int) (guard, prof bool) {
-	c, p := h.chk, h.prof
-	guardOn := c != nil && c.rate > 0
+	p := h.prof
+	guardOn := h.guardSampled()
 	if !guardOn && p == nil {
 		return false, false
 	}
 	if n > maxSmall {
-		guard = guardOn && c.ticks.Add(1)%c.rate == 0
+		guard = guardOn && h.guardTick()
 		prof = p != nil && p.draw(n)
 		return guard, prof
 	}
@@ -51,7 +50,7 @@ func (h *Heap) sampleDue(n int) (guard, prof bool) {
 			mc, nx := &m.cls[cl], &m.next[cl]
 			counted = true
 			if mc.hits >= nx.guard {
-				nx.guard = mc.hits + c.interval() - 1 // this one, then interval-1 hits
+				nx.guard = h.nextGuard(mc.hits)
 				guard = true
 			}
 			if mc.hits >= nx.prof {
@@ -63,7 +62,7 @@ func (h *Heap) sampleDue(n int) (guard, prof bool) {
 		pin.Unpin()
 	}
 	if !counted && guardOn { // magazines off, or this P has none yet
-		guard = c.ticks.Add(1)%c.rate == 0
+		guard = h.guardTick()
 	}
 	if p != nil && !prof {
 		// Not a magazine hit: a refill, magazines off, or moved to another
@@ -127,32 +126,43 @@ func (h *Heap) startProfile(rate int) {
 	}
 }
 
-// startCacheSampling draws the profile's first sample of each class of st,
-// the state of a new Cache, counted from its hits (a state may have served
-// an earlier Cache); in a heap that does not profile, never.
+// startCacheSampling draws the first sample of each class of st, the state
+// of a new Cache, for each sampler, counted from its hits (a state may have
+// served an earlier Cache), as startSampling does for a magazine; in a heap
+// that does not sample, never.
 func (h *Heap) startCacheSampling(st *cacheState) {
 	for cl := 1; cl < numClasses; cl++ {
-		mc := &st.cls[cl]
-		mc.sampleAt = math.MaxUint64
+		mc, nx := &st.cls[cl], &st.next[cl]
+		nx.guard, nx.prof = h.nextGuard(mc.hits), math.MaxUint64
 		if h.prof != nil {
-			mc.sampleAt = mc.hits + h.prof.gap(uint8(cl))
+			nx.prof = mc.hits + h.prof.gap(uint8(cl))
 		}
+		mc.sampleAt = min(nx.guard, nx.prof)
 	}
 }
 
-// sampled reports whether the allocation of class cl that reached the
-// Cache's slow path is the profile's sample: the one its stack declined at
-// sampleAt, or, on a refill, the one the class's central list marked (as
-// sampleDue does for a magazine); if so it draws the next. Called between
-// enter and exit, by the owner, in a heap that profiles.
-func (c *Cache) sampled(cl uint8) bool {
+// sampleDue is Heap.sampleDue for an allocation of class cl that reached
+// the Cache's slow path: the samplers whose next sample its stack declined
+// at sampleAt draw their next, counted from its hits as a magazine's are;
+// a refill is the profile's sample if the class's central list marked it.
+// Called between enter and exit, by the owner.
+func (c *Cache) sampleDue(cl uint8) (guard, prof bool) {
 	h := c.h
-	if mc := &c.st.cls[cl]; mc.hits == mc.sampleAt {
-		mc.sampleAt = mc.hits + h.prof.gap(cl)
-		return true
+	mc, nx := &c.st.cls[cl], &c.st.next[cl]
+	if mc.hits >= nx.guard {
+		nx.guard = h.nextGuard(mc.hits)
+		guard = true
 	}
-	cen := &h.central[cl]
-	return cen.profDue.Load() && cen.takeSample(h.prof)
+	if mc.hits >= nx.prof {
+		nx.prof = mc.hits + h.prof.gap(cl)
+		prof = true
+	}
+	mc.sampleAt = min(nx.guard, nx.prof)
+	if p := h.prof; p != nil && !prof {
+		cen := &h.central[cl]
+		prof = cen.profDue.Load() && cen.takeSample(p) // a load, not a call, while none is due
+	}
+	return guard, prof && !guard // as Heap.sampleDue
 }
 
 // startSampling draws the first sample of class cl of a new magazine m: in
@@ -161,15 +171,11 @@ func (c *Cache) sampled(cl uint8) bool {
 // of the samplers' first draws; in any other never.
 func (h *Heap) startSampling(m *magazine, cl uint8) {
 	nx := &m.next[cl]
-	nx.guard, nx.prof = math.MaxUint64, math.MaxUint64
-	c := h.chk
-	if c != nil && c.all {
+	if h.checked() {
 		m.cls[cl].sampleAt = 0
 		return
 	}
-	if c != nil && c.rate > 0 {
-		nx.guard = c.interval() - 1
-	}
+	nx.guard, nx.prof = h.nextGuard(0), math.MaxUint64
 	if h.prof != nil {
 		nx.prof = h.prof.gap(cl)
 	}

@@ -7,10 +7,10 @@ package offheap
 // A Shared is a 24-byte Go value: a pointer to the first byte of the data, the
 // *Heap, and a word that packs the length with a few mode flags. The flags
 // live in the value, not in memory, because every handle is a copy of what
-// NewShared, Retain or Static returned, so the value always knows its mode.
-// The *Heap and the OnRelease func are Go pointers and must not be stored
-// off-heap (rule 1 of the package): the heap rides in the value, and the
-// callback sits in a Go-side registry (sharedRecs), keyed by the block's
+// NewShared, Retain or StaticShared returned, so the value always knows its
+// mode. The *Heap and the OnLastRelease func are Go pointers and must not be
+// stored off-heap (rule 1 of the package): the heap rides in the value, and
+// the callback sits in a Go-side registry (sharedRecs), keyed by the block's
 // address, for the handles that have one (flagRec).
 //
 // A heap handle is one block from h.Alloc:
@@ -46,9 +46,9 @@ package offheap
 //
 // # Static handles
 //
-// Static(b) sets flagStatic in the value and keeps h nil. Retain and Release
-// test the flag and return: they never load or store memory, so b may be
-// read-only (TestSharedStaticReadOnly runs them over a PROT_READ page).
+// StaticShared(b) sets flagStatic in the value and keeps h nil. Retain and
+// Release test the flag and return: they never load or store memory, so b may
+// be read-only (TestSharedStaticReadOnly runs them over a PROT_READ page).
 //
 // # Unsafe
 //
@@ -74,7 +74,7 @@ import (
 
 // Shared is a reference-counted handle to bytes: n off-heap bytes from
 // Heap.NewShared, freed after the last Release, or any []byte made immortal
-// by Static. It is a small value (three words): copy it freely, but each
+// by StaticShared. It is a small value (three words): copy it freely, but each
 // reference must be released once. Retain returns a new reference.
 //
 // The zero Shared holds nothing and is not a valid handle: Release and
@@ -90,7 +90,7 @@ type Shared struct {
 	meta uint64         // length (low 48 bits) | flags
 }
 
-// SharedOption configures NewShared: Hot or OnRelease.
+// SharedOption configures NewShared: Hot or OnLastRelease.
 type SharedOption struct {
 	hot       bool
 	onRelease func(b []byte)
@@ -110,19 +110,28 @@ type SharedOption struct {
 // not any reference: Retain returns references that do not seal. Release
 // the creator's value exactly once; a program that releases a retained
 // reference in its place (treating references as interchangeable) never
-// seals the handle and leaks it.
+// seals the handle and leaks it. A fast heap cannot see that mistake when
+// it is made: `r := s.Retain(); r.Release(); r.Release()` brings Refs to 0
+// without a panic, since each Release touches its own P's slot and no one
+// sums them before the seal (Linux's percpu_ref cannot see it either); the
+// creator's Release then panics, past zero, if it comes. A checked heap
+// counts a Hot handle's references on one count, and the Release that
+// releases a reference not held (the total at 0 with the creator's Release
+// still to come, or the creator's value released twice) panics with a
+// *MemoryError of kind OverRelease, with the stacks of the NewShared and
+// of that Release.
 func Hot() SharedOption { return SharedOption{hot: true} }
 
-// OnRelease sets a function that runs once, after the last Release and before
-// the memory is freed, with the handle's bytes. It runs on the goroutine of
-// the last Release, outside every lock of this package, so it may allocate,
-// free, and release other handles (whose callbacks run after it returns, in a
-// loop, never nested: a chain of any length uses constant stack). If f
-// panics, the memory is still freed and every pending callback still runs,
-// whatever they do; then the Release panics again with the first panic's
-// value. Since the memory is freed after f returns, a program must not
+// OnLastRelease sets a function that runs once, after the last Release and
+// before the memory is freed, with the handle's bytes. It runs on the
+// goroutine of the last Release, outside every lock of this package, so it may
+// allocate, free, and release other handles (whose callbacks run after it
+// returns, in a loop, never nested: a chain of any length uses constant
+// stack). If f panics, the memory is still freed and every pending callback
+// still runs, whatever they do; then the Release panics again with the first
+// panic's value. Since the memory is freed after f returns, a program must not
 // Close the heap on a signal sent from f: the Close would race the Free.
-func OnRelease(f func(b []byte)) SharedOption { return SharedOption{onRelease: f} }
+func OnLastRelease(f func(b []byte)) SharedOption { return SharedOption{onRelease: f} }
 
 const (
 	sharedHdr = 16 // bytes before the data: the free-list word and the count
@@ -134,7 +143,7 @@ const (
 	flagHot     = 1 << 57 // per-P slots after the data
 	flagOwner   = 1 << 58 // the creator's reference of a Hot handle: its Release seals
 	flagRec     = 1 << 59 // the registry has an entry for the block
-	flagChecked = 1 << 60 // checked heap: the registry entry is the liveness check
+	flagChecked = 1 << 60 // a heap with a checker (checked or sampled): the registry entry is the liveness check
 	flagHeap    = 1 << 61 // a heap handle (not Static, not zero)
 
 	// sharedKinds are the flags that send Retain and Release off their inline
@@ -158,10 +167,12 @@ const (
 	maxHotSlots = 1024 // P ids at or beyond this use the count
 )
 
-// sharedRec is a handle's Go-side state: its callback. In checked heaps every
-// live handle has one, and its presence is the liveness check.
+// sharedRec is a handle's Go-side state: its callback and length. In checked
+// heaps every live handle has one, and its presence is the liveness check.
 type sharedRec struct {
 	onRelease func(b []byte)
+	n         int    // the bytes NewShared was asked for, which a leak report gives
+	heap      uint64 // the heap's key: an entry a closed heap left is no other heap's (liveShared)
 }
 
 // sharedRecs maps a block address (uintptr) to its *sharedRec.
@@ -181,11 +192,12 @@ func sharedBlock(start, a uintptr) bool {
 // sharedClosedError reports a call on a handle whose heap is closed.
 func sharedClosedError(call string) error { return closedError("Shared." + call) }
 
-// staticEmpty is where Static(nil) points, so that it is not the zero Shared.
+// staticEmpty is where StaticShared(nil) points, so that it is not the zero
+// Shared.
 var staticEmpty [1]byte
 
 // NewShared allocates a handle to n zeroed bytes with a count of 1. It panics
-// like Alloc when the heap cannot allocate. Options: Hot, OnRelease.
+// like Alloc when the heap cannot allocate. Options: Hot, OnLastRelease.
 //
 // After the heap's Close, every method of a heap handle (Retain, Release,
 // Refs, Bytes) panics with an error that wraps ErrClosed.
@@ -226,28 +238,28 @@ func (h *Heap) NewShared(n int, opts ...SharedOption) Shared {
 		atomic.StoreInt64(s.count(), 1)
 	}
 	pin.Unpin()
-	checked := h.chk != nil
+	checked := h.hasChecker()
 	if checked {
 		s.meta |= flagChecked
 	}
 	if onRelease != nil || checked {
 		s.meta |= flagRec
-		sharedRecs.Store(block, &sharedRec{onRelease: onRelease})
+		sharedRecs.Store(block, &sharedRec{onRelease: onRelease, n: n, heap: h.key})
 	}
 	return s
 }
 
-// Static returns an immortal handle to b: Retain and Release never write (or
-// read) memory, so b may be read-only, and Bytes returns b (with its capacity
-// cut to its length). b must stay valid and unchanged while handles to it are
-// in use; Static(nil) is an empty handle, not the zero Shared.
-func Static(b []byte) Shared {
+// StaticShared returns an immortal handle to b: Retain and Release never write
+// (or read) memory, so b may be read-only, and Bytes returns b (with its
+// capacity cut to its length). b must stay valid and unchanged while handles
+// to it are in use; StaticShared(nil) is an empty handle, not the zero Shared.
+func StaticShared(b []byte) Shared {
 	p := unsafe.Pointer(unsafe.SliceData(b))
 	if p == nil {
 		p = unsafe.Pointer(&staticEmpty)
 	}
 	if uint64(len(b)) > sharedLenMask {
-		panic(fmt.Sprintf("offheap: Static of %d bytes: too long", len(b)))
+		panic(fmt.Sprintf("offheap: StaticShared of %d bytes: too long", len(b)))
 	}
 	return Shared{data: p, meta: uint64(len(b)) | flagStatic}
 }
@@ -288,7 +300,7 @@ func (s Shared) Retain() Shared {
 }
 
 // Release drops a reference. The last Release of a heap handle runs its
-// OnRelease function, then frees the memory; the bytes must not be used
+// OnLastRelease function, then frees the memory; the bytes must not be used
 // afterwards through any copy. Release of a Static handle writes nothing.
 //
 // Releasing more times than the handle was retained panics with a message

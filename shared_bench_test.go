@@ -54,7 +54,7 @@ func BenchmarkShared(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer h.Close()
-	static := Static(make([]byte, 64))
+	static := StaticShared(make([]byte, 64))
 	for _, workers := range sharedWorkerCounts() {
 		name := fmt.Sprintf("workers=%d", workers)
 		pads := make([]sharedPad, workers)

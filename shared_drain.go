@@ -1,9 +1,9 @@
 package offheap
 
-// The OnRelease callbacks of Shared: run outside every lock, without
+// The OnLastRelease callbacks of Shared: run outside every lock, without
 // recursion.
 //
-// The last Release frees with h.Free and, before that, runs the OnRelease
+// The last Release frees with h.Free and, before that, runs the OnLastRelease
 // callback; no lock of this package is held at either point (the registry
 // entry is removed first). A callback may release other handles whose
 // callbacks release more: a tree. To run a tree of any depth without

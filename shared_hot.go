@@ -53,7 +53,7 @@ package offheap
 //
 // Race-detector builds: the count is Go memory there (region_race.go), and
 // the detector sees its atomics order every Release before the last one's
-// OnRelease and Free; the slow paths also make that edge explicitly
+// OnLastRelease and Free; the slow paths also make that edge explicitly
 // (raceRelease on each Release, raceAcquire at zero: shared_slow.go,
 // race.go).
 
@@ -110,8 +110,12 @@ func (s Shared) hotAdd(d int64, call string) (int64, bool) {
 func (s Shared) seal() (f func([]byte), last bool) {
 	a := s.hotArea()
 	if !atomic.CompareAndSwapUint32(modeAt(a), hotPerP, hotSealed) {
-		// Already sealed: the owner's value was released twice. Count it as
-		// a plain release so that the surplus is seen below zero.
+		// Already sealed: the owner's value was released twice. Checked
+		// mode says so; fast mode counts it as a plain release, so that the
+		// surplus is seen below zero.
+		if s.checkedHot() {
+			s.overRelease("the creator's reference (the value NewShared returned) was released twice")
+		}
 		if v := atomic.AddInt64(s.count(), -1); v <= 0 {
 			return s.atZero(v)
 		}

@@ -18,7 +18,8 @@ package offheap
 // free-list link, is never touched. The limits: once the block is reused by
 // another Alloc the stale release decrements someone else's memory (no
 // refcount can tell), and a Hot handle's surplus releases while it is in
-// per-P mode are only seen when the owner seals. Checked heaps (and heaps
+// per-P mode are only seen when the owner seals (on a checked heap, when
+// they are made: checked_shared.go). Checked heaps (and heaps
 // that sample guard pages) keep every live handle in the registry and check
 // it before touching memory, so a stale Release panics without reading the
 // freed block, naming the allocation site (h.allocStack) — until the address
@@ -55,10 +56,11 @@ func (s Shared) retainSlow() Shared {
 	if !s.live() {
 		s.panicRetain()
 	}
-	if s.meta&flagHot == 0 {
+	if s.meta&flagHot == 0 || s.checkedHot() {
 		if atomic.AddInt64(s.count(), 1) <= 1 {
 			s.panicRetain()
 		}
+		s.meta &^= flagOwner
 		return s
 	}
 	if v, central := s.hotAdd(1, "Retain"); central && v <= 1 {
@@ -129,6 +131,8 @@ func (s Shared) drop() (f func([]byte), last bool) {
 	switch {
 	case s.meta&flagOwner != 0:
 		return s.seal()
+	case s.checkedHot():
+		v = s.releaseCheckedHot()
 	case s.meta&flagHot != 0:
 		var central bool
 		if v, central = s.hotAdd(-1, "Release"); !central {

@@ -42,3 +42,14 @@ func blockIn(a uintptr, e uint64, ci *classInfo) (index, into uint64) {
 	index = o * ci.divMul >> 40
 	return index, o - index*uint64(ci.size)
 }
+
+// blockStart reports whether a starts a block of the small class whose
+// info is ci, e being the pagemap word of a's page (blockIn): the test
+// every Free makes, Heap.Free's and Cache.Free's fast paths included. It
+// is nosplit, as they are, and inlines into them.
+//
+//go:nosplit
+func blockStart(a uintptr, e uint64, ci *classInfo) bool {
+	q, into := blockIn(a, e, ci)
+	return into == 0 && q < uint64(ci.blocks)
+}

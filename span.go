@@ -8,9 +8,13 @@ package offheap
 // from carved to the end). live = carved - nfree. A span is on its class's
 // partial list while it has a block to give (nfree > 0 or uncarved blocks
 // left). All fields are guarded by the class's central lock.
+//
+// The free list links blocks through their first word, encoded and checked
+// (freelist.go): a write after free cannot steer take to anything but a
+// block of the span.
 type span struct {
 	start  uintptr // address of block 0
-	free   uintptr // first block of the free list; blocks link through their first word
+	free   uint32  // the free list's first block, as index+1 (0 when nfree is 0)
 	nfree  uint32  // blocks on the free list
 	carved uint32  // blocks carved from the start so far
 	next   uint32  // partial list neighbours, by span id; 0 = none
@@ -25,26 +29,38 @@ func (s *span) empty() bool { return s.carved == s.nfree }
 // exhausted reports whether the span has no block left to give.
 func (s *span) exhausted() bool { return s.nfree == 0 && s.carved == classBlocks[s.class] }
 
+// block is the address of the block with index+1 i.
+func (s *span) block(i uint32) uintptr {
+	return s.start + uintptr(i-1)*uintptr(classSize[s.class])
+}
+
 // take removes one block from the span, preferring a freed block to carving
-// a new one, and reports whether it was carved.
-func (s *span) take() (block uintptr, carved bool) {
+// a new one, and reports whether it was carved. It reports ok false, and
+// changes nothing, when the free list's first block was written after its
+// Free (follow); the caller abandons the list (central.abandon).
+func (s *span) take(h *Heap) (block uintptr, carved, ok bool) {
 	if s.nfree > 0 {
-		block = s.free
-		s.free = *word(block)
+		block = s.block(s.free)
+		next, ok := s.follow(h, block, s.nfree-1)
+		if !ok {
+			return block, false, false
+		}
+		*word(block) = 0 // a cycle back to the block finds no link (follow)
+		s.free = next
 		s.nfree--
 		raceRelease(ptr(block)) // race builds: to the Alloc that gets it, maybe through a magazine (race.go)
-		return block, false
+		return block, false, true
 	}
 	block = s.start + uintptr(s.carved)*uintptr(classSize[s.class])
 	s.carved++
 	raceRelease(ptr(block)) // race builds: as above, and the page heap's past (race.go)
-	return block, true
+	return block, true, true
 }
 
-// put pushes a block onto the span's free list.
-func (s *span) put(block uintptr) {
-	*word(block) = s.free
-	s.free = block
+// put pushes block i-1 of the span, at address block, onto its free list.
+func (s *span) put(h *Heap, block uintptr, i uint32) {
+	s.link(h, block, s.free)
+	s.free = i
 	s.nfree++
 }
 

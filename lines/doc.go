@@ -6,11 +6,11 @@
 //
 // A runtime that takes an I/O lock per output statement pays for the lock on
 // every line; if deciding who owns the lock costs a system call, that cost
-// dominates (one measurement: 43% overhead over 400k lines). Caching the
-// owner's identity in thread-local storage to avoid the call silently broke
-// mutual exclusion for threads the runtime had not created. And the same
-// measurement found two write calls per line, where plain buffering would
-// have beaten the whole fix. A Writer therefore:
+// dominates (docs/benchmarks.md of this repository has the measurement).
+// Caching the owner's identity in thread-local storage to avoid the call
+// silently broke mutual exclusion for threads the runtime had not created. And
+// the same measurement found two write calls per line, where plain buffering
+// would have beaten the whole fix. A Writer therefore:
 //
 //   - never asks the OS, or anything else, who the caller is — a goroutine has
 //     no identity to verify, and the lock is an ordinary sync.Mutex;

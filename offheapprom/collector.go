@@ -11,7 +11,7 @@
 // register side by side.
 //
 //	offheap_allocs_total{source}  counter  Allocs of non-empty blocks, by where they were served:
-//	                                       source="magazine", "central", "fresh" or "large"
+//	                                       source="magazine", "cache", "central", "fresh" or "large"
 //	                                       (sum by source for every Alloc)
 //	offheap_frees_total           counter  Frees of non-empty blocks
 //	offheap_live_blocks           gauge    blocks allocated and not freed
@@ -21,6 +21,9 @@
 //	offheap_released_bytes        gauge    address space given back to the operating system
 //	offheap_magazine_bytes        gauge    free blocks parked in per-P magazines
 //	offheap_depot_bytes           gauge    free blocks in the central depots
+//	offheap_cache_bytes           gauge    free blocks held by open Caches (Heap.NewCache)
+//	offheap_corrupt_bytes         gauge    free blocks abandoned to a write after free
+//	                                       (nonzero: a use-after-free bug; alert on it)
 //
 // With Opts.Resident:
 //
@@ -72,9 +75,9 @@ type Collector struct {
 	h    *offheap.Heap
 	opts Opts
 
-	allocs, frees, live, inUse, mapped, released, magazine, depot, cache *prometheus.Desc
-	resident                                                             *prometheus.Desc
-	classAllocs, classFrees, classLive                                   *prometheus.Desc
+	allocs, frees, live, inUse, mapped, released, magazine, depot, cache, corrupt *prometheus.Desc
+	resident                                                                      *prometheus.Desc
+	classAllocs, classFrees, classLive                                            *prometheus.Desc
 }
 
 // NewCollector returns a collector of h's census under the label
@@ -101,6 +104,7 @@ func NewCollector(h *offheap.Heap, opts Opts) *Collector {
 		magazine: desc("magazine_bytes", "Bytes of free blocks parked in per-P magazines."),
 		depot:    desc("depot_bytes", "Bytes of free blocks in the central depots, waiting for a magazine."),
 		cache:    desc("cache_bytes", "Bytes of free blocks held by open Caches (Heap.NewCache)."),
+		corrupt:  desc("corrupt_bytes", "Bytes of free blocks the heap abandoned because a write after free corrupted their span's free list: nonzero means a use-after-free bug."),
 	}
 	if opts.Resident {
 		c.resident = desc("resident_bytes", "Bytes of the committed address space resident in physical memory.")
@@ -116,7 +120,7 @@ func NewCollector(h *offheap.Heap, opts Opts) *Collector {
 // Describe sends the descriptions of every metric the collector exports.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.allocs, c.frees, c.live, c.inUse, c.mapped, c.released, c.magazine, c.depot, c.cache,
-		c.resident, c.classAllocs, c.classFrees, c.classLive} {
+		c.corrupt, c.resident, c.classAllocs, c.classFrees, c.classLive} {
 		if d != nil {
 			ch <- d
 		}
@@ -145,6 +149,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.magazine, s.MagazineBytes)
 	gauge(c.depot, s.DepotBytes)
 	gauge(c.cache, s.CacheBytes)
+	gauge(c.corrupt, s.CorruptBytes)
 	if c.resident != nil {
 		if r, err := c.h.ResidentBytes(); err == nil {
 			gauge(c.resident, r)

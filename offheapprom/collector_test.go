@@ -6,6 +6,7 @@ package offheapprom
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -55,6 +56,9 @@ offheap_allocs_total{heap="test",source="magazine"} 0
 # HELP offheap_cache_bytes Bytes of free blocks held by open Caches (Heap.NewCache).
 # TYPE offheap_cache_bytes gauge
 offheap_cache_bytes{heap="test"} 0
+# HELP offheap_corrupt_bytes Bytes of free blocks the heap abandoned because a write after free corrupted their span's free list: nonzero means a use-after-free bug.
+# TYPE offheap_corrupt_bytes gauge
+offheap_corrupt_bytes{heap="test"} 0
 # HELP offheap_depot_bytes Bytes of free blocks in the central depots, waiting for a magazine.
 # TYPE offheap_depot_bytes gauge
 offheap_depot_bytes{heap="test"} 0
@@ -226,5 +230,36 @@ func TestNewCollectorRefuses(t *testing.T) {
 			}()
 			NewCollector(tc.h, tc.opts)
 		}()
+	}
+}
+
+// TestDocNamesEveryMetric checks the package doc's table against a scrape
+// with every option on: each metric's name, and each value of its source
+// label, is in the doc.
+func TestDocNamesEveryMetric(t *testing.T) {
+	src, err := os.ReadFile("collector.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, _ := strings.Cut(string(src), "\npackage offheapprom")
+	_, sources, _ := strings.Cut(doc, "source=")
+	sources, _, _ = strings.Cut(sources, "\n")
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(newHeap(t), Opts{Name: "doc", Classes: true, Resident: true}))
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if !strings.Contains(doc, "//\t"+f.GetName()+" ") && !strings.Contains(doc, "//\t"+f.GetName()+"{") {
+			t.Errorf("the package doc's table has no line for %s", f.GetName())
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "source" && !strings.Contains(sources, `"`+l.GetValue()+`"`) {
+					t.Errorf("the package doc does not name %s's source %q", f.GetName(), l.GetValue())
+				}
+			}
+		}
 	}
 }

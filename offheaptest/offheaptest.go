@@ -127,6 +127,7 @@ func VerifyTestMain(m *testing.M) {
 // still open, or returns "" if none has any.
 func openReport() string {
 	open := openheaps.Checked()
+	def := openheaps.Default()
 	var b strings.Builder
 	bad := 0
 	for i, x := range open {
@@ -135,7 +136,11 @@ func openReport() string {
 			continue
 		}
 		bad++
-		fmt.Fprintf(&b, "\nchecked heap %d of the %d still open:\n", i+1, len(open))
+		which := ""
+		if x == def {
+			which = ", offheap.Default()'s"
+		}
+		fmt.Fprintf(&b, "\nchecked heap %d of the %d still open%s:\n", i+1, len(open), which)
 		for _, e := range errs {
 			fmt.Fprintf(&b, "\n%v\n", e)
 		}

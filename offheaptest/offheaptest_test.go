@@ -274,6 +274,12 @@ func childMain(what string) {
 		}()
 	case "clean":
 		open.Free(open.Alloc(48))
+	case "default-leak":
+		open.Free(open.Alloc(48))
+		if err := offheap.SetDefaultOptions(offheap.Options{Checked: true}); err != nil {
+			panic(err)
+		}
+		childLeak(offheap.Default())
 	}
 }
 
@@ -304,6 +310,11 @@ func TestVerifyTestMain(t *testing.T) {
 			"offheaptest.VerifyTestMain: the tests passed, but 1 checked heap still open has leaks or memory errors:",
 			"offheap: double free of 0x",
 			"freed again at:\ngithub.com/offheap/offheap/offheaptest_test.childMain",
+		}},
+		{"default-leak", 1, []string{
+			"offheaptest.VerifyTestMain: the tests passed, but 1 checked heap still open has leaks or memory errors:",
+			"checked heap 2 of the 2 still open, offheap.Default()'s:",
+			"3 blocks, 96 bytes, allocated at:\ngithub.com/offheap/offheap/offheaptest_test.childLeak",
 		}},
 		{"clean", 0, nil},
 	} {

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/offheap/offheap v0.0.0-00010101000000-000000000000
+	github.com/offheap/offheap/lines v0.0.0-00010101000000-000000000000
 	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/term v0.48.0
 	gonum.org/v1/plot v0.17.0
@@ -24,3 +25,5 @@ require (
 )
 
 replace github.com/offheap/offheap => ../..
+
+replace github.com/offheap/offheap/lines => ../../lines

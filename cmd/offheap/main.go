@@ -21,7 +21,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -72,7 +71,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	shapes := fs.String("shapes", "", "comma-separated shapes to run (default: every quick shape)")
 	arms := fs.String("arms", "", "comma-separated arms to compare (default: every default arm)")
 	workers := fs.String("workers", "", "comma-separated worker counts (default: 1,2,4 and 2x GOMAXPROCS)")
-	runs := fs.Int("runs", bench.DefaultRuns, "runs of every measurement, rows interleaved; the min and median are reported (benchstat needs 6 or more for intervals)")
+	runs := fs.Int("runs", bench.DefaultRuns, "runs of every measurement, rows interleaved; the min and median are reported\n(benchstat needs 6 or more for intervals)")
 	long := fs.Bool("long", false, "seed-scale sizes (minutes, not seconds)")
 	out := fs.String("out", "offheap-report", "directory for results.txt, results.json, the SVG plots and index.html (\"\" for none)")
 	jsonOut := fs.Bool("json", false, "write the JSON report to stdout instead of the tables")
@@ -184,19 +183,27 @@ flags:
 	}
 	fmt.Fprintf(w, "\ncolumns of the tables:\n")
 	bench.WriteLegend(w, metrics)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nshapes (* = run by default; a shape with ways has rows of its own, the others a row per arm):\n")
+	nameWidth := 0
 	for _, s := range bench.Shapes() {
-		fmt.Fprintf(tw, "  %s%s\t%s\t%s\n", s.Name, star(s.Quick), s.Work, s.Doc)
+		nameWidth = max(nameWidth, len(s.Name)+1)
 		for _, way := range s.Ways {
-			fmt.Fprintf(tw, "  \t  way %s\t%s\n", way.Name, way.Doc)
+			nameWidth = max(nameWidth, len("  way ")+len(way.Name))
 		}
 	}
-	fmt.Fprintf(tw, "\narms (* = run by default):\n")
 	for _, a := range bench.Arms() {
-		fmt.Fprintf(tw, "  %s%s\t%s\n", a.Name, star(a.Default), a.Doc)
+		nameWidth = max(nameWidth, len(a.Name)+1)
 	}
-	tw.Flush()
+	fmt.Fprintf(w, "\nshapes (* = run by default; a shape with ways has rows of its own, the others a row per arm):\n")
+	for _, s := range bench.Shapes() {
+		bench.WriteItem(w, nameWidth, s.Name+star(s.Quick), fmt.Sprintf("(%s) %s", s.Work, s.Doc))
+		for _, way := range s.Ways {
+			bench.WriteItem(w, nameWidth, "  way "+way.Name, way.Doc)
+		}
+	}
+	fmt.Fprintf(w, "\narms (* = run by default):\n")
+	for _, a := range bench.Arms() {
+		bench.WriteItem(w, nameWidth, a.Name+star(a.Default), a.Doc)
+	}
 	fmt.Fprint(w, `
 The C allocators (cgo-malloc, jemalloc, mimalloc) are arms only in a build
 with the offheap_cgo tag:

@@ -61,12 +61,21 @@ func TestBenchHelp(t *testing.T) {
 	if code := run([]string{"bench", "-h"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
+	// Every line fits the report's width; a text wrapped over lines reads
+	// as one, whatever spaces break it.
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		if line = strings.ReplaceAll(line, "\t", "    "); len(line) > bench.Width { // flag's "    \t", to column 8
+			t.Errorf("a line of %d columns, wider than %d: %q", len(line), bench.Width, line)
+		}
+	}
+	text := strings.Join(strings.Fields(stdout.String()), " ")
+	explains := func(doc string) bool { return strings.Contains(text, strings.Join(strings.Fields(doc), " ")) }
 	for _, s := range bench.Shapes() {
-		if !strings.Contains(stdout.String(), s.Name) || !strings.Contains(stdout.String(), s.Doc) {
+		if !strings.Contains(stdout.String(), s.Name) || !explains(s.Doc) {
 			t.Errorf("-h does not explain shape %s", s.Name)
 		}
 		for _, m := range s.Metrics {
-			if !strings.Contains(stdout.String(), m.Doc) {
+			if !explains(m.Doc) {
 				t.Errorf("-h does not explain column %s", m.Name)
 			}
 		}
@@ -77,7 +86,7 @@ func TestBenchHelp(t *testing.T) {
 		}
 	}
 	for _, a := range bench.Arms() {
-		if !strings.Contains(stdout.String(), a.Name) || !strings.Contains(stdout.String(), a.Doc) {
+		if !strings.Contains(stdout.String(), a.Name) || !explains(a.Doc) {
 			t.Errorf("-h does not explain arm %s", a.Name)
 		}
 	}

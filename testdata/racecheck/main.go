@@ -28,6 +28,7 @@ var scenarios = map[string]func(){
 	"arena":            racyArena,
 	"shared":           racyShared,
 	"write-after-free": writeAfterFree,
+	"ref-map":          func() { refMap(false) },
 
 	// Correct: the detector must report nothing.
 	"handoff":         func() { handoff(false) },
@@ -41,6 +42,7 @@ var scenarios = map[string]func(){
 	"shared-handoff":  sharedHandoff,
 	"depot":           depot,
 	"pages":           pages,
+	"ref-map-copy":    func() { refMap(true) },
 }
 
 func main() {
@@ -91,8 +93,12 @@ func fill(b []byte) {
 	}
 }
 
-func check(b []byte) {
-	seed := uint64(addr(b))
+func check(b []byte) { checkAs(b, addr(b)) }
+
+// checkAs verifies that b holds the pattern fill wrote at address at: a
+// copy of a filled block holds its original's.
+func checkAs(b []byte, at uintptr) {
+	seed := uint64(at)
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
 		if *(*uint64)(unsafe.Pointer(&b[i])) != seed+uint64(i) {
@@ -201,6 +207,73 @@ func nextOwner(h *offheap.Heap, freed chan struct{}) uintptr {
 	<-freed
 	c := h.Alloc(64)
 	c[0] = 2
+	return addr(c)
+}
+
+// refMap: a map from keys to Refs under a lock, one goroutine reading a
+// value while another replaces it (frees the old block, which the next
+// Alloc hands out again on the one P). Without copy, the reader resolves
+// the Ref under the lock and reads the bytes after it: a read after free
+// that checked mode cannot see and the detector must. With copy, the reader
+// copies the bytes out under the lock, and nothing races.
+func refMap(copyOut bool) {
+	runtime.GOMAXPROCS(1)
+	h := newHeap(offheap.Options{})
+	var mu sync.Mutex
+	index := map[uint64]offheap.Ref{}
+	b := h.Alloc(64)
+	fill(b)
+	index[1] = h.Ref(b)
+	resolved := make(chan struct{})
+	var got uintptr
+	twoWriters(func() { refReader(h, &mu, index, copyOut, resolved) },
+		func() { got = refReplacer(h, &mu, index, resolved) })
+	if got != addr(b) {
+		fail("the next owner got the block at %#x, not the freed one at %#x", got, addr(b))
+	}
+}
+
+//go:noinline
+func refReader(h *offheap.Heap, mu *sync.Mutex, index map[uint64]offheap.Ref, copyOut bool, resolved chan struct{}) {
+	mu.Lock()
+	v := h.Bytes(index[1])
+	at := addr(v)
+	if copyOut {
+		v = slices.Clone(v)
+	}
+	mu.Unlock()
+	close(resolved)
+	if copyOut {
+		checkAs(v, at)
+		return
+	}
+	// The bug: v's block may be freed and handed out again by now, so its
+	// words are read, not checked (they may be the next owner's by now).
+	for i := 0; i+8 <= len(v); i += 8 {
+		readSink += *(*uint64)(unsafe.Pointer(&v[i]))
+	}
+}
+
+// readSink keeps refReader's reads.
+var readSink uint64
+
+// refReplacer waits until the reader resolved the Ref (so that the reader
+// reads the old block), then replaces the value as a set does: the new
+// value's block is the old one, freed and allocated again.
+//
+//go:noinline
+func refReplacer(h *offheap.Heap, mu *sync.Mutex, index map[uint64]offheap.Ref, resolved chan struct{}) uintptr {
+	<-resolved
+	mu.Lock()
+	old := index[1]
+	delete(index, 1)
+	mu.Unlock()
+	h.Free(h.Bytes(old))
+	c := h.Alloc(64)
+	fill(c)
+	mu.Lock()
+	index[1] = h.Ref(c)
+	mu.Unlock()
 	return addr(c)
 }
 
@@ -564,7 +637,7 @@ func arenaRounds() {
 	a := h.NewArena()
 	for round := range 12 {
 		ended := make(chan struct{})
-		s := h.NewShared(8, offheap.OnRelease(func([]byte) {
+		s := h.NewShared(8, offheap.OnLastRelease(func([]byte) {
 			a.Reset() // on the goroutine of the last Release
 			close(ended)
 		}))

@@ -11,8 +11,12 @@ import (
 func init() {
 	bench.RegisterArm(bench.Arm{
 		Name:    "pin-floor",
-		Doc:     "not an allocator to use: per-P stacks of Go memory behind two pinned sections, no central list, census or check; what a pinned design cannot go below",
+		Doc:     "not an allocator to use: per-P stacks of Go memory behind two pinned sections, no central list, census or check; what a pinned design's pair cannot go below (pairs only: its stacks, 8 deep, are no floor where blocks stay live or cross Ps)",
 		Default: true,
+		// A floor for pairs only: with more blocks live than its stacks
+		// hold, or blocks freed on another P, it makes and drops Go
+		// memory, and runs slower than offheap.
+		Only: []string{"pairs"},
 		New: func() (bench.Allocator, error) {
 			if raceBuild {
 				// The detector cannot see that pinning orders the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -188,6 +189,11 @@ func TestReportFiles(t *testing.T) {
 	for _, want := range []string{"== pairs", "-- pairs size=64:", "xoffheap-nomag", "xgo-make", "== verdicts", bench.MetricHitRate} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q", want)
+		}
+	}
+	for _, line := range strings.Split(text.String(), "\n") {
+		if len(line) > bench.Width {
+			t.Errorf("text report: a line of %d columns, wider than %d: %q", len(line), bench.Width, line)
 		}
 	}
 }
@@ -413,5 +419,54 @@ func TestOwnerFrees(t *testing.T) {
 	}
 	if rows := r.Shape("prodcons").Rows; slices.Contains(rows, "test-owner") || !slices.Contains(rows, "offheap") {
 		t.Errorf("prodcons rows %v: want offheap and not the owner-frees arm", rows)
+	}
+}
+
+// TestPlotColours: every row of a shape's plot has a colour of its own, and
+// an arm has the same colour in every plot; no tick reads as a float's
+// rounding error.
+func TestPlotColours(t *testing.T) {
+	r := fullReport(t)
+	hex := regexp.MustCompile(`#[0-9A-F]{6}`)
+	colourOf := map[string]string{} // arm -> its colour, from the plots so far
+	for _, sh := range r.Shapes {
+		var svg strings.Builder
+		if err := bench.WritePlot(&svg, r, sh); err != nil {
+			t.Fatal(err)
+		}
+		if tiny := regexp.MustCompile(`>-?[0-9.]+e-[0-9]+<`).FindString(svg.String()); tiny != "" {
+			t.Errorf("%s.svg: a tick label %s, a float's rounding error", sh.Name, tiny)
+		}
+		colours := map[string]bool{}
+		for _, c := range hex.FindAllString(svg.String(), -1) {
+			if c != "#000000" && c != "#FFFFFF" {
+				colours[c] = true
+			}
+		}
+		if len(sh.Rows) <= 10 && len(colours) != len(sh.Rows) {
+			t.Errorf("%s.svg: %d colours for %d rows %v", sh.Name, len(colours), len(sh.Rows), sh.Rows)
+		}
+		if sh.RowKey != "arm" || len(sh.Subs) == 0 {
+			continue
+		}
+		// The arm's colour: draw the shape with that arm alone.
+		for _, arm := range sh.Rows {
+			one := sh
+			one.Rows = []string{arm}
+			var b strings.Builder
+			if err := bench.WritePlot(&b, r, one); err != nil {
+				t.Fatal(err)
+			}
+			var c string
+			for _, h := range hex.FindAllString(b.String(), -1) {
+				if h != "#000000" && h != "#FFFFFF" {
+					c = h
+				}
+			}
+			if prev, ok := colourOf[arm]; ok && prev != c {
+				t.Errorf("arm %s is %s in %s.svg, %s before", arm, c, sh.Name, prev)
+			}
+			colourOf[arm] = c
+		}
 	}
 }

@@ -33,17 +33,18 @@
 // which goes on without it. Default: true puts it in the default -arms list.
 // OwnerFrees keeps an arm whose blocks must go back through the handle that
 // allocated them (a per-worker cache) off the shapes that free blocks on
-// another worker (Spec.CrossFrees: prodcons, larson, scratch).
+// another worker (Spec.CrossFrees: prodcons, larson, scratch); Only keeps an
+// arm to the shapes it names.
 //
 // # Adding a shape
 //
 // A shape is a workload. Add a file to internal/shapes that registers it in
 // init, with a Spec: a Name, a one-line Doc, whether total or per-worker work
-// is fixed (Work), the Unit of one op, and optionally Subs (row groups such
-// as sizes: adding a size is adding a Sub; FirstWorkers runs one at the
-// first worker count only), Workers, Metrics (extra columns,
-// each with a line for the legend), Plot (a metric to plot instead of ns per
-// op) and Verdicts (figures judged against targets; see judge.go there).
+// is fixed (Work), the Unit of one op, and optionally Subs (row groups such as
+// sizes: adding a size is adding a Sub; FirstWorkers runs one at the first
+// worker count only), Workers, Metrics (extra columns, each with a line for
+// the legend), Plot (a metric to plot instead of ns per op) and Verdicts
+// (figures judged against targets; see internal/shapes/judge.go).
 //
 //   - RegisterArmShape, when every arm runs it the same way: a row per arm.
 //     Run(t, arm) sizes its work with t.Size(quick, long), runs t.Workers

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"fmt"
+	"image/color"
 	"io"
 	"math"
 	"slices"
@@ -40,18 +41,55 @@ func svgFonts(svg []byte) []byte {
 	return bytes.ReplaceAll(svg, []byte("font-family:Liberation Sans;"), []byte("font-family:Liberation Sans,Arial,Helvetica,sans-serif;"))
 }
 
+// palette is the rows' colours: ten that differ in hue and lightness
+// (Tableau 10), so that neighbours in a legend, and lines that cross, are
+// told apart.
+var palette = []color.Color{
+	color.RGBA{0x4e, 0x79, 0xa7, 0xff}, // blue
+	color.RGBA{0xf2, 0x8e, 0x2b, 0xff}, // orange
+	color.RGBA{0xe1, 0x57, 0x59, 0xff}, // red
+	color.RGBA{0x76, 0xb7, 0xb2, 0xff}, // teal
+	color.RGBA{0x59, 0xa1, 0x4f, 0xff}, // green
+	color.RGBA{0xed, 0xc9, 0x48, 0xff}, // yellow
+	color.RGBA{0xb0, 0x7a, 0xa1, 0xff}, // purple
+	color.RGBA{0xff, 0x9d, 0xa7, 0xff}, // pink
+	color.RGBA{0x9c, 0x75, 0x5f, 0xff}, // brown
+	color.RGBA{0xba, 0xb0, 0xac, 0xff}, // grey
+}
+
+// rowStyle is the index of row's colour, dashes and glyph: an arm's place
+// among every arm of the report, so that an arm looks the same in every
+// plot, or a way's place among its shape's.
+func rowStyle(r *Report, sh ShapeInfo, row string) int {
+	rows := sh.Rows
+	if sh.RowKey == "arm" {
+		rows = nil
+		for _, s := range r.Shapes {
+			for _, a := range s.Rows {
+				if s.RowKey == "arm" && !slices.Contains(rows, a) {
+					rows = append(rows, a)
+				}
+			}
+		}
+	}
+	return max(slices.Index(rows, row), 0)
+}
+
+// rowColor is the colour of style i.
+func rowColor(i int) color.Color { return palette[i%len(palette)] }
+
 // WritePlot draws one shape as an SVG, one panel per sub. A sub measured
 // at several worker counts gets a line per row: workers on x, ns per op on
 // a log y axis (minimum of the runs). A sub measured at one worker count
 // gets a horizontal bar per row, of ns per op or of the metric the shape
 // plots (Spec.Plot, median of the runs). Every value axis says whether
-// lower or higher is better.
+// lower or higher is better; a row has one colour in every plot.
 func WritePlot(w io.Writer, r *Report, sh ShapeInfo) error {
 	var panels []*plot.Plot
 	var legends []plot.Legend
 	var lined []bool
 	for _, sub := range sh.Subs {
-		lines := sh.Plot == "" && len(sh.Workers) > 1
+		lines := sh.Plot == "" && len(measuredWorkers(r, sh, sub)) > 1
 		p := plot.New()
 		p.X.Label.TextStyle.Font.Size = labelSize
 		p.Y.Label.TextStyle.Font.Size = labelSize
@@ -119,7 +157,6 @@ func linePanel(p *plot.Plot, r *Report, sh ShapeInfo, sub string) error {
 		ticks = append(ticks, plot.Tick{Value: float64(nw), Label: fmt.Sprint(nw)})
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
-	var args []any
 	for _, row := range sh.Rows {
 		var xys plotter.XYs
 		for _, nw := range sh.Workers {
@@ -127,12 +164,18 @@ func linePanel(p *plot.Plot, r *Report, sh ShapeInfo, sub string) error {
 				xys = append(xys, plotter.XY{X: float64(nw), Y: s.MinNs})
 			}
 		}
-		if len(xys) > 0 {
-			args = append(args, row, xys)
+		if len(xys) == 0 {
+			continue
 		}
-	}
-	if err := plotutil.AddLinePoints(p, args...); err != nil {
-		return err
+		l, pts, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return err
+		}
+		i := rowStyle(r, sh, row)
+		l.Color, l.Dashes = rowColor(i), plotutil.Dashes(i)
+		pts.Color, pts.Shape = rowColor(i), plotutil.Shape(i)
+		p.Add(l, pts)
+		p.Legend.Add(row, l, pts)
 	}
 	// Room around the data, so that no point sits on the frame.
 	p.Y.Min /= 1.3
@@ -169,22 +212,25 @@ func barPanel(p *plot.Plot, r *Report, sh ShapeInfo, sub string) error {
 		value = func(s *Summary) float64 { return s.Metrics[sh.Plot] }
 	}
 	p.Title.Text += fmt.Sprintf(" (%d worker, %s of the runs)", nw, stat)
-	var vals plotter.Values
 	var names []string
-	// Bottom to top, so that the first row is at the top, as in the table.
+	// Bottom to top, so that the first row is at the top, as in the table;
+	// a bar per row, in the row's colour.
 	for i := len(sh.Rows) - 1; i >= 0; i-- {
-		if s := r.Find(sh.Name, sub, sh.Rows[i], nw); s != nil {
-			vals = append(vals, value(s))
-			names = append(names, sh.Rows[i])
+		s := r.Find(sh.Name, sub, sh.Rows[i], nw)
+		if s == nil {
+			continue
 		}
+		bar, err := plotter.NewBarChart(plotter.Values{value(s)}, vg.Points(18))
+		if err != nil {
+			return err
+		}
+		bar.Horizontal = true
+		bar.XMin = float64(len(names))
+		bar.Color = rowColor(rowStyle(r, sh, sh.Rows[i]))
+		bar.LineStyle.Width = 0
+		p.Add(bar)
+		names = append(names, sh.Rows[i])
 	}
-	bars, err := plotter.NewBarChart(vals, vg.Points(18))
-	if err != nil {
-		return err
-	}
-	bars.Horizontal = true
-	bars.Color = plotutil.Color(0)
-	p.Add(bars)
 	p.NominalY(names...)
 	p.X.Label.Text = label
 	p.X.Tick.Marker = linearTicks{}
@@ -219,7 +265,8 @@ func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	var ts []plot.Tick
-	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
+	for i := math.Ceil(lo / step); i*step <= hi; i++ {
+		v := i * step // a multiple of step, not a sum of them: 0 is 0, not -5.551e-17
 		ts = append(ts, plot.Tick{Value: v, Label: tickLabel(v)})
 	}
 	return ts

@@ -75,6 +75,10 @@ type Arm struct {
 	// handle that allocated them (a per-worker cache): it runs only on the
 	// shapes whose blocks are (Spec.CrossFrees false).
 	OwnerFrees bool
+	// Only names the shapes the arm runs on, when it is not every shape:
+	// for an arm that is a reference in some shapes and means nothing in
+	// the others.
+	Only []string
 	// New makes a fresh instance. The runner makes one per (shape, run), so
 	// each census covers one shape. An error marks the arm unavailable: it
 	// is reported and skipped, not fatal.
@@ -232,7 +236,7 @@ func (s *shape) rows(arms []*Arm) []string {
 		return rows
 	}
 	for _, a := range arms {
-		if !(a.OwnerFrees && s.CrossFrees) {
+		if !(a.OwnerFrees && s.CrossFrees) && (a.Only == nil || slices.Contains(a.Only, s.Name)) {
 			rows = append(rows, a.Name)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"text/tabwriter"
 )
 
 // The arms every arm shape's table compares against, when they ran: the
@@ -28,30 +27,63 @@ var legend = []Metric{
 	{Name: MetricHitRate, Doc: "allocations served by a per-P magazine or a Cache, in percent (offheap arms)"},
 }
 
+// Width is the most columns a line of the text report takes: a table too
+// wide for it is split into tables that each repeat the workers and the row.
+const Width = 120
+
 // WriteLegend explains the table columns: the common ones, then metrics
 // (a shape's own columns), each once, in order.
 func WriteLegend(w io.Writer, metrics []Metric) error {
 	ew := &errWriter{w: w}
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	seen := map[string]bool{}
+	var ms []Metric
+	nameWidth := 0
 	for _, m := range append(slices.Clone(legend), metrics...) {
 		if !seen[m.Name] {
 			seen[m.Name] = true
-			fmt.Fprintf(tw, "  %s\t%s\n", m.Name, m.Doc)
+			ms = append(ms, m)
+			nameWidth = max(nameWidth, len(m.Name))
 		}
 	}
-	tw.Flush()
+	for _, m := range ms {
+		WriteItem(ew, nameWidth, m.Name, m.Doc)
+	}
 	return ew.err
+}
+
+// WriteItem writes a name, padded to nameWidth, and what it means, wrapped
+// to Width columns under its first line: a line of a legend or a list.
+func WriteItem(w io.Writer, nameWidth int, name, doc string) {
+	writeWrapped(w, fmt.Sprintf("  %-*s  ", nameWidth, name), strings.Repeat(" ", nameWidth+4), doc)
+}
+
+// writeWrapped writes text in lines of at most Width columns, breaking at
+// spaces: the first line starts with first, the others with indent. A word
+// longer than a line has a line of its own.
+func writeWrapped(w io.Writer, first, indent, text string) {
+	line, n := first, 0 // n: the words on line
+	for _, word := range strings.Fields(text) {
+		if n > 0 && len(line)+1+len(word) > Width {
+			fmt.Fprintln(w, line)
+			line, n = indent, 0
+		}
+		if n > 0 {
+			line += " "
+		}
+		line += word
+		n++
+	}
+	fmt.Fprintln(w, line)
 }
 
 // WriteText writes the report: what ran and how to read it, one table per
 // shape and sub, then the verdicts and their tally.
 func WriteText(w io.Writer, r *Report) error {
 	ew := &errWriter{w: w}
-	fmt.Fprintf(ew, "offheap bench: %s/%s, %s, GOMAXPROCS=%d, %s, %d runs%s, took %.1fs\n",
-		r.GOOS, r.GOARCH, r.CPU, r.GOMAXPROCS, r.GoVersion, r.Runs, map[bool]string{true: ", -long sizes"}[r.Long], r.Elapsed.Seconds())
+	writeWrapped(ew, "", "  ", fmt.Sprintf("offheap bench: %s/%s, %s, GOMAXPROCS=%d, %s, %d runs%s, took %.1fs",
+		r.GOOS, r.GOARCH, r.CPU, r.GOMAXPROCS, r.GoVersion, r.Runs, map[bool]string{true: ", -long sizes"}[r.Long], r.Elapsed.Seconds()))
 	for _, name := range slices.Sorted(maps.Keys(r.Unavailable)) {
-		fmt.Fprintf(ew, "arm %s: unavailable: %s\n", name, r.Unavailable[name])
+		writeWrapped(ew, "", "  ", fmt.Sprintf("arm %s: unavailable: %s", name, r.Unavailable[name]))
 	}
 	fmt.Fprintf(ew, "\nColumns:\n")
 	var metrics []Metric
@@ -60,21 +92,37 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	WriteLegend(ew, metrics)
 	if n := ScalingNotice(r); n != "" {
-		fmt.Fprintf(ew, "\n!! %s\n", n)
+		fmt.Fprintln(ew)
+		writeWrapped(ew, "!! ", "   ", n)
 	}
 	for _, sh := range r.Shapes {
 		writeShape(ew, r, sh)
 	}
 	if len(r.Verdicts) > 0 {
 		fmt.Fprintf(ew, "\n== verdicts: each figure against its target\n")
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		for _, v := range r.Verdicts {
-			fmt.Fprintf(tw, "%s\t%s\ttarget %s\t%s\n", v.Status(), v.Figure, v.Target, verdictDetail(v))
-		}
-		tw.Flush()
+		writeVerdicts(ew, r.Verdicts)
 		fmt.Fprintf(ew, "\n%s\n", Tally(r.Verdicts))
 	}
 	return ew.err
+}
+
+// writeVerdicts writes each verdict in lines of at most Width columns: its
+// outcome and figure, then the target and what was measured, then why it
+// was not judged, when it was not.
+func writeVerdicts(w io.Writer, vs []Verdict) {
+	const outcomeWidth = len(Missed) + 2
+	indent := strings.Repeat(" ", outcomeWidth)
+	for _, v := range vs {
+		writeWrapped(w, fmt.Sprintf("%-*s", outcomeWidth, v.Outcome()), indent, v.Figure)
+		measured := "target " + v.Target
+		if d := verdictDetail(v); d != "" {
+			measured += "; measured " + d
+		}
+		writeWrapped(w, indent, indent, measured)
+		if why := strings.TrimPrefix(v.Status(), NotJudged+": "); v.Outcome() == NotJudged {
+			writeWrapped(w, indent+"why: ", indent+"     ", why)
+		}
+	}
 }
 
 // ScalingNotice is the one warning a report gives when the machine did not
@@ -106,34 +154,80 @@ type column struct {
 
 // writeShape writes one shape's tables, one per sub.
 func writeShape(w io.Writer, r *Report, sh ShapeInfo) {
-	fmt.Fprintf(w, "\n== %s (%s): %s\n", sh.Name, sh.Work, sh.Doc)
+	fmt.Fprintln(w)
+	writeWrapped(w, "", "   ", fmt.Sprintf("== %s (%s): %s", sh.Name, sh.Work, sh.Doc))
 	for _, sub := range sh.Subs {
 		title := sh.Name
 		if sub != "" {
 			title += " " + sub
 		}
 		fmt.Fprintf(w, "-- %s: ns/%s, min and median of %d runs\n", title, sh.Unit, r.Runs)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		cols := columns(r, sh, sub)
-		var cells []string
+		table := [][]string{nil} // the heads, then a row of cells per summary
 		for _, c := range cols {
-			cells = append(cells, c.head)
+			table[0] = append(table[0], c.head)
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 		for wi, nw := range sh.Workers {
 			for ri, row := range sh.Rows {
 				s := r.Find(sh.Name, sub, row, nw)
 				if s == nil {
 					continue
 				}
-				cells = cells[:0]
+				var cells []string
 				for _, c := range cols {
 					cells = append(cells, c.cell(s, wi, ri))
 				}
-				fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+				table = append(table, cells)
 			}
 		}
-		tw.Flush()
+		writeTable(w, table, fmt.Sprintf("-- %s, continued", title))
+	}
+}
+
+// writeTable writes table's columns right-aligned, two spaces apart. Where
+// they do not fit in Width columns, the first two (the workers and the row)
+// begin each of as many tables as it takes, each after a line that says
+// more, and the other columns fill them in order.
+func writeTable(w io.Writer, table [][]string, more string) {
+	const keys, gap = 2, 2
+	widths := make([]int, len(table[0]))
+	for _, cells := range table {
+		for i, c := range cells {
+			widths[i] = max(widths[i], len(c))
+		}
+	}
+	keyWidth := 0
+	for i := range min(keys, len(widths)) {
+		keyWidth += gap + widths[i]
+	}
+	var groups [][]int // the columns of each table, after the keys
+	used := Width      // columns used by the last group
+	for i := keys; i < len(widths); i++ {
+		if used+gap+widths[i] > Width {
+			groups = append(groups, nil)
+			used = keyWidth
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], i)
+		used += gap + widths[i]
+	}
+	if len(groups) == 0 {
+		groups = [][]int{nil}
+	}
+	for gi, g := range groups {
+		if gi > 0 {
+			fmt.Fprintln(w, more)
+		}
+		cols := append([]int{}, g...)
+		for i := min(keys, len(widths)) - 1; i >= 0; i-- {
+			cols = append([]int{i}, cols...)
+		}
+		for _, cells := range table {
+			var b strings.Builder
+			for _, i := range cols {
+				fmt.Fprintf(&b, "%*s", gap+widths[i], cells[i])
+			}
+			fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+		}
 	}
 }
 

@@ -211,7 +211,7 @@ func arenaVerdicts(r *bench.Report) []bench.Verdict {
 	var vs []bench.Verdict
 	vs = append(vs,
 		needsIdleCore(oneWorker(r, "arena-make", "16-256 B, 1 worker: Arena.Alloc / make",
-			"arena", "", "arena", "go-make", 0.25), r),
+			"arena", "", "arena", "go-make", 0.25), r, makeIdleCore),
 		oneWorker(r, "arena-heap", "16-256 B, 1 worker: Arena.Alloc / offheap Alloc+Free pair",
 			"arena", "", "arena", "heap-pair", 0.5))
 

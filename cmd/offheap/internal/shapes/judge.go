@@ -152,10 +152,18 @@ func scalingAtMost(v bench.Verdict, limit float64, r *bench.Report, shape, sub, 
 // whose second core is taken, that row pays for what it otherwise gets for
 // free, and the figure moves either way with the load, not with offheap
 // (measured here: make 24-27 ns per pair in quiet runs, 45-99 ns in runs
-// whose compute control did not scale).
-func needsIdleCore(v bench.Verdict, r *bench.Report) bench.Verdict {
+// whose compute control did not scale). why is the row's reason, which the
+// verdict's note gives: makeIdleCore or pairIdleCore.
+func needsIdleCore(v bench.Verdict, r *bench.Report, why string) bench.Verdict {
 	if !r.Scaled() {
-		v.Inconclusive, v.Note = true, "machine did not scale"
+		v.Inconclusive, v.Note = true, "machine did not scale, and "+why
 	}
 	return v
 }
+
+// The reasons a figure needs an idle core, as needsIdleCore's note gives
+// them.
+const (
+	makeIdleCore = "make's collector works on the other core"
+	pairIdleCore = "a producer and its consumer need a core each"
+)

@@ -126,10 +126,10 @@ func TestNeedsIdleCore(t *testing.T) {
 		}
 	}
 	for _, pass := range []bool{true, false} {
-		if v := needsIdleCore(bench.Verdict{Pass: pass}, report(1.5)); v.Outcome() != bench.NotJudged || v.Note != "machine did not scale" {
+		if v := needsIdleCore(bench.Verdict{Pass: pass}, report(1.5), makeIdleCore); v.Outcome() != bench.NotJudged || v.Note != "machine did not scale, and make's collector works on the other core" {
 			t.Errorf("pass %v, control 1.33x: %+v", pass, v)
 		}
-		if v := needsIdleCore(bench.Verdict{Pass: pass}, report(1)); v.Inconclusive {
+		if v := needsIdleCore(bench.Verdict{Pass: pass}, report(1), makeIdleCore); v.Inconclusive {
 			t.Errorf("pass %v, control 2x: %+v", pass, v)
 		}
 	}

@@ -131,7 +131,7 @@ func pairsVerdicts(r *bench.Report) []bench.Verdict {
 		oneWorker(r, "pairs-unzeroed", "64 B pairs, 1 goroutine: offheap AllocUnzeroed+Free / sync-pool Get+Put",
 			"pairs", pairs64Unzeroed, "offheap", "sync-pool", 0.7),
 		needsIdleCore(oneWorker(r, "pairs-zeroed", "64 B pairs, 1 goroutine: offheap Alloc+Free / make",
-			"pairs", pairs64, "offheap", "go-make", 0.45), r))
+			"pairs", pairs64, "offheap", "go-make", 0.45), r, makeIdleCore))
 	// A Cache takes the pins out of the pair: about half of the heap's.
 	vs = append(vs,
 		oneWorker(r, "pairs-cache/pool", "64 B pairs, 1 goroutine: offheap-cache AllocUnzeroed+Free / sync-pool Get+Put",

@@ -148,7 +148,7 @@ func prodConsVerdicts(r *bench.Report) []bench.Verdict {
 	} else {
 		v := pp.MinNs / pc.MinNs
 		vs = append(vs, needsIdleCore(atLeast(bench.Verdict{Name: name, Figure: figure, Target: target, Value: v,
-			Measured: fmt.Sprintf("%.2fx (%s vs %s ns per block)", v, bench.Num(pc.MinNs), bench.Num(pp.MinNs))}, 0.5, pc, pp), r))
+			Measured: fmt.Sprintf("%.2fx (%s vs %s ns per block)", v, bench.Num(pc.MinNs), bench.Num(pp.MinNs))}, 0.5, pc, pp), r, pairIdleCore))
 	}
 
 	const fname, ffigure, ftarget = "prodcons-flat", "prodcons mapped bytes, offheap: peak of the 2nd half / peak of the 1st half, worst worker count", "<= 1.25x"

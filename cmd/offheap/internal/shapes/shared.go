@@ -50,7 +50,7 @@ var sharedStatic [sharedLen]byte
 type sharedHandles func(h *offheap.Heap, workers int) (handles, release []offheap.Shared)
 
 func sharedStaticHandles(_ *offheap.Heap, workers int) (handles, release []offheap.Shared) {
-	s := offheap.Static(sharedStatic[:])
+	s := offheap.StaticShared(sharedStatic[:])
 	for range workers {
 		handles = append(handles, s)
 	}

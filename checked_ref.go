@@ -10,11 +10,14 @@ import (
 // a small block, so a use after free is caught at the handle, before any of
 // the block's bytes is read.
 
-// checkRef panics unless the n > 0 bytes at a are a live checked block, or a
-// prefix of one no longer than the length it was allocated with (the canary
-// lies past it). A block freed and still in quarantine is a use after free:
-// a *MemoryError of kind UseAfterFree with both stacks. op names the call.
-func (c *checker) checkRef(a uintptr, n uint64, op string) {
+// checkRecordRef panics unless the n > 0 bytes at a are a live block the
+// checker has (every block in checked mode, a sampled heap's guarded ones),
+// or a prefix of one no longer than the length it was allocated with (the
+// canary lies past it). A block freed and still in quarantine is a use
+// after free: a *MemoryError of kind UseAfterFree with both stacks. op
+// names the call.
+func (h *Heap) checkRecordRef(a uintptr, n uint64, op string) {
+	c := h.chk
 	state, size, alloc, free, known := c.refRecord(a)
 	switch {
 	case known && state == stateLive:
@@ -47,7 +50,7 @@ func (c *checker) refRecord(a uintptr) (state uint32, size int, alloc, free stac
 func (c *checker) refUnknown(a uintptr) string {
 	if c.h.pages.contains(a) {
 		if start, _, _ := c.blockOf(a); start != 0 && start != a {
-			return fmt.Sprintf("is not the start of a block: it is %d bytes into the block at %#x", a-start, start)
+			return fmt.Sprintf("is not the start of a block: it is %s into the block at %#x", count(int(a-start), "byte"), start)
 		}
 		return "is not a live block of this heap (never handed out, or freed long ago and out of quarantine)"
 	}

@@ -1,0 +1,8 @@
+module github.com/offheap/offheap/lines
+
+go 1.26.0
+
+require (
+	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.48.0
+)
