@@ -134,3 +134,20 @@ func TestHugePagesReleaseWhole(t *testing.T) {
 	}
 	h.Free(x)
 }
+
+// TestRegionsHugeAligned: every region's base is 2 MiB aligned, as the
+// huge-page ranges assume (hugeRange), the later regions' too.
+func TestRegionsHugeAligned(t *testing.T) {
+	skipRace(t, "regions are Go memory, aligned to pages only")
+	h := newTestHeapFirstRegion(t, Options{ProfileRate: -1}, 4<<20)
+	b := h.Alloc(8 << 20) // past the first region
+	for _, r := range h.pages.regions.Load().byPage {
+		if r.base&(2<<20-1) != 0 {
+			t.Errorf("region at %#x is not 2 MiB aligned", r.base)
+		}
+	}
+	if h.regionCount() < 2 {
+		t.Fatalf("setup: %d regions, want 2 or more", h.regionCount())
+	}
+	h.Free(b)
+}
