@@ -14,11 +14,12 @@ import (
 // docs/DESIGN.md made the first touch of 2 GiB take 5.5-15 s instead of
 // 1.9-3 s, with single faults of 50-130 ms. Instead, a background pass
 // (collapsePass, on a timer as the release of free pages is) looks at every
-// huge-page range that allocations touched and, where
-// all of the range's small pages are in memory (mincore: so the huge page
-// costs no memory the small ones did not), collapses it into a huge page
-// with MADV_COLLAPSE (Linux 6.1). The copy and any compaction are the
-// pass's, off every allocating goroutine.
+// huge-page range that allocations touched and, where all of the range's
+// small pages are in memory (mincore: so the huge page costs no memory the
+// small ones did not), collapses it into a huge page with MADV_COLLAPSE
+// (Linux 6.1). The copy and any compaction are the
+// pass's, off every allocating goroutine (though not off their faults:
+// below).
 //
 // Ranges are the huge-page-aligned stretches of hugeSpan pages of a region,
 // whose base is aligned for them (mapRegion); a region's partial last

@@ -293,6 +293,7 @@ func (ph *pageHeap) freeMoved(a uintptr, moved uint32) {
 			*ph.entry(page + i) = 0
 		}
 		ph.released += uint64(moved)
+		ph.noteRelease(page, moved) // a huge page there went with them
 		ph.addRun(page, moved, freeRun{})
 		ph.publishMapped()
 	}
