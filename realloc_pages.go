@@ -96,7 +96,7 @@ func (h *Heap) reallocLarge(b []byte, n int) []byte {
 	if moved == 0 {
 		copy(nb, b[:k])
 	}
-	clear(nb[k:max(k, moved)]) // the moved pages' bytes past len(b)
+	clear(nb[k:min(max(k, moved), n)]) // the moved pages' bytes past len(b)
 	if dirty {
 		zeroRange(na, max(k, moved), n)
 	}
