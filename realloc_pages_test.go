@@ -47,6 +47,9 @@ func wantRealloc(t *testing.T, what string, nb []byte, k, n int, seed byte) {
 // timer). The bytes past len(b) that the block held are zero afterwards, as
 // are dirty pages it takes.
 func TestReallocLargeInPlace(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked mode copies every Realloc, so that a stale use of the old block is caught")
+	}
 	h := newTestHeap(t, Options{ProfileRate: -1, ReleaseDelay: time.Hour})
 	if raceEnabled {
 		// The first region holds 4 MiB (region_race.go): fill it, so that
@@ -96,8 +99,11 @@ func TestReallocLargeInPlace(t *testing.T) {
 // control: with movePages returning an error (the copy path), resident
 // memory grew by the block's 8 MiB and this test failed:
 //
-//	realloc_pages_test.go:122: moving 8 MiB made 8388608 bytes resident
+//	realloc_pages_test.go:126: moving 8 MiB made 8388608 bytes resident
 func TestReallocMovesPages(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked mode copies every Realloc, so that a stale use of the old block is caught")
+	}
 	skipRace(t, "regions are Go memory, and Realloc copies")
 	h := newTestHeap(t, Options{ProfileRate: -1, ReleaseDelay: time.Hour})
 	const size = 8 << 20
