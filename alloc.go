@@ -70,7 +70,7 @@ func (h *Heap) allocShared(n int) []byte {
 }
 
 // TryAlloc is Alloc returning an error instead of panicking: errors.Is(err,
-// ErrLimit), ErrClosed or ErrSize.
+// ErrLimit), ErrClosed, ErrSize or ErrAddressSpace.
 func (h *Heap) TryAlloc(n int) ([]byte, error) {
 	if a := h.allocFast(n); a != 0 {
 		return bytesAt(a, n), nil

@@ -250,10 +250,15 @@ func (h *Heap) NewArena() *Arena {
 // bytes, rounded up to a multiple of 8 KiB and at least 64 KiB; requests of a
 // quarter of that or more get a chunk of their own. Use it when NewArena's
 // growth does not fit: small chunks for many small arenas, large ones to take
-// the chunk lock less often. It panics if chunkSize is not positive.
+// the chunk lock less often. It panics if chunkSize is not positive, or
+// larger than any chunk the heap's address space can hold (its 16 TiB less
+// its first region).
 func (h *Heap) NewArenaSize(chunkSize int) *Arena {
-	if chunkSize <= 0 || uint64(chunkSize) > maxAlloc {
+	if chunkSize <= 0 {
 		panic(fmt.Sprintf("offheap: NewArenaSize: invalid chunk size %d", chunkSize))
+	}
+	if most := h.mostBytes(); uint64(chunkSize) > most {
+		panic(fmt.Sprintf("offheap: NewArenaSize(%d): chunks larger than the %s this heap's address space can hold would make every allocation fail; use a smaller chunk size", chunkSize, sizeString(most)))
 	}
 	return newArena(h, alignUp(max(uintptr(chunkSize), arenaChunkMin), pageSize), false)
 }

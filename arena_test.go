@@ -345,6 +345,18 @@ func TestArenaNegativeSize(t *testing.T) {
 		t.Errorf("TryAlloc(MaxInt) = %v, want ErrSize", err)
 	}
 	expectPanic(t, "invalid chunk size", func() { h.NewArenaSize(0) })
+	// Chunks no region of the heap can hold, whose every TryAlloc would
+	// fail, are refused at NewArenaSize.
+	for _, n := range []uint64{1 << 46, 16 << 40, 16<<40 - pageSize, math.MaxInt} {
+		if n <= math.MaxInt { // 64-bit ints
+			expectPanic(t, "this heap's address space can hold", func() { h.NewArenaSize(int(n)) })
+		}
+	}
+	a = h.NewArenaSize(1 << 30)
+	if _, err := a.TryAlloc(100); err != nil {
+		t.Fatalf("an arena of 1 GiB chunks: %v", err)
+	}
+	a.Release()
 }
 
 func TestArenaTyped(t *testing.T) {

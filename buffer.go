@@ -1,9 +1,11 @@
 package offheap
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Buffer is a growable byte buffer in one block of a Heap, for building
@@ -15,7 +17,8 @@ import (
 //
 // The capacity is the whole block (its size class, or whole pages), so a
 // Buffer grows to its block's end with no call; past it, it moves to a block
-// at least twice as large, copying only the unread bytes and zeroing
+// at least twice as large (or, when the heap cannot hold that, a smaller one
+// down to the size it needs), copying only the unread bytes and zeroing
 // nothing. Before it moves, it slides its unread bytes to the front when
 // that leaves half the block free, as bytes.Buffer does.
 //
@@ -115,54 +118,78 @@ func (b *Buffer) room(n int) error {
 	if n <= len(b.blk)-b.w {
 		return nil
 	}
-	return b.grow(n)
+	old, err := b.grow(n)
+	b.free(old)
+	return err
 }
 
 // grow is room's slow path: slide the unread bytes to the front when that
 // leaves at least half the block free (sliding more often would copy the
 // same bytes again and again), else move them to a block at least twice as
-// large.
-func (b *Buffer) grow(n int) error {
+// large, or, when the heap cannot hold that, to the smallest that holds
+// them and n more. It returns the block the buffer left, for the caller to
+// free once it has copied what it appends: those bytes may lie in that very
+// block (b.Write(b.Bytes())). A slide writes only blk[:m], below the
+// unread bytes (it happens when m+n <= len(blk)/2, and the unread bytes end
+// past len(blk)-n, so they start past m), and so moves none of them.
+func (b *Buffer) grow(n int) (old []byte, err error) {
 	m := b.Len()
 	if n > maxAlloc-m {
-		return fmt.Errorf("%w: a Buffer of %d bytes cannot grow by %d", ErrSize, m, n)
+		return nil, fmt.Errorf("%w: a Buffer of %d bytes cannot grow by %d", ErrSize, m, n)
 	}
 	if m+n <= len(b.blk)/2 {
 		copy(b.blk, b.blk[b.r:b.w])
 		b.r, b.w = 0, m
-		return nil
+		return nil, nil
 	}
-	want := max(m+n, 2*len(b.blk), b.size)
+	need := m + n
+	want := max(need, 2*len(b.blk), b.size)
 	if want > maxAlloc {
-		want = m + n
+		want = need
 	}
 	// The whole block, so that the buffer grows to its end with no call.
-	nb, err := b.h.tryAllocUnzeroed(int(chunkBytes(uintptr(want))))
+	// Under a Limit, the sizes between want and need, halving the excess,
+	// before need itself is refused.
+	var nb []byte
+	for {
+		nb, err = b.h.tryAllocUnzeroed(int(chunkBytes(uintptr(want))))
+		if err == nil || want == need || !errors.Is(err, ErrLimit) {
+			break
+		}
+		want = need + (want-need)/2
+		if chunkBytes(uintptr(want)) == chunkBytes(uintptr(need)) {
+			want = need
+		}
+	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	copy(nb, b.blk[b.r:b.w])
-	b.release()
+	old = b.blk
 	b.blk, b.r, b.w = nb, 0, m
-	return nil
+	return old, nil
+}
+
+// free gives back a block grow returned, if any.
+func (b *Buffer) free(old []byte) {
+	if old != nil {
+		b.h.Free(old)
+	}
 }
 
 // release frees the block, if any, and leaves the buffer empty without one.
 func (b *Buffer) release() {
-	if b.blk != nil {
-		b.h.Free(b.blk)
-	}
+	b.free(b.blk)
 	b.blk, b.r, b.w = nil, 0, 0
 }
 
 // Write appends p to the buffer. Its error is non-nil only when the heap
 // cannot hold the larger block the buffer needs (errors.Is ErrLimit, or
-// ErrClosed); the buffer is then as it was.
+// ErrClosed); the buffer is then as it was. p may be the buffer's own bytes
+// (b.Write(b.Bytes()) doubles them).
 func (b *Buffer) Write(p []byte) (int, error) {
 	if len(p) > len(b.blk)-b.w {
-		if err := b.grow(len(p)); err != nil {
-			return 0, err
-		}
+		return growWrite(b, p)
 	}
 	b.w += copy(b.blk[b.w:], p)
 	return len(p), nil
@@ -171,18 +198,28 @@ func (b *Buffer) Write(p []byte) (int, error) {
 // WriteString appends s to the buffer; see Write.
 func (b *Buffer) WriteString(s string) (int, error) {
 	if len(s) > len(b.blk)-b.w {
-		if err := b.grow(len(s)); err != nil {
-			return 0, err
-		}
+		return growWrite(b, s)
 	}
 	b.w += copy(b.blk[b.w:], s)
 	return len(s), nil
 }
 
+// growWrite is Write's and WriteString's slow path: it frees the block the
+// buffer left only after it has copied p, which may lie in that block.
+func growWrite[S []byte | string](b *Buffer, p S) (int, error) {
+	old, err := b.grow(len(p))
+	if err != nil {
+		return 0, err
+	}
+	b.w += copy(b.blk[b.w:], p)
+	b.free(old)
+	return len(p), nil
+}
+
 // WriteByte appends c to the buffer; see Write.
 func (b *Buffer) WriteByte(c byte) error {
 	if b.w == len(b.blk) {
-		if err := b.grow(1); err != nil {
+		if err := b.room(1); err != nil {
 			return err
 		}
 	}
@@ -208,13 +245,26 @@ func (b *Buffer) WriteRune(r rune) (int, error) {
 // ReadFrom appends what r reads until io.EOF, making room for at least
 // minRead (512) bytes before each Read, and returns how many bytes it
 // appended. Any error but io.EOF is returned, after the bytes read before
-// it; so is the error of a heap that cannot hold the larger block. It panics
+// it; so is the error of a heap that cannot hold the larger block. The
+// block the buffer held when ReadFrom began is freed only when it returns,
+// so r may read from it (b.ReadFrom(bytes.NewReader(b.Bytes()))). It panics
 // if r returns a count out of range.
 func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
 	var total int64
+	start := unsafe.SliceData(b.blk)
+	var first []byte // the block held at the start, once the buffer has left it
+	defer func() { b.free(first) }()
 	for {
-		if err := b.room(minRead); err != nil {
-			return total, err
+		if minRead > len(b.blk)-b.w {
+			old, err := b.grow(minRead)
+			if err != nil {
+				return total, err
+			}
+			if old != nil && unsafe.SliceData(old) == start {
+				first = old
+			} else {
+				b.free(old)
+			}
 		}
 		m, err := r.Read(b.blk[b.w:])
 		if m < 0 || m > len(b.blk)-b.w {

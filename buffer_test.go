@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
 	"testing/iotest"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // bufferHeaps are the heaps FuzzBuffer runs on, made once per process: a
@@ -76,7 +78,7 @@ func runBufferOps(t *testing.T, h *Heap, ops []byte) {
 		return p
 	}
 	for i := 1; i+1 < len(ops); i += 2 {
-		op, arg := ops[i]%17, ops[i+1]
+		op, arg := ops[i]%19, ops[i+1]
 		var got, want string
 		switch op {
 		case 0:
@@ -158,6 +160,18 @@ func runBufferOps(t *testing.T, h *Heap, ops []byte) {
 			got, want = b.String(), model.String()
 		case 16:
 			got, want = fmt.Sprint(io.Copy(io.Discard, b)), fmt.Sprint(io.Copy(io.Discard, &model))
+		case 17:
+			n, err := b.Write(b.Bytes()[:int(arg)%(b.Len()+1)])
+			m, merr := model.Write(model.Bytes()[:int(arg)%(model.Len()+1)])
+			got, want = fmt.Sprint(n, err), fmt.Sprint(m, merr)
+		case 18:
+			// At most 600 of its own bytes, so that a run of these does not
+			// double the buffer each time.
+			i := int(arg) % (b.Len() + 1)
+			j := min(b.Len(), i+600)
+			n, err := b.ReadFrom(bytes.NewReader(b.Bytes()[i:j]))
+			m, merr := model.ReadFrom(bytes.NewReader(model.Bytes()[i:j]))
+			got, want = fmt.Sprint(n, err), fmt.Sprint(m, merr)
 		}
 		if got != want {
 			t.Fatalf("op %d (%d, %d): got %q, want %q", i/2, op, arg, got, want)
@@ -348,3 +362,130 @@ func TestBufferChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBufferWritesItself: a full Buffer given its own bytes to append
+// (Write, WriteString, ReadFrom, WriteTo, io.Copy of itself) doubles them,
+// as bytes.Buffer does, at every size from 16 B to 2 MiB and in every mode:
+// the block it leaves is freed only after the copy, so the appended half
+// holds neither the double-free key nor poison.
+func TestBufferWritesItself(t *testing.T) {
+	appends := []struct {
+		name string
+		f    func(b *Buffer) error
+	}{
+		{"Write", func(b *Buffer) error { _, err := b.Write(b.Bytes()); return err }},
+		{"WriteString", func(b *Buffer) error {
+			p := b.Bytes()
+			_, err := b.WriteString(unsafe.String(unsafe.SliceData(p), len(p)))
+			return err
+		}},
+		{"ReadFrom", func(b *Buffer) error { _, err := b.ReadFrom(bytes.NewReader(b.Bytes())); return err }},
+		{"ReadFrom/half", func(b *Buffer) error {
+			_, err := b.ReadFrom(iotest.HalfReader(bytes.NewReader(b.Bytes())))
+			return err
+		}},
+		{"WriteTo", func(b *Buffer) error { _, err := b.WriteTo(b); return err }},
+		{"Fprintf", func(b *Buffer) error { _, err := fmt.Fprintf(b, "%s", b.Bytes()); return err }},
+	}
+	pattern := make([]byte, 4<<20)
+	for i := range pattern {
+		pattern[i] = byte(i*7 + i>>8)
+	}
+	for _, mode := range []struct {
+		name string
+		opts Options
+	}{{"fast", Options{}}, {"checked", Options{Checked: true}}, {"guarded", Options{Checked: true, GuardPages: true}}} {
+		h := newTestHeap(t, mode.opts)
+		for _, a := range appends {
+			for size := 16; size <= 2<<20; size *= 4 {
+				b := h.NewBuffer(size)
+				b.Write(pattern[:b.Cap()])
+				want := bytes.Repeat(b.Bytes(), 2)
+				if a.name == "WriteTo" {
+					want = want[:b.Len()] // WriteTo consumes what it wrote, as bytes.Buffer's
+				}
+				if err := a.f(b); err != nil {
+					t.Fatalf("%s %s %d: %v", mode.name, a.name, size, err)
+				}
+				if got := b.Bytes(); !bytes.Equal(got, want) {
+					i := 0
+					for i < min(len(got), len(want)) && got[i] == want[i] {
+						i++
+					}
+					t.Fatalf("%s %s of a full %d-byte Buffer: %d bytes, first difference at %d of %d", mode.name, a.name, size, len(got), i, len(want))
+				}
+				b.Free()
+			}
+		}
+		if s := h.Stats(); s.LiveBlocks != 0 {
+			t.Fatalf("%s: %d live blocks", mode.name, s.LiveBlocks)
+		}
+		if err := h.Close(); err != nil {
+			t.Fatalf("%s: %v", mode.name, err)
+		}
+	}
+}
+
+// TestBufferLimitExact: under a Limit, a Buffer that cannot have twice its
+// block takes the block it needs: a write fails only when the heap cannot
+// hold the unread bytes and the write together.
+func TestBufferLimitExact(t *testing.T) {
+	h := newTestHeap(t, Options{Limit: 16 << 20})
+	b := h.NewBuffer(6 << 20)
+	b.Write(make([]byte, b.Cap()))
+	if _, err := b.Write(make([]byte, 1<<20)); err != nil {
+		t.Fatalf("a %d-byte Buffer's Write of 1 MiB under a 16 MiB Limit: %v", b.Len(), err)
+	}
+	if b.Len() != 7<<20 {
+		t.Fatalf("Len %d", b.Len())
+	}
+	b.Free()
+	_, err := b.ReadFrom(io.LimitReader(zeroReader{}, 64<<20))
+	if !errors.Is(err, ErrLimit) {
+		t.Fatalf("ReadFrom of 64 MiB under a 16 MiB Limit: %v", err)
+	}
+	if v, err := h.TryAlloc(b.Len() + minRead); err == nil {
+		t.Fatalf("ReadFrom stopped at %d bytes, with room for %d more", b.Len(), len(v)-b.Len())
+	}
+	t.Logf("ReadFrom read %d bytes (%d MiB mapped)", b.Len(), h.Stats().MappedBytes>>20)
+	b.Free()
+	if s := h.Stats(); s.LiveBlocks != 0 {
+		t.Fatalf("%d live blocks", s.LiveBlocks)
+	}
+}
+
+// zeroReader reads zeros for ever.
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// TestBufferStaleBytesGuarded: a read of a block the Buffer left, through a
+// slice from Bytes kept past the write that moved it, is a use after free,
+// which a heap with guard pages reports with the stacks of the block's
+// Alloc (in the Buffer's grow) and Free. (The Buffer's own appends read no
+// freed block: TestBufferWritesItself.)
+func TestBufferStaleBytesGuarded(t *testing.T) {
+	if raceOn {
+		t.Skip("a race build has no guard pages that fault")
+	}
+	h := newTestHeap(t, Options{Checked: true, GuardPages: true})
+	b := h.NewBuffer(64)
+	b.WriteString("abc")
+	stale := b.Bytes()
+	b.Write(make([]byte, b.Cap())) // moves to a larger block
+	var me *MemoryError
+	func() {
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() { me = FaultError(recover()) }()
+		bufferSink = stale[0]
+	}()
+	if me == nil || me.Kind != UseAfterFree || me.AllocStack == "" || me.FreeStack == "" {
+		t.Fatalf("a read of the block a Buffer left: %v", me)
+	}
+	if !strings.HasPrefix(b.String(), "abc") {
+		t.Fatalf("the Buffer after the fault: %q", b.String()[:8])
+	}
+	b.Free()
+}
+
+var bufferSink byte

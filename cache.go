@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 )
 
 // A Cache is a stock of free blocks that one goroutine holds for itself, for
@@ -39,7 +40,10 @@ import (
 // gives them back. After the heap's Close, every call on the Cache panics with
 // an error wrapping ErrClosed (Close releasing the Cache first), but TryAlloc,
 // which returns it, and none faults. A Cache left unclosed gives its blocks
-// back to the heap when the garbage collector finds it unreachable.
+// back to the heap when the garbage collector finds it unreachable; a
+// NewCache that finds many Caches open (256, or twice as many as after its
+// last look) runs a collection first, to take back the states of those
+// dropped unclosed.
 //
 // A Cache of a sampled heap (Options.SampleRate) holds blocks as any other
 // and samples its allocations for guard pages as the magazines do, with the
@@ -88,13 +92,14 @@ func (h *Heap) NewCache() *Cache {
 		}
 		return c
 	}
-	st, err := h.caches.get(&h.closed)
+	w := weak.Make(c)
+	st, err := h.getCache(w)
 	if err != nil {
 		panic(fmt.Errorf("offheap: NewCache: %w", err))
 	}
 	h.startCacheSampling(st)
 	c.st = st
-	c.cleanup = runtime.AddCleanup(c, func(st *cacheState) { _ = h.dropCache(st) }, st)
+	c.cleanup = runtime.AddCleanup(c, func(o cacheOwner) { _ = h.dropCache(o.st, o.w) }, cacheOwner{st, w})
 	return c
 }
 
@@ -306,7 +311,7 @@ func (c *Cache) Close() {
 	open := !c.h.closed.Load()
 	if !c.fwd {
 		c.cleanup.Stop()
-		open = c.h.dropCache(st)
+		open = c.h.dropCache(st, weak.Make(c))
 	}
 	if !open {
 		panic(closedError("Cache.Close"))

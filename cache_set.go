@@ -1,25 +1,55 @@
 package offheap
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 
 	"github.com/offheap/offheap/internal/osmem"
 )
 
 // cacheSet is a heap's registry of Cache states.
+//
+// The collector sees a Cache's Go object (a few words), not its state or
+// the blocks the state holds, so it feels no pressure from Caches dropped
+// unclosed: a program that makes them faster than collections come would
+// map a state, and keep a stock of blocks, for each. So the registry knows
+// each open Cache's state by the Cache's weak pointer (owners), and when
+// NewCache finds no spare state and reclaimAt states in use, it runs a
+// collection and takes back the states of the Caches it found unreachable
+// (reclaimCaches) before it maps another. reclaimAt then doubles the states
+// still in use, at least minReclaim, so that a program that keeps many
+// Caches open pays a collection per doubling, as a growing heap does. A
+// reclaimed Cache's cleanup, which may run later, finds its state owned by
+// another (or by none) and leaves it.
 type cacheSet struct {
-	mu     sync.Mutex
-	all    []*cacheState                 // every state mapped: the census, the double-free check, Close
-	spare  []*cacheState                 // states of closed Caches, emptied, for the next NewCache
-	list   atomic.Pointer[[]*cacheState] // all, for InUse without mu (only grows, as perP's)
-	caps   [numClasses]uint32            // a new state's stack caps, fixed at NewHeap
-	closed struct {                      // the census of every state, saved by the heap's Close
+	mu        sync.Mutex
+	all       []*cacheState                       // every state mapped: the census, the double-free check, Close
+	spare     []*cacheState                       // states of closed Caches, emptied, for the next NewCache
+	owners    map[*cacheState]weak.Pointer[Cache] // the states of open Caches (and of unreachable ones not yet reclaimed)
+	reclaimAt int                                 // len(owners) from which getCache reclaims before it maps
+	list      atomic.Pointer[[]*cacheState]       // all, for InUse without mu (only grows, as perP's)
+	caps      [numClasses]uint32                  // a new state's stack caps, fixed at NewHeap
+	closed    struct {                            // the census of every state, saved by the heap's Close
 		hits  uint64
 		class [numClasses]struct{ hits, frees uint64 }
 	}
 }
+
+// cacheOwner is a Cache's cleanup's argument: its state and its weak
+// pointer, which says whether the state is still its own.
+type cacheOwner struct {
+	st *cacheState
+	w  weak.Pointer[Cache]
+}
+
+// minReclaim is the fewest states in use from which NewCache collects to
+// reclaim unreachable Caches' states: a bound of a few MiB of states and
+// blocks for a program that drops Caches unclosed in a loop (each holds a
+// refill's batch of its class at least: TestCacheDroppedUnclosed).
+const minReclaim = 256
 
 // initCaches sizes the Caches' stacks for a heap of MagazineDepth depth: as
 // deep as its magazines, or as the default depth with magazines off.
@@ -50,44 +80,93 @@ func cacheBound(depth int) int {
 	return total
 }
 
-// get gives a new Cache a state: a spare, or a new mapping.
-func (cs *cacheSet) get(closed *atomic.Bool) (*cacheState, error) {
+// getCache gives the new Cache w points to a state: a spare, one reclaimed
+// from an unreachable Cache, or a new mapping.
+func (h *Heap) getCache(w weak.Pointer[Cache]) (*cacheState, error) {
+	cs := &h.caches
 	cs.mu.Lock()
+	if len(cs.spare) == 0 && len(cs.owners) >= max(cs.reclaimAt, minReclaim) {
+		cs.mu.Unlock()
+		h.reclaimCaches()
+		cs.mu.Lock()
+	}
 	defer cs.mu.Unlock()
-	if closed.Load() {
+	if h.closed.Load() {
 		return nil, closedError("NewCache")
 	}
+	var st *cacheState
 	if k := len(cs.spare); k > 0 {
-		st := cs.spare[k-1]
+		st = cs.spare[k-1]
 		cs.spare = cs.spare[:k-1]
-		return st, nil
+	} else {
+		p, err := osmem.Map(unsafe.Sizeof(cacheState{}))
+		if err != nil {
+			return nil, err
+		}
+		st = (*cacheState)(p)
+		for c := 1; c < numClasses; c++ {
+			st.cls[c].cap = cs.caps[c]
+		}
+		cs.all = append(cs.all, st)
+		list := cs.all
+		cs.list.Store(&list)
 	}
-	p, err := osmem.Map(unsafe.Sizeof(cacheState{}))
-	if err != nil {
-		return nil, err
+	if cs.owners == nil {
+		cs.owners = make(map[*cacheState]weak.Pointer[Cache])
 	}
-	st := (*cacheState)(p)
-	for c := 1; c < numClasses; c++ {
-		st.cls[c].cap = cs.caps[c]
-	}
-	cs.all = append(cs.all, st)
-	list := cs.all
-	cs.list.Store(&list)
+	cs.owners[st] = w
 	return st, nil
 }
 
-// dropCache empties the state of a Cache that is closed or unreachable and
-// keeps it for the next NewCache. On a closed heap it does nothing and
-// reports false: Close saved every state's census and unmapped them. It
-// runs on the goroutine of Cache.Close or on the runtime's cleanup
-// goroutine, between enter and exit, so the heap's Close waits it out.
-func (h *Heap) dropCache(st *cacheState) bool {
+// reclaimCaches runs a collection and takes back, emptied, the states of
+// the Caches it found unreachable, as their cleanups would (see cacheSet).
+// A Cache whose weak pointer is nil is used by no goroutine: one inside a
+// call holds the Cache.
+func (h *Heap) reclaimCaches() {
+	runtime.GC()
+	if !h.enter() {
+		return
+	}
+	defer h.exit()
+	cs := &h.caches
+	cs.mu.Lock()
+	var dead []*cacheState
+	for st, w := range cs.owners {
+		if w.Value() == nil {
+			delete(cs.owners, st)
+			dead = append(dead, st)
+		}
+	}
+	cs.reclaimAt = 2 * len(cs.owners)
+	cs.mu.Unlock()
+	for _, st := range dead {
+		h.emptyCache(st)
+	}
+	cs.mu.Lock()
+	cs.spare = append(cs.spare, dead...)
+	cs.mu.Unlock()
+}
+
+// dropCache empties the state of a Cache that is closed or unreachable (w
+// its weak pointer) and keeps it for the next NewCache, unless
+// reclaimCaches took it first. On a closed heap it does nothing and reports
+// false: Close saved every state's census and unmapped them. It runs on the
+// goroutine of Cache.Close or on the runtime's cleanup goroutine, between
+// enter and exit, so the heap's Close waits it out.
+func (h *Heap) dropCache(st *cacheState, w weak.Pointer[Cache]) bool {
 	if !h.enter() {
 		return false
 	}
 	defer h.exit()
-	h.emptyCache(st)
 	cs := &h.caches
+	cs.mu.Lock()
+	if cs.owners[st] != w {
+		cs.mu.Unlock()
+		return true // reclaimed already, and maybe another Cache's now
+	}
+	delete(cs.owners, st)
+	cs.mu.Unlock()
+	h.emptyCache(st)
 	cs.mu.Lock()
 	cs.spare = append(cs.spare, st)
 	cs.mu.Unlock()
@@ -157,7 +236,7 @@ func (h *Heap) closeCaches() error {
 			err = e
 		}
 	}
-	cs.all, cs.spare = nil, nil
+	cs.all, cs.spare, cs.owners = nil, nil, nil
 	return err
 }
 

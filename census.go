@@ -18,7 +18,7 @@ type Stats struct {
 	CacheHits     uint64 // Allocs served by a Cache's stack, open or closed
 	CentralHits   uint64 // Allocs served by a central free list
 	Fresh         uint64 // Allocs carved from a span's never-used blocks
-	Large         uint64 // Allocs above the largest size class, arenas' chunks and the blocks the profile sampled (page runs of their own)
+	Large         uint64 // Allocs above the largest size class, arenas' chunks, the blocks the profile sampled and the guarded samples (GuardPages, SampleRate): page runs of their own
 
 	// LiveBlocks is the number of blocks allocated and not yet freed:
 	// Allocs - Frees, every kind of block included (an Arena's chunks, a
@@ -35,13 +35,27 @@ type Stats struct {
 	// resident memory: a page counts from the moment the heap commits it,
 	// and the operating system backs it only when it is first written, so a
 	// heap of large blocks that are barely touched maps far more than it
-	// holds in RAM. ResidentBytes says how much is resident.
+	// holds in RAM. ResidentBytes says how much is resident. A free page
+	// that shares an OS page larger than 8 KiB with a page in use is mapped
+	// (package doc, Page sizes).
 	MappedBytes uint64
 
 	ReleasedBytes uint64 // bytes given back to the operating system and kept reserved for reuse
 	MagazineBytes uint64 // bytes of free blocks parked in per-P magazines
 	DepotBytes    uint64 // bytes of free blocks in the central depots, waiting for a magazine
 	CacheBytes    uint64 // bytes of free blocks held by open Caches (Heap.NewCache)
+
+	// SpanFreeBytes is the bytes of small-block spans that hold neither a
+	// live block nor a cached one (in a magazine, a depot or a Cache): free
+	// blocks on the spans' free lists and the blocks not yet carved. A heap
+	// whose frees left its spans sparse holds them in memory; a
+	// Relocate pass (Heap.Relocate) moves the survivors and gives the spans
+	// that empty back, so SpanFreeBytes against InUseBytes says when one
+	// pays. Each class keeps some: its fullest spans' free blocks, and an
+	// empty span for reuse.
+	SpanFreeBytes uint64
+
+	Relocations uint64 // blocks Relocate moved
 
 	// CorruptBytes is the bytes of free blocks the heap abandoned, never to
 	// hand out again, because a write after free corrupted their span's
@@ -58,6 +72,9 @@ type ClassStats struct {
 	Allocs uint64 // Allocs served by this class
 	Frees  uint64 // Frees of this class
 	InUse  uint64 // live blocks: Allocs - Frees, or 0 where an unseen double free made Frees the larger
+
+	SpanFreeBytes uint64 // Stats.SpanFreeBytes of this class
+	Relocations   uint64 // blocks of this class Relocate moved
 }
 
 // Stats returns the heap's census. It takes each lock briefly and reads the
@@ -65,6 +82,7 @@ type ClassStats struct {
 func (h *Heap) Stats() Stats {
 	var s Stats
 	s.Classes = make([]ClassStats, numClasses-1)
+	open := !h.closed.Load() // a closed heap's depots hold memory no more
 	for c := 1; c < numClasses; c++ {
 		cs := &s.Classes[c-1]
 		cs.Size = int(classSize[c])
@@ -75,8 +93,14 @@ func (h *Heap) Stats() Stats {
 		s.Fresh += fresh
 		cs.Allocs = hits + fresh
 		cs.Frees = cen.frees.Load()
-		for _, b := range cen.depot {
-			s.DepotBytes += uint64(b.n) * uint64(cs.Size)
+		cs.SpanFreeBytes = cen.spanFree * uint64(cs.Size)
+		cs.Relocations = cen.moved.Load()
+		s.SpanFreeBytes += cs.SpanFreeBytes
+		s.Relocations += cs.Relocations
+		if open {
+			for _, b := range cen.depot {
+				s.DepotBytes += uint64(b.n) * uint64(cs.Size)
+			}
 		}
 		s.CorruptBytes += cen.corrupt.Load() * uint64(cs.Size)
 		cen.mu.Unlock()

@@ -258,3 +258,44 @@ func BenchmarkInUse(b *testing.B) {
 		}
 	})
 }
+
+// TestStatsAfterClose: a closed heap holds no memory, so every figure of
+// free memory in its Stats is 0 (the counts of allocations stay).
+func TestStatsAfterClose(t *testing.T) {
+	h := newTestHeap(t, Options{})
+	var blocks [][]byte
+	for i := range 20000 {
+		blocks = append(blocks, h.Alloc(16+i%300))
+	}
+	c := h.NewCache()
+	c.Free(c.Alloc(64))
+	for _, b := range blocks {
+		h.Free(b)
+	}
+	if s := h.Stats(); s.DepotBytes == 0 {
+		t.Fatal("setup: nothing in the depots")
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := h.Stats()
+	if s.MappedBytes != 0 || s.ReleasedBytes != 0 || s.MagazineBytes != 0 || s.DepotBytes != 0 || s.CacheBytes != 0 {
+		t.Fatalf("after Close: MappedBytes %d, ReleasedBytes %d, MagazineBytes %d, DepotBytes %d, CacheBytes %d; want all 0",
+			s.MappedBytes, s.ReleasedBytes, s.MagazineBytes, s.DepotBytes, s.CacheBytes)
+	}
+	if s.Allocs == 0 || s.Allocs != s.Frees {
+		t.Fatalf("after Close: %d Allocs, %d Frees", s.Allocs, s.Frees)
+	}
+}
+
+// TestStatsLargeCountsGuarded: a guarded sample is a page run of its own,
+// counted in Stats.Large, as its doc says.
+func TestStatsLargeCountsGuarded(t *testing.T) {
+	h := newTestHeap(t, Options{SampleRate: 1, ProfileRate: -1})
+	before := h.Stats().Large
+	b := h.Alloc(64)
+	if got := h.Stats().Large - before; got != 1 {
+		t.Fatalf("a guarded 64-byte sample added %d to Stats.Large, want 1", got)
+	}
+	h.Free(b)
+}

@@ -39,10 +39,17 @@ type centralLists struct {
 	spare    []*batch // empty batches, for reuse
 	depotMax int      // most batches in the depot; set by NewHeap
 
+	// spanFree counts the blocks of the class's spans that no one holds:
+	// on a span's free list or not yet carved (Stats.SpanFreeBytes).
+	// reloc is the span Relocate fills (relocate.go), 0 for none chosen.
+	spanFree uint64
+	reloc    uint32
+
 	// Census, written under mu and read without it (InUse).
 	hits  atomic.Uint64 // Allocs served from a span's free list
 	fresh atomic.Uint64 // Allocs served by carving a new block
 	frees atomic.Uint64 // Frees that came here directly (magazines off or bypassed)
+	moved atomic.Uint64 // blocks Relocate moved out of the class's spans (relocate.go)
 
 	// corrupt counts the free blocks of abandoned free lists (freelist.go).
 	corrupt atomic.Uint64
@@ -120,6 +127,7 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 				}
 				return 0, false, e
 			}
+			c.spanFree--
 			if n == 0 {
 				fresh = carved
 			}
@@ -211,12 +219,14 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 	i, _ := blockIn(b, e, &classInfos[s.class])
 	raceAcquire(ptr(b)) // race builds: after the block's last Free (race.go)
 	s.put(h, b, uint32(i)+1)
+	c.spanFree++
 	if !s.listed {
 		c.push(h, id, s)
 	}
 	if s.empty() {
 		if c.empty >= keepEmpty {
 			c.unlink(h, s)
+			c.spanFree -= uint64(classBlocks[c.class])
 			h.pages.freeSpan(id, s)
 		} else {
 			c.empty++
@@ -232,6 +242,7 @@ func (c *central) grow(h *Heap) error {
 	}
 	c.push(h, id, s)
 	c.empty++
+	c.spanFree += uint64(classBlocks[c.class])
 	return nil
 }
 
@@ -279,6 +290,7 @@ func (c *central) trim(h *Heap) {
 		next := s.next
 		if s.empty() {
 			c.unlink(h, s)
+			c.spanFree -= uint64(classBlocks[c.class])
 			h.pages.freeSpan(id, s)
 			c.empty--
 		}

@@ -176,8 +176,7 @@ func (c *checker) blockEnd(a uintptr, cl uint8, size uint64) uintptr {
 	case classLarge:
 		return a + uintptr(size) + canaryLen
 	case classGuarded:
-		base := guardBase(a)
-		return base + uintptr(c.h.pages.runPages(base)-1)<<pageShift
+		return c.guardPage(guardBase(a))
 	}
 	return a + uintptr(classSize[cl])
 }

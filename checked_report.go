@@ -431,12 +431,12 @@ var registry struct {
 }
 
 func init() {
-	openheaps.Checked = func() []any {
+	openheaps.Checked = func() []openheaps.Heap {
 		registry.mu.Lock()
 		defer registry.mu.Unlock()
-		hs := make([]any, len(registry.heaps))
+		hs := make([]openheaps.Heap, len(registry.heaps))
 		for i, c := range registry.heaps {
-			hs[i] = c.h
+			hs[i] = openheaps.Heap{Heap: c.h, Sampled: !c.all}
 		}
 		return hs
 	}

@@ -673,6 +673,7 @@ func TestPoisonWords(t *testing.T) {
 			t.Fatalf("class size %d: poison restored, still reported", n)
 		}
 	}
+	runtime.KeepAlive(buf) // a is a uintptr: without this the collector may free buf, and the next owner write it
 }
 
 // TestCheckedMagazinesDecline: a checked heap's magazines hold blocks, which

@@ -20,7 +20,9 @@
 //
 //   - Heap, for blocks that live and die one by one (a cache's values, a
 //     database's pages): NewHeap, then Alloc, Free and Realloc, from any
-//     goroutine. Most programs need one Heap.
+//     goroutine; Relocate moves a value out of a span its neighbours'
+//     frees left sparse, so that a cache that evicts can give the memory
+//     back. Most programs need one Heap.
 //   - Cache, for a goroutine that allocates and frees many blocks over a
 //     long life (a worker of a pool, a connection's loop): Heap.NewCache
 //     gives it a stock of free blocks of its own, which it reaches without
@@ -104,6 +106,33 @@
 // Heap.WriteProfile writes a sampled allocation profile (Options.ProfileRate)
 // that go tool pprof reads, naming the lines whose off-heap memory is still
 // live; the offheappprof package serves it beside net/http/pprof.
+//
+// # Page sizes
+//
+// offheap works on every OS page size from 4 KiB to 64 KiB, read when the
+// process starts: 4 KiB on amd64 and most arm64 systems, 16 KiB on Linux
+// for Apple silicon and some Android devices, 64 KiB on the arm64 kernels
+// of RHEL and Oracle Linux and NVIDIA's for Grace. The heap's own page is
+// 8 KiB on every system, and with it the size classes, MagazineBound and
+// the speed of Alloc and Free. Where the OS page is larger than 8 KiB, what
+// the heap gives back to the system and protects goes in whole OS pages,
+// and that is what changes (docs/DESIGN.md, OS pages, has the figures):
+//
+//   - The smallest unit given back to the operating system (after
+//     ReleaseDelay, at Trim, at the Limit) is one OS page, not one 8 KiB
+//     page: a free page goes back with the other pages of its OS page, and
+//     one that shares its OS page with a page in use stays mapped (in
+//     MappedBytes, not ReleasedBytes) until that page is freed too.
+//   - A guarded block (GuardPages, SampleRate) takes whole OS pages, its
+//     guard page one of them: a sample of 64 bytes costs two OS pages of
+//     address space and one resident, 64 KiB of it on a 64 KiB kernel.
+//   - ResidentBytes counts whole OS pages, as the kernel does.
+//
+// Tests see those kernels on any machine under the build tags
+// offheappage16k and offheappage64k, which make internal/osmem behave as
+// such a kernel does (aligned mappings, EINVAL for an unaligned start,
+// lengths rounded up to whole pages that are then protected or released
+// whole).
 //
 // # Concurrency
 //

@@ -47,6 +47,14 @@ func (h *Heap) fireReleaseTimer() int64 {
 	return ph.timerAt
 }
 
+// releaseTimerAt is when the release timer is armed to fire, by the clock
+// (0: not armed).
+func (h *Heap) releaseTimerAt() int64 {
+	h.pages.mu.Lock()
+	defer h.pages.mu.Unlock()
+	return h.pages.timerAt
+}
+
 // regionCount is how many regions the heap has.
 func (h *Heap) regionCount() int { return len(h.pages.regions.Load().byPage) }
 

@@ -105,6 +105,7 @@ func (s *span) follow(h *Heap, block uintptr, rest uint32) (uint32, bool) {
 // Called with c's lock held.
 func (c *central) abandon(h *Heap, s *span, block uintptr) *corruptError {
 	c.corrupt.Add(uint64(s.nfree))
+	c.spanFree -= uint64(s.nfree)
 	s.nfree, s.free = 0, 0
 	if s.exhausted() && s.listed {
 		c.unlink(h, s)

@@ -4,23 +4,27 @@ package offheap
 // (Options.GuardPages) or GWP-ASan for one in about SampleRate
 // (Options.SampleRate).
 //
-// A guarded block of n bytes gets a page run of its own: ceil(n/8 KiB) data
-// pages and one guard page after them, which is made inaccessible
-// (PROT_NONE). The block is placed at the end of its data pages, rounded up to
+// A guarded block of n bytes gets a page run of its own: its data pages,
+// ceil(n/8 KiB) rounded up to whole OS pages, and a guard page after them,
+// one OS page, which is made inaccessible (PROT_NONE); the run starts on an
+// OS page, so that no protection reaches a neighbour (ospage.go; with 4 KiB
+// OS pages an OS page here is one heap page). The block is placed at the
+// end of its data pages, rounded up to
 // 16 bytes so that it keeps Alloc's alignment: a read or write past its end
 // reaches the guard page within 15 bytes (those 15 are a canary, checked at
 // Free). When the block is freed its data pages become inaccessible too and
 // the run waits in the checker's quarantine (checked_quarantine.go), so the address is
 // not reused at once; when it leaves, the pages are made accessible again and
-// go back to the page heap; a one-page run (a block of up to 8 KiB, the usual
-// sample) is kept instead, all of it still inaccessible, for the next guarded
+// go back to the page heap; a run of one OS page of data (a block of up to
+// 8 KiB, the usual sample, with OS pages of 8 KiB or less) is kept instead,
+// all of it still inaccessible, for the next guarded
 // block (up to maxSpareRuns of them), which then costs one mprotect, not two.
 //
 // The pagemap marks every page of the run, guard page included, with
 // classGuarded: Free's fast path takes no such block for a small one and falls
 // to freeSlow, whose switch on the class hands it to the checker. Words have the
 // layout of every run of its own (pages.go): the first page holds the run's
-// length, guard page included, in bits 32-63, the others have bit 8 set.
+// length, guard pages included, in bits 32-63, the others have bit 8 set.
 // The block's record is at its start, as every checked block's is
 // (checked_record.go); Lookup finds it from any page of the run.
 //
@@ -144,14 +148,19 @@ func FaultError(recovered any) *MemoryError {
 // guardAlign is the alignment of a guarded block: Alloc's.
 const guardAlign = 16
 
+// slotPages is the length of a guarded run with one OS page of data: the
+// pool's slots and the spare runs.
+var slotPages = 2 * osPagePages
+
 // allocGuarded allocates n bytes on pages of their own, followed by a guard
 // page, for a block allocated at st. Called between enter and exit.
 func (c *checker) allocGuarded(n int, zero bool, st stackID) ([]byte, error) {
 	span := (uint64(n) + guardAlign - 1) &^ (guardAlign - 1)
 	np, ok := pagesFor(int(min(span, math.MaxInt64)))
-	if !ok || np+1 < np {
+	if !ok {
 		return nil, fmt.Errorf("%w: %d bytes is more than a heap can hold", ErrSize, n)
 	}
+	np = osPageUp(np) // below 2^31 pages, pagesFor's bound, it and its guard fit uint32
 	base, dirty, err := c.guardedRun(np)
 	if err != nil {
 		return nil, err
@@ -166,13 +175,13 @@ func (c *checker) allocGuarded(n int, zero bool, st stackID) ([]byte, error) {
 	return b, nil
 }
 
-// guardedRun returns the first page of a run of np accessible data pages
-// followed by an inaccessible guard page, counted as a large block, and
-// whether its data pages may hold old bytes: a spare run if there is one,
-// else a new run from the page heap.
+// guardedRun returns the first page of a run of np accessible data pages,
+// whole OS pages, followed by an inaccessible guard OS page, counted as a
+// large block, and whether its data pages may hold old bytes: a pool or
+// spare run if there is one, else a new run from the page heap.
 func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 	ph := &c.h.pages
-	if np == 1 {
+	if np+osPagePages == slotPages {
 		pool := true
 		if base = c.poolRun(); base == 0 {
 			pool = false
@@ -184,10 +193,10 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 			c.runMu.Unlock()
 		}
 		if base != 0 {
-			if err := ph.reuseRun(2); err != nil {
+			if err := ph.reuseRun(slotPages); err != nil {
 				return 0, false, err
 			}
-			if err := commitRegion(ptr(base), pageSize); err != nil {
+			if err := commitRegion(ptr(base), osPageBytes); err != nil {
 				// Counted freed, so that Allocs and Frees stay paired.
 				if pool {
 					c.retire(base, 0)
@@ -199,11 +208,11 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 			return base, true, nil
 		}
 	}
-	base, dirty, err = ph.allocRun(np+1, classGuarded)
+	base, dirty, err = ph.allocRun(np+osPagePages, osPagePages, classGuarded)
 	if err != nil {
 		return 0, false, err
 	}
-	if err := protectRegion(ptr(base+uintptr(np)<<pageShift), pageSize); err != nil {
+	if err := protectRegion(ptr(base+uintptr(np)<<pageShift), osPageBytes); err != nil {
 		c.releaseGuarded(base)
 		return 0, false, err
 	}
@@ -211,17 +220,23 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 }
 
 // guardBase is the first page of the guarded run that holds the block at a.
-// The block starts in the run's first page: the run has ceil(span/pageSize)
-// data pages, so the span reaches back more than np-1 pages from their end.
-// (a may also be the first page itself.)
-func guardBase(a uintptr) uintptr { return a &^ (pageSize - 1) }
+// The block starts in the run's first OS page: the run has
+// ceil(span/osPageBytes) OS pages of data, so the span reaches back into the
+// first of them from their end. (a may also be the first page itself.)
+func guardBase(a uintptr) uintptr { return a &^ (osPageBytes - 1) }
+
+// guardPage is the guard page of the guarded run that starts at base: its
+// last OS page.
+func (c *checker) guardPage(base uintptr) uintptr {
+	return base + uintptr(c.h.pages.runPages(base)-osPagePages)<<pageShift
+}
 
 // guardedBlock finds the block of the guarded run that starts at base: it
-// starts in the run's first page, guardAlign-aligned, and its record is the
-// only one of that page that is not none. It returns 0 and nil for a run
-// that holds none (a spare). Lookup and leaks, not Free, need it.
+// starts in the run's first OS page, guardAlign-aligned, and its record is
+// the only one of that page that is not none. It returns 0 and nil for a
+// run that holds none (a spare). Lookup and leaks, not Free, need it.
 func (c *checker) guardedBlock(base uintptr) (uintptr, *record) {
-	for a := base; a < base+pageSize; a += guardAlign {
+	for a := base; a < base+osPageBytes; a += guardAlign {
 		if r := c.rec(a); r.state != stateNone && r.sum == c.seal(a, r.size) {
 			return a, r
 		}
@@ -234,11 +249,11 @@ func (c *checker) guardedBlock(base uintptr) (uintptr, *record) {
 // still quarantined, only unprotected.
 func (c *checker) protectFreed(a uintptr) {
 	base := guardBase(a)
-	_ = protectRegion(ptr(base), uintptr(c.h.pages.runPages(base)-1)<<pageShift)
+	_ = protectRegion(ptr(base), c.guardPage(base)-base)
 }
 
 // releaseGuarded gives back the run of the guarded block at a (or of the
-// run starting at a), counting it freed: a one-page run to the spares,
+// run starting at a), counting it freed: a one-OS-page run to the spares,
 // inaccessible as it is, while there is room; any other accessible again,
 // to the page heap.
 func (c *checker) releaseGuarded(a uintptr) {
@@ -246,13 +261,13 @@ func (c *checker) releaseGuarded(a uintptr) {
 	ph := &c.h.pages
 	np := ph.runPages(base) // guard page included
 	c.runMu.Lock()
-	spare := np == 2 && len(c.spareRuns) < maxSpareRuns
+	spare := np == slotPages && len(c.spareRuns) < maxSpareRuns
 	if spare {
 		c.spareRuns = append(c.spareRuns, base)
 	}
 	c.runMu.Unlock()
 	if spare {
-		ph.keepRun(2)
+		ph.keepRun(slotPages)
 		return
 	}
 	// The page heap's free pages are read-write: its next user writes them.
@@ -263,19 +278,21 @@ func (c *checker) releaseGuarded(a uintptr) {
 	ph.freeRun(base, classGuarded)
 }
 
-// maxSpareRuns is how many one-page guarded runs a checker keeps for reuse:
-// 1 MiB of address space, none of it accessible.
+// maxSpareRuns is how many one-OS-page guarded runs a checker keeps for
+// reuse: 1 MiB of address space with OS pages of 8 KiB or less, none of it
+// accessible.
 const maxSpareRuns = 64
 
-// poolSlots is how many one-page guarded runs a sampled heap maps when it
-// is made (mapPool): 512 KiB of address space, inaccessible until a sample
-// takes a run, which then has 8 KiB resident at most. GWP-ASan's default
-// pool in Android has 32 slots too.
+// poolSlots is how many one-OS-page guarded runs a sampled heap maps when
+// it is made (mapPool): 512 KiB of address space with OS pages of 8 KiB or
+// less, inaccessible until a sample takes a run, which then has one OS page
+// resident at most. GWP-ASan's default pool in Android has 32 slots too.
 const poolSlots = 32
 
 // mapPool maps a sampled heap's pool of guarded runs (GWP-ASan's slots):
 // one run of the page heap, made inaccessible whole with one system call,
-// then carved into poolSlots runs of a data page and a guard page each.
+// then carved into poolSlots runs of a data OS page and a guard OS page
+// each.
 //
 // The pool is its own quarantine: a freed block on it keeps its record
 // (freed, with both stacks, for Lookup and a second Free) and its run goes
@@ -285,11 +302,16 @@ const poolSlots = 32
 // inaccessible at Free, and no more, from the first sample on and after
 // Trim. A sample that finds the pool empty (all its runs in use) takes a
 // spare run, or one of its own, and the quarantine as before; a heap whose
-// pool cannot be had (a small Limit, say) does so for every sample.
+// pool cannot be had does so for every sample, as does one whose pool
+// would take more than an eighth of its Limit: the pool's pages count as
+// mapped, 4 MiB of them with 64 KiB OS pages.
 func (c *checker) mapPool() {
 	ph := &c.h.pages
-	n := uintptr(2 * poolSlots)
-	base, _, err := ph.allocRun(uint32(n), classGuarded)
+	n := uintptr(poolSlots * slotPages)
+	if ph.limit != 0 && uint64(n)*8 > ph.limit {
+		return
+	}
+	base, _, err := ph.allocRun(uint32(n), osPagePages, classGuarded)
 	if err != nil {
 		return
 	}
@@ -297,11 +319,11 @@ func (c *checker) mapPool() {
 		ph.freeRun(base, classGuarded)
 		return
 	}
-	ph.carveRuns(base, poolSlots, 2)
+	ph.carveRuns(base, poolSlots, slotPages)
 	p := &c.pool
 	p.base, p.end = base, base+n<<pageShift
 	for i := range poolSlots {
-		p.free[i] = base + uintptr(i)*2*pageSize
+		p.free[i] = base + uintptr(i)*uintptr(slotPages)<<pageShift
 	}
 	p.n = poolSlots
 }
@@ -321,7 +343,7 @@ func (c *checker) poolRun() uintptr {
 	base := p.free[p.head]
 	p.head = (p.head + 1) % poolSlots
 	p.n--
-	i := (base - p.base) / (2 * pageSize)
+	i := (base - p.base) >> pageShift / uintptr(slotPages)
 	last := p.last[i]
 	p.last[i] = 0
 	c.runMu.Unlock()
@@ -339,9 +361,9 @@ func (c *checker) retire(base, freed uintptr) {
 	c.runMu.Lock()
 	p.free[(p.head+p.n)%poolSlots] = base
 	p.n++
-	p.last[(base-p.base)/(2*pageSize)] = freed
+	p.last[(base-p.base)>>pageShift/uintptr(slotPages)] = freed
 	c.runMu.Unlock()
-	c.h.pages.keepRun(2)
+	c.h.pages.keepRun(slotPages)
 }
 
 // dropSpareRuns gives every spare run back to the page heap, accessible
@@ -353,7 +375,7 @@ func (c *checker) dropSpareRuns() bool {
 	c.spareRuns = nil
 	c.runMu.Unlock()
 	for _, base := range spares {
-		if commitRegion(ptr(base), 2*pageSize) != nil {
+		if commitRegion(ptr(base), uintptr(slotPages)<<pageShift) != nil {
 			continue // stays out of the page heap, as in releaseGuarded
 		}
 		c.h.pages.dropRun(base)

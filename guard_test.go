@@ -243,7 +243,9 @@ func TestSampleRate(t *testing.T) {
 	var live [][]byte
 	for i := range 20000 {
 		b := h.Alloc(64)
-		if uint8(*h.pages.entry(uint32((addrOf(b) - h.base) >> pageShift))) == classGuarded {
+		// In any region: with 64 KiB OS pages the pool alone fills a race
+		// build's first region.
+		if page, _ := h.pages.pageOf(addrOf(b)); uint8(*h.pages.entry(page)) == classGuarded {
 			sampled++
 		}
 		live = append(live, b)
@@ -291,8 +293,8 @@ func TestGuardPool(t *testing.T) {
 	h := newTestHeap(t, Options{SampleRate: 1, ProfileRate: -1})
 	c := h.chk
 	p := &c.pool
-	if p.n != poolSlots || p.end-p.base != 2*poolSlots*pageSize {
-		t.Fatalf("a new sampled heap: %d free runs in the pool [%#x, %#x); want %d runs of two pages", p.n, p.base, p.end, poolSlots)
+	if p.n != poolSlots || p.end-p.base != poolSlots*2*osPageBytes {
+		t.Fatalf("a new sampled heap: %d free runs in the pool [%#x, %#x); want %d runs of two OS pages", p.n, p.base, p.end, poolSlots)
 	}
 	if _, faulted := faultAddr(func() { sinkByte = *(*byte)(ptr(p.base)) }); !faulted {
 		t.Fatal("reading the pool did not fault")
@@ -409,5 +411,22 @@ func TestFaultError(t *testing.T) {
 		if me, panicked := faultError(func() { readAt(nil) }); me != nil || !panicked {
 			t.Fatalf("%+v: a nil dereference: %v %v", opts, me, panicked)
 		}
+	}
+}
+
+// TestGuardPoolLimit: a sampled heap makes no pool that would take more
+// than an eighth of its Limit, since the pool's pages count as mapped (with
+// 64 KiB OS pages a pool is 4 MiB); a larger Limit gets its pool.
+func TestGuardPoolLimit(t *testing.T) {
+	if buildChecked {
+		t.Skip("every heap is checked under the offheapchecked tag: a checked heap has no pool")
+	}
+	pool := int64(poolSlots*slotPages) << pageShift
+	for _, limit := range []int64{4 * pool, 8 * pool} {
+		h := newTestHeap(t, Options{SampleRate: 1, ProfileRate: -1, Limit: limit})
+		if got, want := h.chk.pool.n, map[bool]int{true: poolSlots}[limit >= 8*pool]; got != want {
+			t.Errorf("a sampled heap with a Limit of %d bytes, a pool of %d: %d runs in the pool, want %d", limit, pool, got, want)
+		}
+		h.Close()
 	}
 }

@@ -26,9 +26,12 @@ type Options struct {
 	// Limit is the most bytes the heap may have mapped from the operating
 	// system at once (Stats.MappedBytes). An allocation past it fails with
 	// ErrLimit, once the heap has given back the free memory it keeps
-	// cached (as Trim does) and tried again. 0 means no limit, as does any
-	// value above what the machine has. Either way the heap's address space
-	// grows as it needs, up to 16 TiB.
+	// cached (as Trim does) and tried again. 0 means no limit. A Limit
+	// bounds mapped bytes, not the machine's memory: an untouched block
+	// maps its whole size and costs no memory, so a Limit above what the
+	// machine has still refuses a block larger than the Limit that 0
+	// grants. Either way the heap's address space grows as it needs, up to
+	// 16 TiB.
 	Limit int64
 
 	// Checked turns on checked mode: double, invalid and foreign frees,
@@ -122,7 +125,8 @@ type Options struct {
 	// back to the operating system: each page goes back between ReleaseDelay
 	// and ReleaseDelay plus a 64th of it (at least a millisecond) after it
 	// was freed, plus the timer's latency. 0 means one second; negative
-	// means at once.
+	// means at once; more than 100 years (math.MaxInt64 included) means
+	// never: only Trim, and a heap at its Limit, give free pages back.
 	ReleaseDelay time.Duration
 }
 
@@ -200,6 +204,12 @@ var (
 	// ErrSize is returned (or panicked) for a negative size or one no heap
 	// can hold.
 	ErrSize = errors.New("offheap: invalid allocation size")
+
+	// ErrAddressSpace is returned (or panicked) when the heap's address
+	// space cannot grow to hold an allocation: one heap spans at most 16
+	// TiB, or the system refused more (its error is wrapped too). No Limit
+	// was reached: freeing memory, or another heap, makes room.
+	ErrAddressSpace = errors.New("offheap: out of address space")
 )
 
 const (
@@ -280,7 +290,7 @@ func (h *Heap) reserve(limit int64, size uintptr, shadowed bool) error {
 			size = uintptr(min(uint64(limit), maxFirstRegion/2)) * 2
 		}
 	}
-	size = (firstRegionSize(size) + pageSize - 1) &^ (pageSize - 1)
+	size = alignUp(firstRegionSize(size), osPageBytes)
 	var base, shadow unsafe.Pointer
 	var err error
 	for {
@@ -409,12 +419,14 @@ func SetDefaultOptions(opts Options) error {
 
 // Trim gives free memory back to the operating system now: every P's
 // magazine goes back to the central lists, empty spans go back to the page
-// heap, and every free page is released. To take the other Ps' magazines it
-// waits until no goroutine can be using one, which stops the world briefly
-// (see quiesce), as runtime.ReadMemStats does. A checked heap's per-P
-// quarantine rings and magazines are emptied the same way, their blocks'
-// poison checked as they leave. The blocks a Cache holds stay with it: its
-// owner may be using them (Cache.Flush gives them back).
+// heap, and every free page is released but those that share an OS page
+// larger than 8 KiB with a page in use (see the package doc, Page sizes).
+// To take the other Ps' magazines it waits until no goroutine can be using
+// one, which stops the world briefly (see quiesce), as runtime.ReadMemStats
+// does. A checked heap's per-P quarantine rings and magazines are emptied
+// the same way, their blocks' poison checked as they leave. The blocks a
+// Cache holds stay with it: its owner may be using them (Cache.Flush gives
+// them back).
 func (h *Heap) Trim() {
 	if !h.enter() {
 		return

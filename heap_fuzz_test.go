@@ -318,7 +318,7 @@ func writeFreed(h *Heap, model map[uintptr][]byte, freed map[uintptr]int, arg ui
 	case 0:
 		v = addrOf(goMem)
 	case 1:
-		v = 0x7f0000001000
+		v = wildAddress
 	case 2:
 		if _, b, ok := pickLive(model, arg>>12); ok {
 			v = addrOf(b)
@@ -326,7 +326,7 @@ func writeFreed(h *Heap, model map[uintptr][]byte, freed map[uintptr]int, arg ui
 	case 3:
 		v = keys[int(arg>>12)%len(keys)]
 	case 4:
-		v = uintptr(arg) * 0x9e3779b97f4a7c15
+		v = uintptr(uint64(arg) * 0x9e3779b97f4a7c15)
 	case 5: // a word read out of another free block: its encoded link
 		v = *(*uintptr)(ptr(keys[int(arg>>12)%len(keys)]))
 	}

@@ -42,7 +42,7 @@ func (h *Heap) allocLarge(n int, zero bool, class uint8) (uintptr, error) {
 	if !ok {
 		return 0, fmt.Errorf("%w: %d bytes is more than a heap can hold", ErrSize, n)
 	}
-	a, dirty, err := h.pages.allocRun(np, class)
+	a, dirty, err := h.pages.allocRun(np, 1, class)
 	if err != nil {
 		return 0, err
 	}
@@ -62,10 +62,25 @@ func zeroPages(a, n uintptr) {
 	zeroResident(a, n)
 }
 
-// zeroResident is zeroPages through mincore, whatever the size.
+// zeroResident is zeroPages through mincore, whatever the size. It hands
+// back only the system pages that lie whole in the run's pages (up to a+n
+// rounded up to a heap page): an OS page larger than a heap page may hold
+// a neighbour's bytes too (ospage.go), and the block's bytes in one are
+// cleared.
 func zeroResident(a, n uintptr) {
 	ps := osmem.PageSize
+	lo, hi := alignUp(a, ps), alignUp(a+n, pageSize)&^(ps-1)
+	if hi <= lo {
+		clear(bytesAt(a, int(n)))
+		return
+	}
+	clear(bytesAt(a, int(lo-a)))
 	end := a + n
+	if end > hi {
+		clear(bytesAt(hi, int(end-hi)))
+		end = hi
+	}
+	a = lo
 	// [start, x) is a stretch of system pages all in memory (res) or all
 	// not; flush clears the first kind and hands the second back.
 	start, res := a, false
@@ -91,7 +106,7 @@ func zeroResident(a, n uintptr) {
 		x += m
 	}
 	if !res {
-		end = (end + ps - 1) &^ (ps - 1) // madvise whole system pages: the run's own
+		end = alignUp(end, ps) // madvise whole system pages: the run's own, at most hi
 	}
 	flush(end)
 }
@@ -103,6 +118,11 @@ func (h *Heap) freeLarge(a uintptr, class uint8) {
 		panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is inside a large block", a))
 	}
 }
+
+// mostBytes is the largest run this heap's address space can hold: its
+// virtual page space less the first region and the gap page after it, the
+// longest run a later region can have.
+func (h *Heap) mostBytes() uint64 { return uint64(h.pages.maxPages-h.pages.pages0-1) << pageShift }
 
 // pagesFor is the number of pages n bytes need, or false if that overflows.
 func pagesFor(n int) (uint32, bool) {

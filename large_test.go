@@ -1,6 +1,7 @@
 package offheap
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -150,4 +151,32 @@ func BenchmarkZeroPages(b *testing.B) {
 		})
 		osmem.Unmap(p, n)
 	}
+}
+
+// TestAllocOutOfAddressSpace: an allocation the heap's address space cannot
+// grow to hold (one heap spans at most 16 TiB) fails with ErrAddressSpace,
+// one of the errors TryAlloc's doc lists, not ErrLimit nor ErrSize, and
+// leaves the heap usable.
+func TestAllocOutOfAddressSpace(t *testing.T) {
+	h := newTestHeap(t, Options{})
+	keep := h.Alloc(100)
+	if math.MaxInt < 16<<40 {
+		t.Skip("ints too small for the sizes")
+	}
+	for _, n64 := range []uint64{16<<40 - pageSize, 16<<40 - 2*pageSize, 16<<40 - 1<<20} {
+		if buildChecked && n64 == 16<<40-pageSize {
+			continue // its canary takes it to 16 TiB, which no heap holds: ErrSize
+		}
+		n := int(n64)
+		_, err := h.TryAlloc(n)
+		if !errors.Is(err, ErrAddressSpace) || errors.Is(err, ErrLimit) || errors.Is(err, ErrSize) || errors.Is(err, ErrClosed) {
+			t.Fatalf("TryAlloc(%d): %v, want ErrAddressSpace", n, err)
+		}
+		if msg := mustPanic(t, func() { h.Alloc(n) }); !strings.HasPrefix(msg, "offheap: out of address space") {
+			t.Fatalf("Alloc(%d) panicked %q", n, msg)
+		}
+	}
+	b := h.Alloc(10 << 20)
+	h.Free(b)
+	h.Free(keep)
 }

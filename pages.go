@@ -60,8 +60,9 @@ const (
 // freeRun describes a free run, keyed by its first page.
 type freeRun struct {
 	pages  uint32
-	oldest uint32 // at most the tick of every dirty page of the run
-	dirty  bool   // the run may hold dirty pages
+	oldest uint32 // at most the tick of every dirty page of the run but the parked
+	dirty  bool   // the run may hold dirty pages that are not parked
+	parked bool   // the run may hold parked pages (release.go)
 }
 
 // pageHeap is the bottom layer.
@@ -123,16 +124,28 @@ func (ph *pageHeap) span(id uint32) *span {
 // clean. Called with mu held.
 func (ph *pageHeap) mappedPages() uint64 { return ph.committed - ph.released }
 
-// alloc takes a run of n pages, sets each page's word to mark(i), and reports
-// how many of the pages were dirty (their contents are not zero). Called with
-// mu held.
-func (ph *pageHeap) alloc(n uint32, mark func(i uint32) uint64) (first uint32, dirty uint32, err error) {
+// alloc takes a run of n pages whose first page is a multiple of align (a
+// power of two, at most osPagePages: its address is then aligned to align
+// pages), sets each page's word to mark(i), and reports how many of the
+// pages were dirty (their contents are not zero). Called with mu held.
+//
+// A run of an OS page or more starts on an OS page whatever the caller
+// asks (ospage.go), so that it shares no OS page with the run before it,
+// and once freed leaves no page parked but in the OS page of its last
+// page: with 64 KiB pages, after churn and Trim, a heap then keeps less
+// than one with 64 KiB heap pages would, where runs placed anywhere kept
+// more (BenchmarkTrimResident; docs/DESIGN.md, OS pages).
+// With OS pages of 8 KiB or less every run qualifies, and align is 1.
+func (ph *pageHeap) alloc(n, align uint32, mark func(i uint32) uint64) (first uint32, dirty uint32, err error) {
 	if ph.limit != 0 && ph.mappedPages()+uint64(n) > ph.limit {
 		ph.releaseAll() // dirty free pages count against the limit; reuse clean pages instead
 	}
-	first, r, ok := ph.takeRun(n)
+	if n >= osPagePages {
+		align = max(align, osPagePages)
+	}
+	first, r, ok := ph.takeRun(n, align)
 	if ok {
-		if r.dirty {
+		if r.dirty || r.parked {
 			for i := range n {
 				if *ph.entry(first + i)&pageDirty != 0 {
 					dirty++
@@ -148,7 +161,7 @@ func (ph *pageHeap) alloc(n uint32, mark func(i uint32) uint64) (first uint32, d
 		if ph.limit != 0 && ph.mappedPages()+uint64(n) > ph.limit {
 			return 0, 0, ph.limitError(n)
 		}
-		if first, err = ph.fresh(n); err != nil {
+		if first, err = ph.fresh(n, align); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -160,20 +173,34 @@ func (ph *pageHeap) alloc(n uint32, mark func(i uint32) uint64) (first uint32, d
 	return first, dirty, nil
 }
 
-// fresh commits n never-used pages at the current region's frontier, making
-// a new region when they do not fit. Called with mu held.
-func (ph *pageHeap) fresh(n uint32) (uint32, error) {
+// fresh commits n never-used pages at the current region's frontier, the
+// first a multiple of align, making a new region when they do not fit. The
+// pages the alignment skips become a free run of zero pages. Called with mu
+// held.
+func (ph *pageHeap) fresh(n, align uint32) (uint32, error) {
 	rs := ph.regions.Load()
 	cur := rs.byPage[len(rs.byPage)-1]
-	if uint64(ph.frontier)+uint64(n) > uint64(cur.pages) {
-		if err := ph.addRegion(n); err != nil {
+	skip := -(cur.first + ph.frontier) & (align - 1)
+	if uint64(ph.frontier)+uint64(skip)+uint64(n) > uint64(cur.pages) {
+		if err := ph.addRegion(n + align - 1); err != nil {
 			return 0, err
 		}
 		rs = ph.regions.Load()
 		cur = rs.byPage[len(rs.byPage)-1]
+		skip = -cur.first & (align - 1)
+	}
+	if skip > 0 {
+		at := cur.first + ph.frontier
+		if err := ph.commitAbove(cur, ph.frontier+skip); err != nil {
+			return 0, err
+		}
+		ph.frontier += skip
+		ph.committed += uint64(skip)
+		ph.released += uint64(skip)
+		ph.addRun(at, skip, freeRun{})
 	}
 	first := cur.first + ph.frontier
-	if err := commitRegion(ptr(ph.addr(first)), uintptr(n)<<pageShift); err != nil {
+	if err := ph.commitAbove(cur, ph.frontier+n); err != nil {
 		return 0, err
 	}
 	ph.frontier += n
@@ -181,10 +208,25 @@ func (ph *pageHeap) fresh(n uint32) (uint32, error) {
 	return first, nil
 }
 
+// commitAbove makes the pages of the current region r from the frontier up
+// to page to (of r's) readable and writable: the OS pages that hold them,
+// less the one the frontier is in, which the commit that reached it made
+// usable whole. Called with mu held.
+func (ph *pageHeap) commitAbove(r *region, to uint32) error {
+	from, to := osPageUp(ph.frontier), osPageUp(to)
+	if to <= from {
+		return nil
+	}
+	return commitRegion(ptr(r.base+uintptr(from)<<pageShift), uintptr(to-from)<<pageShift)
+}
+
 // takeRun removes a free run of at least n pages from the free set, splits
 // off the excess, and returns its first page and what is known of its
-// pages. Called with mu held.
-func (ph *pageHeap) takeRun(n uint32) (uint32, freeRun, bool) {
+// pages; the first page is a multiple of align. Called with mu held.
+func (ph *pageHeap) takeRun(n, align uint32) (uint32, freeRun, bool) {
+	if align > 1 {
+		return ph.takeAligned(n, align)
+	}
 	for k := n; k < bucketCount; k++ {
 		b := ph.buckets[k]
 		for len(b) > 0 {
@@ -211,6 +253,60 @@ func (ph *pageHeap) takeRun(n uint32) (uint32, freeRun, bool) {
 			return first, ph.split(first, r, n), true
 		}
 		i++
+	}
+	return 0, freeRun{}, false
+}
+
+// takeAligned is takeRun for align > 1: the first free run, shortest
+// first, that holds n pages from a multiple of align on, less its pages
+// before those and after, which stay free. It drops the stale entries it
+// meets, as takeRun does.
+func (ph *pageHeap) takeAligned(n, align uint32) (uint32, freeRun, bool) {
+	up := func(p uint32) uint32 { return (p + align - 1) &^ (align - 1) }
+	// find drops the stale entries of b, a list of runs of k pages (of
+	// bucketCount or more, for the long list), and returns what is left and
+	// the index of the last entry whose run holds the n pages, or -1.
+	find := func(b []uint32, k uint32) ([]uint32, int) {
+		for i := len(b) - 1; i >= 0; i-- {
+			r, ok := ph.free[b[i]]
+			if !ok || (k < bucketCount && r.pages != k) || (k == bucketCount && r.pages < k) {
+				b[i] = b[len(b)-1] // stale: its run is gone or has another length
+				b = b[:len(b)-1]
+				continue
+			}
+			if uint64(up(b[i]))+uint64(n) <= uint64(b[i])+uint64(r.pages) {
+				return b, i
+			}
+		}
+		return b, -1
+	}
+	for k := min(n, bucketCount); k <= bucketCount; k++ {
+		list := &ph.long
+		if k < bucketCount {
+			list = &ph.buckets[k]
+		}
+		b, i := find(*list, k)
+		if i < 0 {
+			*list = b
+			continue
+		}
+		first := b[i]
+		b[i] = b[len(b)-1]
+		*list = b[:len(b)-1]
+		r := ph.remove(first)
+		at := up(first)
+		if at > first {
+			head := r
+			head.pages = at - first
+			ph.insertRun(first, head)
+		}
+		if rest := first + r.pages - (at + n); rest > 0 {
+			tail := r
+			tail.pages = rest
+			ph.insertRun(at+n, tail)
+		}
+		r.pages = n
+		return at, r, true
 	}
 	return 0, freeRun{}, false
 }
@@ -259,7 +355,8 @@ func (ph *pageHeap) release(first, n uint32) {
 	}
 	r := freeRun{pages: n, oldest: t, dirty: true}
 	if ph.delay <= 0 {
-		// Every other free page is clean already: release these alone.
+		// Every other free page is clean already, or parked: release
+		// these alone, with the parked pages of their OS pages.
 		ph.releaseRun(first, &r, 0, true)
 		ph.addRun(first, n, r)
 		return
@@ -276,15 +373,16 @@ func (ph *pageHeap) release(first, n uint32) {
 // (Stats.Large, and InUseBytes by pages) from allocRun to freeRun: these
 // and keepRun and reuseRun are the only writers of that census.
 
-// allocRun takes a run of np pages marked class and counts it. It reports
-// whether any of its pages may hold old bytes; the others read as zeros.
-func (ph *pageHeap) allocRun(np uint32, class uint8) (a uintptr, dirty bool, err error) {
+// allocRun takes a run of np pages marked class, aligned to align pages (a
+// power of two, at most osPagePages), and counts it. It reports whether
+// any of its pages may hold old bytes; the others read as zeros.
+func (ph *pageHeap) allocRun(np, align uint32, class uint8) (a uintptr, dirty bool, err error) {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
 	if ph.closed {
 		return 0, false, ErrClosed
 	}
-	first, d, err := ph.alloc(np, func(i uint32) uint64 {
+	first, d, err := ph.alloc(np, align, func(i uint32) uint64 {
 		if i == 0 {
 			return uint64(class) | uint64(np)<<32
 		}
@@ -467,15 +565,16 @@ func (ph *pageHeap) addRun(first, n uint32, r freeRun) {
 
 // merged describes the union of the pages of two free runs.
 func merged(a, b freeRun) freeRun {
+	r := a
 	switch {
 	case !a.dirty:
-		return b
+		r = b
 	case !b.dirty:
-		return a
 	case before(b.oldest, a.oldest):
-		return b
+		r = b
 	}
-	return a
+	r.parked = a.parked || b.parked
+	return r
 }
 
 // limitError is the limit's refusal, ErrLimit with its figures: the bytes

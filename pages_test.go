@@ -304,3 +304,119 @@ func TestMapRegionAligned(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseDelayHuge: a ReleaseDelay up to maxReleaseDelay arms the timer
+// for the delay after the Free; a longer one, math.MaxInt64 included, arms
+// none (where the sum once overflowed and the timer fired at once, for
+// ever), and Trim still gives the pages back.
+func TestReleaseDelayHuge(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked mode keeps freed blocks in quarantine until pushed out, Trim or Close")
+	}
+	for _, delay := range []time.Duration{math.MaxInt64, math.MaxInt64 - 1, 288 * 365 * 24 * time.Hour, maxReleaseDelay + 1, maxReleaseDelay, maxReleaseDelay - 1, time.Second} {
+		h := newTestHeap(t, Options{ReleaseDelay: delay})
+		now := int64(time.Hour)
+		h.setClock(func() int64 { return now })
+		h.Free(h.Alloc(1 << 20))
+		at := h.releaseTimerAt()
+		if delay <= maxReleaseDelay {
+			if tick := int64(delay / releaseTicks); at < now+int64(delay) || at > now+int64(delay)+tick {
+				t.Fatalf("ReleaseDelay %d: timer at %d, want between %d and %d (the Free's time plus the delay and at most a tick)", delay, at, now+int64(delay), now+int64(delay)+tick)
+			}
+		} else {
+			if at != 0 {
+				t.Fatalf("ReleaseDelay %d (more than %v): timer armed at %d, want none", delay, maxReleaseDelay, at)
+			}
+			if next := h.fireReleaseTimer(); next != 0 || h.Stats().ReleasedBytes != 0 {
+				t.Fatalf("ReleaseDelay %d: a fired timer re-armed at %d, released %d bytes", delay, next, h.Stats().ReleasedBytes)
+			}
+		}
+		h.Trim()
+		if got := h.Stats().ReleasedBytes; got < 1<<20 {
+			t.Fatalf("ReleaseDelay %d: Trim released %d bytes", delay, got)
+		}
+		h.Close()
+	}
+}
+
+// TestPagemapGivenBack: the pagemap words of a large run, written at its
+// Alloc and its Free, go back to the system with the run's pages, by Trim
+// and by the release timer: an untouched 16 GiB block costs 16 MiB of
+// pagemap while it lives, and nothing once it is freed and released.
+func TestPagemapGivenBack(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked mode keeps freed blocks in quarantine until pushed out, Trim or Close")
+	}
+	if raceOn {
+		t.Skip("a race build's regions are Go memory: 16 GiB of it")
+	}
+	var n64 uint64 = 16 << 30
+	if n64 > math.MaxInt {
+		t.Skip("ints too small for a 16 GiB block")
+	}
+	n := int(n64)
+	for _, how := range []string{"Trim", "timer"} {
+		h := newTestHeap(t, Options{ReleaseDelay: time.Hour})
+		var now int64
+		h.setClock(func() int64 { return now })
+		ph := &h.pages
+		resident := func() uint64 {
+			r, err := osmem.ResidentBytes(ph.pmap, uintptr(ph.maxPages)*8)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		h.Free(h.Alloc(64)) // the heap's first pages, and their words
+		before := resident()
+		b, err := h.TryAlloc(n)
+		if err != nil {
+			t.Skipf("no room for an untouched %d GiB block: %v", n>>30, err)
+		}
+		if live := resident(); live < before+n64/pageSize*8*7/8 {
+			t.Fatalf("setup: the pagemap of a live %d GiB block: %d bytes resident, %d before", n>>30, live, before)
+		}
+		h.Free(b)
+		if how == "Trim" {
+			h.Trim()
+		} else {
+			now = int64(2 * time.Hour)
+			h.fireReleaseTimer()
+		}
+		if after := resident(); after > before+64<<10 {
+			t.Fatalf("%s: %d KiB of pagemap resident after the %d GiB block's Free, %d KiB before its Alloc", how, after>>10, n>>30, before>>10)
+		}
+		// The words given back read 0, free and clean, and the heap hands
+		// the pages out again.
+		b = h.Alloc(n)
+		b[0], b[len(b)-1] = 1, 1
+		h.Free(b)
+		h.Close()
+	}
+}
+
+// TestLimitAboveMemory: a Limit above the machine's memory is still a
+// limit on mapped bytes, as Options.Limit says: it refuses an untouched
+// block larger than itself, which a heap without a Limit grants.
+func TestLimitAboveMemory(t *testing.T) {
+	mem := osmem.Memory()
+	if mem == 0 || mem > 1<<40 {
+		t.Skipf("the machine's memory (%d bytes) is unknown or too large for the test", mem)
+	}
+	limit, n := int64(mem)+1<<30, int(mem+2<<30)
+	h := newTestHeap(t, Options{Limit: limit})
+	if _, err := h.TryAlloc(n); !errors.Is(err, ErrLimit) {
+		t.Fatalf("TryAlloc(%d) under a Limit of %d above the machine's %d bytes: %v, want ErrLimit", n, limit, mem, err)
+	}
+	h0 := newTestHeap(t, Options{})
+	b, err := h0.TryAlloc(n)
+	if err != nil {
+		t.Skipf("no room for an untouched %d-byte block without a Limit: %v", n, err)
+	}
+	h0.Free(b)
+	if b, err := h.TryAlloc(int(limit) / 2); err != nil {
+		t.Fatalf("after the refusal, TryAlloc(%d): %v", limit/2, err)
+	} else {
+		h.Free(b)
+	}
+}

@@ -81,7 +81,10 @@ func (h *Heap) reallocLarge(b []byte, n int) []byte {
 	}
 	na, dirty := h.allocPages(n, np, class)
 	moved := 0
-	if mp := (k + pageSize - 1) &^ (pageSize - 1); old != 0 && mp >= moveMin {
+	// The pages that hold b's bytes, in whole OS pages of b's own (an OS
+	// page larger than a heap page may hold a neighbour's bytes: ospage.go).
+	mp := int(alignUp(uintptr(k), osPageBytes))
+	if old != 0 && mp >= moveMin && mp <= int(uintptr(onp)<<pageShift&^(osPageBytes-1)) {
 		switch err := movePages(ptr(na), ptr(a), uintptr(mp)); {
 		case err == nil:
 			moved = mp
@@ -146,7 +149,7 @@ func (h *Heap) freeOld(b, nb []byte) {
 func (h *Heap) allocPages(n int, np uint32, class uint8) (uintptr, bool) {
 	var rc reclaimTry
 	for {
-		a, dirty, err := h.pages.allocRun(np, class)
+		a, dirty, err := h.pages.allocRun(np, 1, class) // a run of an OS page or more starts on one
 		if err == nil {
 			return a, dirty
 		}
@@ -244,7 +247,7 @@ func (ph *pageHeap) extend(first, n uint32) (dirty, ok bool) {
 		(ph.limit != 0 && ph.mappedPages()+uint64(n) > ph.limit) {
 		return false, false
 	}
-	if commitRegion(ptr(ph.addr(first)), uintptr(n)<<pageShift) != nil {
+	if ph.commitAbove(cur, ph.frontier+n) != nil {
 		return false, false
 	}
 	ph.frontier += n

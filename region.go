@@ -31,7 +31,8 @@ import (
 // lookups take it, then the same path as region 0.
 //
 // What the rest of the heap may assume of regions: each is a multiple of
-// pageSize long and starts on a pageSize boundary; they do not overlap; they
+// osPageBytes long and starts on an osPageBytes boundary, and its first
+// virtual page is a multiple of osPagePages (ospage.go); they do not overlap; they
 // are created under pageHeap.mu and live until Close. Nothing else: not
 // their count, their order in memory, their adjacency or their size beyond
 // what was asked. mapRegion and unmapRegion are the only code that obtains
@@ -51,7 +52,7 @@ const maxVirtPages = 1 << 31
 // region is one reservation laid into the virtual page space. Immutable once
 // published.
 type region struct {
-	base  uintptr // first byte, pageSize aligned
+	base  uintptr // first byte, osPageBytes aligned
 	bytes uintptr // bytes reserved: pages << pageShift
 	first uint32  // virtual page of base
 	pages uint32
@@ -135,7 +136,7 @@ func mapShadow(n uintptr) (unsafe.Pointer, error) {
 
 // addressSpaceError reports that the heap's address space cannot grow: the
 // virtual page space is full, or the system refused more address space. It
-// is not ErrLimit: no Limit was reached.
+// is ErrAddressSpace, not ErrLimit: no Limit was reached.
 type addressSpaceError struct {
 	need uint64 // bytes the allocation needed
 	have uint64 // bytes of address space the heap has
@@ -160,6 +161,9 @@ func (e *addressSpaceError) Error() string {
 
 func (e *addressSpaceError) Unwrap() error { return e.err }
 
+// Is makes errors.Is(e, ErrAddressSpace) true.
+func (e *addressSpaceError) Is(target error) bool { return target == ErrAddressSpace }
+
 // regionGrain is the size later regions are rounded up to, so that a heap
 // that grows by small allocations makes few regions.
 const regionGrain = 64 << 20
@@ -171,8 +175,9 @@ const regionGrain = 64 << 20
 func (ph *pageHeap) addRegion(n uint32) error {
 	rs := ph.regions.Load()
 	last := rs.byPage[len(rs.byPage)-1]
-	first := uint64(last.first) + uint64(last.pages) + 1 // one gap page
+	first := uint64(osPageUp(last.first + last.pages + 1)) // a gap page at least
 	room := uint64(ph.maxPages) - min(first, uint64(ph.maxPages))
+	n = osPageUp(n)
 	need := uint64(n) << pageShift
 	if uint64(n) > room {
 		return ph.outOfSpace(need, nil)
@@ -190,7 +195,7 @@ func (ph *pageHeap) addRegion(n uint32) error {
 		if want == need {
 			return ph.outOfSpace(need, err)
 		}
-		want = max(want/2&^(pageSize-1), need)
+		want = max(want/2&^uint64(osPageBytes-1), need)
 	}
 	r := &region{base: uintptr(p), bytes: uintptr(want), first: uint32(first), pages: uint32(want >> pageShift)}
 	if err := ph.commitMeta(r); err != nil {
@@ -206,7 +211,7 @@ func (ph *pageHeap) addRegion(n uint32) error {
 	// The rest of the old region becomes a free run of zero pages.
 	if tail := last.pages - ph.frontier; tail > 0 {
 		at := last.first + ph.frontier
-		if commitRegion(ptr(ph.addr(at)), uintptr(tail)<<pageShift) == nil {
+		if ph.commitAbove(last, last.pages) == nil {
 			ph.committed += uint64(tail)
 			ph.released += uint64(tail)
 			ph.addRun(at, tail, freeRun{})

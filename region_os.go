@@ -21,14 +21,16 @@ func firstRegionSize(want uintptr) uintptr { return want }
 // size class, so that no write running or skipping past a block at the
 // region's edge, short of that many bytes, reaches whatever the system maps
 // next to it, the heap's metadata included (docs/DESIGN.md, What lives
-// where). A multiple of pageSize, so the region stays aligned.
+// where). A multiple of the largest OS page, 64 KiB (ospage.go), and so of
+// osPageBytes, so the region stays aligned.
 const regionGuard = maxSmall
 
-var _ = [1]struct{}{}[regionGuard%pageSize]
+var _ = [1]struct{}{}[regionGuard%(64<<10)]
 
 // regionAlign is the alignment of a region's base: a 2 MiB huge page, so
 // that the huge-page ranges of a region are its own aligned stretches
-// (hugepages.go). It costs address space only.
+// (hugepages.go), and a multiple of every OS page (ospage.go). It costs
+// address space only.
 const regionAlign = 2 << 20
 
 // regionsCollapse: a region's small pages can be collapsed into huge pages
@@ -37,7 +39,7 @@ const regionsCollapse = true
 
 // mapRegion obtains n bytes of address space for a region, regionAlign
 // aligned and inaccessible until committed (commitRegion), between two
-// guards of regionGuard bytes. n is a multiple of pageSize.
+// guards of regionGuard bytes. n is a multiple of osPageBytes.
 func mapRegion(n uintptr) (unsafe.Pointer, error) {
 	p, err := reserveAligned(n+2*regionGuard, regionGuard)
 	if err != nil {
@@ -48,7 +50,7 @@ func mapRegion(n uintptr) (unsafe.Pointer, error) {
 
 // reserveAligned reserves n bytes of address space whose byte at off is
 // regionAlign aligned: it reserves an alignment more and gives back what
-// lies outside. n and off are multiples of pageSize.
+// lies outside. n and off are multiples of osPageBytes.
 func reserveAligned(n, off uintptr) (unsafe.Pointer, error) {
 	p, err := osmem.Reserve(n + regionAlign)
 	if err != nil {

@@ -82,8 +82,8 @@ const raceSpareBytes = 64 << 20
 // size the heap would like: at most raceFirstRegion.
 func firstRegionSize(want uintptr) uintptr { return min(want, raceFirstRegion) }
 
-// mapRegion allocates n bytes of zeroed Go memory for a region, pageSize
-// aligned. n is a multiple of pageSize.
+// mapRegion allocates n bytes of zeroed Go memory for a region, osPageBytes
+// aligned. n is a multiple of osPageBytes.
 func mapRegion(n uintptr) (unsafe.Pointer, error) {
 	if most := osmem.Memory(); most != 0 && uint64(n) > most {
 		return nil, fmt.Errorf("offheap: a race build (-race) backs the heap with Go memory, and a region of %s is more than this machine's memory and swap (%s)",
@@ -104,10 +104,10 @@ func mapRegion(n uintptr) (unsafe.Pointer, error) {
 		raceRegions.spares = slices.Delete(raceRegions.spares, best, best+1)
 		raceRegions.spare -= uintptr(len(b))
 	} else {
-		b = make([]byte, want+pageSize)
-		// Go starts a large object on one of its 8 KiB pages; should it
-		// not, the page more aligns it.
-		b = b[-uintptr(unsafe.Pointer(unsafe.SliceData(b)))&(pageSize-1):]
+		b = make([]byte, want+osPageBytes)
+		// Go starts a large object on one of its 8 KiB pages; the OS page
+		// more aligns it to the OS page, or to a heap page should Go not.
+		b = b[-uintptr(unsafe.Pointer(unsafe.SliceData(b)))&(osPageBytes-1):]
 		// Go zeroed it, if it reused memory, and made it resident: give
 		// the pages back, so that a region costs memory only as it is
 		// written, as a reservation does (and ResidentBytes says so).

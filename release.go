@@ -20,11 +20,32 @@ import (
 // plus the timer's own latency. Each free run keeps a lower bound of its
 // dirty pages' ticks (freeRun.oldest), so the timer visits only the runs with
 // pages due, and it is armed for when the oldest dirty page falls due.
+//
+// madvise works on whole OS pages (ospage.go): a page goes back only with
+// every other page of its OS page, when each of them is free and either
+// clean or due, so that no release reaches a page in use. A due page whose
+// OS page also holds a page in use, or a page not yet due, is parked: it
+// stays dirty (and counted mapped), but is no reason for the timer to
+// come back (freeRun.parked), since only the Free of its OS page's page in
+// use can let it go, and that Free makes a dirty page of its own, due no
+// earlier, for the timer to come back for. Where an OS page is at most a
+// heap page, no page is ever parked.
 
 const (
 	releaseTicks   = 64
 	minReleaseTick = time.Millisecond
+
+	// maxReleaseDelay is the longest ReleaseDelay the timer waits out; a
+	// longer one means never (Trim and the Limit still release). The
+	// timer's arithmetic, the clock's time plus a tick plus the delay,
+	// then stays below 2^63 ns (292 years) for a heap younger than 190
+	// years.
+	maxReleaseDelay = 100 * 365 * 24 * time.Hour
 )
+
+// timed reports whether the release timer runs: not for a delay past
+// maxReleaseDelay.
+func (ph *pageHeap) timed() bool { return ph.delay <= maxReleaseDelay }
 
 // before reports whether tick a comes before tick b: ticks are compared
 // modulo 2^32, which is exact while they are less than 2^31 ticks apart.
@@ -36,7 +57,7 @@ func (ph *pageHeap) tickAt(ns int64) uint32 { return uint32(max(ns, 0) / ph.tick
 // arm makes sure the timer will release the pages freed in tick t, now or
 // earlier being the clock's time. Called with mu held.
 func (ph *pageHeap) arm(now int64, t uint32) {
-	if ph.timer != nil || ph.closed {
+	if ph.timer != nil || ph.closed || !ph.timed() {
 		return // an armed timer is due no later than any page freed since
 	}
 	// Tick t unwrapped (it is at most now's), then its end, then a whole
@@ -53,7 +74,7 @@ func (ph *pageHeap) onTimer() {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
 	ph.timer, ph.timerAt = nil, 0
-	if ph.closed {
+	if ph.closed || !ph.timed() {
 		return
 	}
 	now := ph.clock()
@@ -103,15 +124,22 @@ func (ph *pageHeap) releaseDue(cutoff uint32, all bool) (next uint32, left, fail
 }
 
 // releaseRun gives back the dirty pages of free run r at first that were
-// freed before tick cutoff (all, if all), in as few madvise calls as there
-// are stretches of them, and brings r's dirty and oldest up to date. It
+// freed before tick cutoff (all, if all), with their OS pages, in as few
+// madvise calls as there are stretches of such OS pages, and brings r's
+// dirty, oldest and parked up to date. An OS page at either end of r may
+// hold pages of another free run only when that run is clean or parked
+// (release, with no ReleaseDelay), whose pages it then gives back too. It
 // reports false if a release failed (those pages stay dirty). Called with
 // mu held.
 func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool) bool {
 	due := func(e uint64) bool { return e&pageDirty != 0 && (all || before(uint32(e>>32), cutoff)) }
 	ok := true
-	r.dirty = false
-	keep := func(e uint64) {
+	r.dirty, r.parked = false, false
+	keep := func(e uint64, park bool) { // a dirty page that stays
+		if park {
+			r.parked = true
+			return
+		}
 		if t := uint32(e >> 32); !r.dirty || before(t, r.oldest) {
 			r.oldest = t
 		}
@@ -122,39 +150,94 @@ func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool
 		rg := ph.region(first)
 		held = func(p uint32) bool { return ph.holdsPage(rg, first, r.pages, p) }
 	}
-	for i := uint32(0); i < r.pages; {
-		e := *ph.entry(first + i)
-		if !due(e) || held != nil && held(first+i) {
-			if e&pageDirty != 0 {
-				keep(e)
-			}
-			i++
-			continue
+	g := osPagePages
+	end := first + r.pages
+	from := first &^ (g - 1) // a stretch [from, o) of OS pages to give back
+	for o := from; ; o += g {
+		goes, some := o < end, false
+		for p := o; goes && p < o+g; p++ {
+			e := *ph.entry(p)
+			goes = uint8(e) == 0 && (e&pageDirty == 0 || due(e)) && (held == nil || !held(p)) // free, clean or due, not held
+			some = some || e&pageDirty != 0
 		}
-		j := i + 1
-		for j < r.pages && due(*ph.entry(first + j)) && (held == nil || !held(first+j)) {
-			j++
+		if goes && some {
+			continue // and the stretch grows
 		}
-		if err := osmem.Release(ptr(ph.addr(first+i)), uintptr(j-i)<<pageShift); err != nil {
-			// The pages stay usable; count them as still mapped.
-			for k := i; k < j; k++ {
-				keep(*ph.entry(first + k))
+		if from < o && !ph.giveBack(from, o) {
+			for p := max(from, first); p < min(o, end); p++ {
+				if e := *ph.entry(p); e&pageDirty != 0 {
+					keep(e, false) // to try again
+				}
 			}
 			ok = false
-		} else {
-			for k := i; k < j; k++ {
-				*ph.entry(first + k) = 0
-			}
-			ph.released += uint64(j - i)
-			ph.noteRelease(first+i, j-i)
-			if ph.shadowed { // their records are all none: zero pages say so too
-				rg := ph.region(first + i)
-				_ = osmem.Release(unsafe.Add(rg.shadow, uintptr(first+i-rg.first)<<pageShift), uintptr(j-i)<<pageShift)
+		}
+		if o >= end {
+			return ok
+		}
+		if !goes { // stays: its dirty pages too (parked, unless a huge page holds them: Trim releases those)
+			for p := max(o, first); p < min(o+g, end); p++ {
+				if e := *ph.entry(p); e&pageDirty != 0 {
+					keep(e, due(e) && (held == nil || !held(p)))
+				}
 			}
 		}
-		i = j
+		from = o + g
 	}
-	return ok
+}
+
+// giveBack releases pages [from, to), whole OS pages of one region, free
+// and not in use, and marks them clean. It reports false, changing nothing,
+// if madvise refused. Called with mu held.
+func (ph *pageHeap) giveBack(from, to uint32) bool {
+	if osmem.Release(ptr(ph.addr(from)), uintptr(to-from)<<pageShift) != nil {
+		return false // the pages stay usable; count them as still mapped
+	}
+	for p := from; p < to; p++ {
+		if *ph.entry(p)&pageDirty != 0 {
+			*ph.entry(p) = 0
+			ph.released++
+		}
+	}
+	ph.noteRelease(from, to-from)
+	ph.releasePagemap(from, to)
+	if ph.shadowed { // their records are all none: zero pages say so too
+		rg := ph.region(from)
+		_ = osmem.Release(unsafe.Add(rg.shadow, uintptr(from-rg.first)<<pageShift), uintptr(to-from)<<pageShift)
+	}
+	return true
+}
+
+// releasePagemap gives back the pagemap's own pages that hold the words of
+// pages [lo, hi), just set to 0, and no word that is not 0: they come back
+// as zeros, the same words, so Free's unlocked reads find 0 either way.
+// Without it a large run's pagemap (8 bytes a page, written at its Alloc
+// and its Free) would stay resident after its pages went back: 256 MiB for
+// a 256 GiB block (TestPagemapGivenBack). Only whole system pages of the
+// pagemap are given back, never one it shares with the span array after it.
+// Called with mu held.
+func (ph *pageHeap) releasePagemap(lo, hi uint32) {
+	per := uint32(osmem.PageSize / 8) // pagemap words per system page
+	start, end := lo/per, (hi+per-1)/per
+	if lo%per != 0 && !ph.zeroWords(start*per, lo) {
+		start++
+	}
+	if hi%per != 0 && !ph.zeroWords(hi, min(end*per, ph.maxPages)) {
+		end--
+	}
+	end = min(end, ph.maxPages/per)
+	if start < end {
+		_ = osmem.Release(unsafe.Add(ph.pmap, uintptr(start)*uintptr(per)*8), uintptr(end-start)*osmem.PageSize)
+	}
+}
+
+// zeroWords reports whether the pagemap words of pages [lo, hi) are all 0.
+func (ph *pageHeap) zeroWords(lo, hi uint32) bool {
+	for p := lo; p < hi; p++ {
+		if *ph.entry(p) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // trim releases every dirty page now: Trim's last step.

@@ -6,9 +6,9 @@ package offheap
 
 import (
 	"errors"
-	"os"
 	"testing"
 
+	"github.com/offheap/offheap/internal/osmem"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,7 +46,7 @@ func TestResidentBytes(t *testing.T) {
 		t.Errorf("ResidentBytes = %d after an Alloc of %d that nothing touched, want about 0", before, size)
 	}
 	// Every fourth OS page of the first half.
-	ps := os.Getpagesize()
+	ps := int(osmem.PageSize)
 	touched := 0
 	for off := 0; off < size/2; off += 4 * ps {
 		b[off] = 1

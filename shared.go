@@ -15,9 +15,9 @@ package offheap
 //
 // A heap handle is one block from h.Alloc:
 //
-//	block+0   word 0: sharedMark^block while the handle lives, so that Free
-//	          of its bytes can say they are a Shared's (the allocator's
-//	          free-list link once freed)
+//	block+0   word 0: sharedMark^block until the block is freed (its
+//	          OnRelease included), so that Free of its bytes can say they
+//	          are a Shared's (the allocator's free-list link once freed)
 //	block+8   the count (int64, atomic); the double-free key once freed
 //	          (doublefree.go), which is hugely negative, as countDead
 //	block+16  the n bytes of data: Bytes
@@ -30,11 +30,14 @@ package offheap
 //
 // Retain is one atomic add of +1 on the count, Release one of -1; the Release
 // that takes it to 0 frees. Both are short calls: one test of the value's
-// flags (exactly flagHeap set), one load of the heap's closed flag, the add,
-// one test of its result; everything else (Static, Hot, checked, zero, the
-// last release, misuse, a closed heap) is out of line. Nothing else is read
-// or written, so an uncontended pair costs about a bare pair of atomic adds
-// (BenchmarkShared/own vs BenchmarkShared/atomic-own).
+// flags (exactly flagHeap set), one load of the heap's closed flag, a load
+// of the count (a released handle's count is 0 or below, and nothing is
+// written to it: see dead), the add, one test of its result; everything
+// else (Static, Hot, checked, zero, the last release, misuse, a closed heap)
+// is out of line. Nothing else is read or written, so an uncontended pair
+// costs a bare pair of atomic adds (BenchmarkShared/atomic-own) and the
+// latency of the two loads, each of which waits for the add before it: the
+// price of writing nothing to a released handle's block.
 //
 // The two are go:nosplit and go:noinline, so that the goroutine cannot be
 // preempted between the test of the closed flag and the add: a nosplit
@@ -284,8 +287,10 @@ func (s Shared) Retain() Shared {
 	switch s.meta & sharedKinds {
 	case flagHeap:
 		// Not preemptible from the closed test to the add: see Plain
-		// handles.
-		if !s.h.closed.Load() && atomic.AddInt64((*int64)(unsafe.Add(s.data, -8)), 1) > 1 {
+		// handles. The load first: a released handle's block is written
+		// never (see dead).
+		c := (*int64)(unsafe.Add(s.data, -8))
+		if !s.h.closed.Load() && atomic.LoadInt64(c) > 0 && atomic.AddInt64(c, 1) > 1 {
 			return s
 		}
 	case flagHeap | flagHot:
@@ -316,9 +321,16 @@ func (s Shared) Release() {
 	switch s.meta & (sharedKinds | flagOwner) {
 	case flagHeap:
 		// Not preemptible from the closed test to the add: see Plain
-		// handles.
-		if !raceOn && !s.h.closed.Load() && atomic.AddInt64((*int64)(unsafe.Add(s.data, -8)), -1) > 0 {
-			return
+		// handles. The load first: a released handle's block is written
+		// never (see dead).
+		if !raceOn && !s.h.closed.Load() {
+			c := (*int64)(unsafe.Add(s.data, -8))
+			if atomic.LoadInt64(c) <= 0 {
+				s.panicPastZero()
+			}
+			if atomic.AddInt64(c, -1) > 0 {
+				return
+			}
 		}
 	case flagHeap | flagHot:
 		// A retained reference of a Hot handle of a fast heap, as in Retain.
@@ -381,6 +393,16 @@ func (s Shared) IsZero() bool { return s.data == nil }
 
 // count is the handle's count word: the 8 bytes before the data.
 func (s Shared) count() *int64 { return (*int64)(unsafe.Add(s.data, -8)) }
+
+// dead reports whether count c is a released handle's: 0 or below
+// (countDead, the heap's double-free key, or the zero of a page given back
+// to the system). Nothing writes to a dead handle's block, whose page the
+// page heap may count clean: a stale Retain's or Release's write there would
+// reach a later Alloc that trusts the page to read as zeros. Every add to a
+// count or a Hot handle's slot or mode word of a handle that may be stale
+// tests the count first; only a block reused by another allocation, whose
+// count word holds someone else's bytes, can still be written.
+func dead(c int64) bool { return c <= 0 }
 
 // block is the address h.Alloc returned for the handle.
 func (s Shared) block() uintptr { return uintptr(s.data) - sharedHdr }

@@ -87,6 +87,10 @@ func (s Shared) hotAdd(d int64, call string) (int64, bool) {
 		pin.Unpin()
 		panic(sharedClosedError(call))
 	}
+	if v := atomic.LoadInt64(s.count()); dead(v) {
+		pin.Unpin()
+		return v + d, true // as though added: the caller panics
+	}
 	if atomic.LoadUint32(modeAt(a)) == hotPerP {
 		n := s.nslots(a)         // written before the handle was shared, never again
 		if uint(pid) < uint(n) { // else GOMAXPROCS grew after creation
@@ -108,6 +112,9 @@ func (s Shared) hotAdd(d int64, call string) (int64, bool) {
 // and drop the bias and the owner's reference in one add. It reports, as
 // drop, whether that was the last release.
 func (s Shared) seal() (f func([]byte), last bool) {
+	if v := atomic.LoadInt64(s.count()); dead(v) {
+		return s.atZero(v - 1) // released already: past zero, written never
+	}
 	a := s.hotArea()
 	if !atomic.CompareAndSwapUint32(modeAt(a), hotPerP, hotSealed) {
 		// Already sealed: the owner's value was released twice. Checked

@@ -11,11 +11,14 @@ package offheap
 // count before it frees, and the Free writes the heap's double-free key
 // there, as hugely negative (doublefree.go), so the common misuse, releasing
 // a copy once too often right after the final release, finds a hugely
-// negative count and panics (and a Retain after it panics too); unkey puts
-// the key back first. Fast heaps never unmap or protect a freed block before
-// Close (its pages are at worst given back and come back zero, and a count
-// of 0 panics too), so the read is safe; the block's first word, the
-// free-list link, is never touched. The limits: once the block is reused by
+// negative count and panics (and a Retain after it panics too). Fast heaps
+// never unmap or protect a freed block before Close (its pages are at worst
+// given back and come back zero, and a count of 0 panics too), so the read
+// is safe. Retain and Release read the count before they add (dead), and
+// write nothing to a released handle's block, whose pages the page heap may
+// count clean; unkey puts the key back after an add that raced with the
+// last release. The block's first word, the free-list link, is never
+// touched. The limits: once the block is reused by
 // another Alloc the stale release decrements someone else's memory (no
 // refcount can tell), and a Hot handle's surplus releases while it is in
 // per-P mode are only seen when the owner seals (on a checked heap, when
@@ -57,7 +60,7 @@ func (s Shared) retainSlow() Shared {
 		s.panicRetain()
 	}
 	if s.meta&flagHot == 0 || s.checkedHot() {
-		if atomic.AddInt64(s.count(), 1) <= 1 {
+		if dead(atomic.LoadInt64(s.count())) || atomic.AddInt64(s.count(), 1) <= 1 {
 			s.panicRetain()
 		}
 		s.meta &^= flagOwner
@@ -139,6 +142,9 @@ func (s Shared) drop() (f func([]byte), last bool) {
 			return nil, false
 		}
 	default:
+		if v = atomic.LoadInt64(s.count()); dead(v) {
+			s.panicPastZero()
+		}
 		v = atomic.AddInt64(s.count(), -1)
 	}
 	if v <= 0 {
@@ -188,7 +194,6 @@ func (s Shared) atZero(v int64) (f func([]byte), last bool) {
 		panic(sharedClosedError("Release"))
 	}
 	atomic.StoreInt64(s.count(), countDead)
-	*word(s.block()) = 0 // no longer a live handle's block (sharedBlock)
 	pin.Unpin()
 	if raceOn {
 		raceAcquire(s.data)
@@ -201,8 +206,19 @@ func (s Shared) atZero(v int64) (f func([]byte), last bool) {
 	return f, true
 }
 
-// free gives the block back to the heap. Free needs only its start.
-func (s Shared) free() { s.h.Free(bytesAt(s.block(), sharedHdr)) }
+// free gives the block back to the heap; Free needs only its start. It
+// clears the block's mark first (sharedBlock), and not before: through the
+// OnRelease callback, which runs before it, a Free of the bytes is told
+// that they are a Shared's. Pinned with the heap seen open, since the
+// callback may have closed it (closing.go); Free then panics.
+func (s Shared) free() {
+	pin.Pin()
+	if !s.h.closed.Load() {
+		*word(s.block()) = 0
+	}
+	pin.Unpin()
+	s.h.Free(bytesAt(s.block(), sharedHdr))
+}
 
 func (s Shared) panicRetain() {
 	what, block := s.describe()

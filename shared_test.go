@@ -1,12 +1,14 @@
 package offheap
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -766,5 +768,77 @@ func TestSharedLeakReport(t *testing.T) {
 		if first, _, _ := strings.Cut(l.Stack, "\n"); !strings.Contains(first, "TestSharedLeakReport") {
 			t.Fatalf("hot=%v: the leak's stack starts at %q:\n%s", hot, first, l.Stack)
 		}
+	}
+}
+
+// TestSharedStaleKeepsPageClean: after the last Release and a Trim, the
+// freed block's pages are given back and counted clean; a stale Retain or
+// Release (which panics) must not write to them, or a later zeroed Alloc
+// that takes the pages without clearing them returns nonzero bytes.
+func TestSharedStaleKeepsPageClean(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked heaps check the registry before touching a handle")
+	}
+	stale := []struct {
+		name string
+		f    func(owner, retained Shared)
+	}{
+		{"Retain", func(s, _ Shared) { s.Retain() }},
+		{"Release", func(s, _ Shared) { s.Release() }},
+		{"retained Retain", func(_, r Shared) { r.Retain() }},
+		{"retained Release", func(_, r Shared) { r.Release() }},
+	}
+	zeros := make([]byte, 393216)
+	for _, n := range []int{32, 64 << 10, 300 << 10} {
+		for _, hot := range []bool{false, true} {
+			for _, op := range stale {
+				h := sharedHeap(t)
+				var opts []SharedOption
+				if hot {
+					opts = append(opts, Hot())
+				}
+				s := h.NewShared(n, opts...)
+				r := s.Retain()
+				s.Release()
+				r.Release()
+				h.Trim()
+				if msg := sharedPanic(func() { op.f(s, r) }); !strings.HasPrefix(msg, "offheap: Shared.") {
+					t.Fatalf("n=%d hot=%v: a stale %s: panic %q", n, hot, op.name, msg)
+				}
+				// Every zeroed block the heap hands out now reads as zeros,
+				// the ones over the stale handle's pages included.
+				for _, size := range []int{393216, n + sharedHdr + 4096, 8192, 64} {
+					for range 64 {
+						b := h.Alloc(size)
+						if bytes.Equal(b, zeros[:size]) {
+							continue
+						}
+						i := slices.IndexFunc(b, func(c byte) bool { return c != 0 })
+						t.Fatalf("n=%d hot=%v: byte %d of a zeroed Alloc(%d) is %#x after a stale %s", n, hot, i, size, b[i], op.name)
+					}
+				}
+				h.Close()
+			}
+		}
+	}
+}
+
+// TestSharedFreeInOnRelease: a Free of a Shared's bytes inside its own
+// OnRelease is refused with the Shared's message, and the block is still
+// freed once, after the callback.
+func TestSharedFreeInOnRelease(t *testing.T) {
+	for _, mode := range []string{"fast", "checked"} {
+		t.Run(mode, func(t *testing.T) {
+			h := sharedHeapFor(t, mode)
+			var msg string
+			s := h.NewShared(32, OnLastRelease(func(b []byte) { msg = sharedPanic(func() { h.Free(b) }) }))
+			s.Release()
+			if !strings.Contains(msg, "the bytes of a Shared: a Shared is freed by its last Release, not by Free") {
+				t.Fatalf("Free of a Shared's bytes in its OnRelease: panic %q", msg)
+			}
+			if st := h.Stats(); st.LiveBlocks != 0 {
+				t.Fatalf("%d live blocks", st.LiveBlocks)
+			}
+		})
 	}
 }

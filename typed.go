@@ -87,8 +87,8 @@ func ReallocSlice[T any](h *Heap, s []T, n int) []T {
 	if size == 0 {
 		return unsafe.Slice((*T)(unsafe.Pointer(&zeroSized)), n)
 	}
-	if uintptr(n) > uintptr(maxAlloc)/size {
-		panic(fmt.Sprintf("offheap: ReallocSlice[%s]: length %d is too large", typeName[T](), n))
+	if uint64(n) > h.mostBytes()/uint64(size) {
+		panic(fmt.Sprintf("offheap: ReallocSlice[%s]: length %d is too large: more than the %s this heap's address space can hold", typeName[T](), n, sizeString(h.mostBytes())))
 	}
 	// The block is named by all of s's capacity (s[:0] of a block is still
 	// that block), so Realloc keeps up to cap(s) elements; those past

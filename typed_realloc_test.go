@@ -77,7 +77,9 @@ func TestReallocSliceModel(t *testing.T) {
 // TestReallocSliceEdges: nil, MakeSlice(0), zero-size types, shrinking to
 // 0, and the same memory back when the class allows.
 func TestReallocSliceEdges(t *testing.T) {
-	h := newTestHeap(t, Options{})
+	// Unprofiled: a sampled block always moves, and would fail the
+	// same-class check below now and then.
+	h := newTestHeap(t, unprofiled(Options{}))
 	s := ReallocSlice[uint64](h, nil, 5)
 	if len(s) != 5 || s[4] != 0 {
 		t.Fatalf("ReallocSlice(nil, 5) = %v", s)
@@ -119,16 +121,25 @@ func TestReallocSliceRefuses(t *testing.T) {
 	for i := range s {
 		s[i] = int64(i) + 1
 	}
-	for _, c := range []struct {
+	u := MakeSlice[[16]byte](h, 2)
+	type refusal struct {
 		want string
 		f    func()
-	}{
+	}
+	var past []refusal // past what the heap's address space holds (16 TiB), below maxAlloc
+	if l40 := uint64(1) << 40; l40*2 <= math.MaxInt {
+		past = []refusal{
+			{"ReallocSlice[int64]: length 2199023255552 is too large", func() { ReallocSlice(h, s, int(l40*2)) }},
+			{"ReallocSlice[[16]uint8]: length 1099511627776 is too large", func() { ReallocSlice(h, u, int(l40)) }},
+		}
+	}
+	for _, c := range append([]refusal{
 		{"Go pointers", func() { ReallocSlice[*int](h, nil, 3) }},
 		{"ReallocSlice[string]", func() { ReallocSlice[string](h, nil, 3) }},
 		{"negative length", func() { ReallocSlice(h, s, -1) }},
 		{"too large", func() { ReallocSlice(h, s, math.MaxInt/4) }},
 		{"not the start of a block", func() { ReallocSlice(h, s[1:], 20) }},
-	} {
+	}, past...) {
 		if msg := mustPanic(t, c.f); !strings.Contains(msg, c.want) {
 			t.Errorf("panic %q, want it to contain %q", msg, c.want)
 		}
@@ -139,6 +150,7 @@ func TestReallocSliceRefuses(t *testing.T) {
 		}
 	}
 	FreeSlice(h, s)
+	FreeSlice(h, u)
 	if st := h.Stats(); st.LiveBlocks != 0 {
 		t.Fatalf("refused calls left %d live blocks", st.LiveBlocks)
 	}

@@ -66,7 +66,7 @@ func New(tb testing.TB, opts offheap.Options) *offheap.Heap {
 	tb.Cleanup(func() {
 		tb.Helper()
 		err := h.Close() // nil if the test closed it
-		for _, e := range problems(h) {
+		for _, e := range problems(h, true) {
 			tb.Errorf("offheaptest: the heap from offheaptest.New, at the test's end: %v", e)
 		}
 		// Whatever else Close failed at: giving memory back.
@@ -94,16 +94,18 @@ func New(tb testing.TB, opts offheap.Options) *offheap.Heap {
 // memory that has no allocation stack, an Arena not yet released.
 func VerifyNone(tb testing.TB, h *offheap.Heap) {
 	tb.Helper()
-	for _, e := range problems(h) {
+	for _, e := range problems(h, true) {
 		tb.Errorf("offheaptest.VerifyNone: %v", e)
 	}
 }
 
 // VerifyTestMain runs the tests (m.Run) and exits with their status, unless
 // they passed and some checked heap that is still open (the default heap
-// included, when it is checked) has live blocks or has found memory errors:
-// then it prints them on stderr and exits with status 1. Call it from
-// TestMain:
+// included, when it is checked) has live blocks or has found memory errors,
+// or some sampled heap (Options.SampleRate) has found memory errors: then it
+// prints them on stderr and exits with status 1. A sampled heap's live
+// blocks are not reported: it is a fast heap, which the tests may keep
+// open and in use to the end. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) {
 //		offheaptest.VerifyTestMain(m)
@@ -131,13 +133,13 @@ func openReport() string {
 	var b strings.Builder
 	bad := 0
 	for i, x := range open {
-		errs := problems(x.(*offheap.Heap))
+		errs := problems(x.Heap.(*offheap.Heap), !x.Sampled)
 		if len(errs) == 0 {
 			continue
 		}
 		bad++
 		which := ""
-		if x == def {
+		if x.Heap == def {
 			which = ", offheap.Default()'s"
 		}
 		fmt.Fprintf(&b, "\nchecked heap %d of the %d still open%s:\n", i+1, len(open), which)
@@ -152,21 +154,24 @@ func openReport() string {
 		bad, plural(bad, "heap", "heaps"), plural(bad, "has", "have"), b.String())
 }
 
-// problems lists h's memory errors, oldest first, then its leaks: the live
-// blocks by allocation stack, or when h knows of none, the count of those
-// it has no stack for (Stats).
-func problems(h *offheap.Heap) []error {
+// problems lists h's memory errors, oldest first, then, with leaks, its
+// leaks: the live blocks by allocation stack, or when h knows of none, the
+// count of those it has no stack for (Stats).
+func problems(h *offheap.Heap, leaks bool) []error {
 	var errs []error
 	for _, e := range h.MemoryErrors() {
 		errs = append(errs, e)
 	}
+	if !leaks {
+		return errs
+	}
 	if le := h.Leaks(); le != nil {
 		errs = append(errs, le)
 	} else if s := h.Stats(); s.LiveBlocks > 0 {
-		errs = append(errs, fmt.Errorf("offheap: leak: %d blocks (%d bytes) live that have no allocation stack: "+
+		errs = append(errs, fmt.Errorf("offheap: leak: %d %s (%d %s) live that have no allocation stack: "+
 			"an Arena not released, or blocks of a heap that is not checked (make it with offheaptest.New or "+
 			"offheap.Options{Checked: true}, or build the tests with -tags offheapchecked, to see where they were allocated)",
-			s.LiveBlocks, s.InUseBytes))
+			s.LiveBlocks, plural(int(s.LiveBlocks), "block", "blocks"), s.InUseBytes, plural(int(s.InUseBytes), "byte", "bytes")))
 	}
 	return errs
 }

@@ -171,6 +171,36 @@ func TestNewArenaNotReleased(t *testing.T) {
 	}
 }
 
+// checkedBuild reports whether every heap is checked (the offheapchecked
+// build tag): whether a heap made without Checked knows its leaks.
+func checkedBuild(t *testing.T) bool {
+	h, err := offheap.NewHeap(offheap.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	b := h.Alloc(1)
+	defer h.Free(b)
+	return h.Leaks() != nil
+}
+
+// TestVerifyNoneOneBlock: the count of one live block without a stack is
+// "1 block".
+func TestVerifyNoneOneBlock(t *testing.T) {
+	h, err := offheap.NewHeap(offheap.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	var f fakeTB
+	b := h.Alloc(1)
+	offheaptest.VerifyNone(&f, h)
+	h.Free(b)
+	if errs := f.end(); len(errs) != 1 || !strings.Contains(errs[0], "offheap: leak: 1 block (") {
+		t.Errorf("want one failure counting 1 block, got %q", errs)
+	}
+}
+
 // TestNewClean: a test that frees what it allocates passes.
 func TestNewClean(t *testing.T) {
 	var f fakeTB
@@ -259,6 +289,14 @@ var open *offheap.Heap
 // then run under VerifyTestMain as usual.
 func childMain(what string) {
 	var err error
+	if what == "sampled" {
+		// A fast heap that samples: open and in use when the tests end.
+		if open, err = offheap.NewHeap(offheap.Options{SampleRate: 1}); err != nil {
+			panic(err)
+		}
+		childLeak(open)
+		return
+	}
 	if open, err = offheap.NewHeap(offheap.Options{Checked: true}); err != nil {
 		panic(err)
 	}
@@ -317,8 +355,12 @@ func TestVerifyTestMain(t *testing.T) {
 			"3 blocks, 96 bytes, allocated at:\ngithub.com/offheap/offheap/offheaptest_test.childLeak",
 		}},
 		{"clean", 0, nil},
+		{"sampled", 0, nil},
 	} {
 		t.Run(c.what, func(t *testing.T) {
+			if c.what == "sampled" && checkedBuild(t) {
+				t.Skip("the offheapchecked build tag checks every heap, a sampled one's live blocks included")
+			}
 			cmd := exec.Command(os.Args[0], "-test.run", "^TestVerifyTestMain$")
 			cmd.Env = append(os.Environ(), childEnv+"="+c.what)
 			var stderr strings.Builder

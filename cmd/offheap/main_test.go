@@ -112,3 +112,34 @@ func TestBenchBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchMemoryShapes: frag and drift run small, census checked, and
+// report their memory figures for the offheap and make rows.
+func TestBenchMemoryShapes(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"bench", "-shapes", "frag,drift", "-runs", "1", "-scale", "0.05", "-out", "", "-json"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	var r bench.Report
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("stdout is not the JSON report: %v", err)
+	}
+	want := map[string][]string{
+		"frag/offheap":  {"filled", "evicted", "relocated", "refilled", "moved-pct", "copy-ns", "dense-ns"},
+		"frag/go-make":  {"filled", "evicted", "refilled"},
+		"drift/offheap": {"peak", "last"},
+		"drift/go-make": {"peak", "last"},
+	}
+	for _, s := range r.Summaries {
+		for _, m := range want[s.Shape+"/"+s.Row] {
+			if _, ok := s.Metrics[m]; !ok {
+				t.Errorf("%s %s: no %s in %v", s.Shape, s.Row, m, s.Metrics)
+			}
+		}
+		delete(want, s.Shape+"/"+s.Row)
+	}
+	for k := range want {
+		t.Errorf("%s not reported", k)
+	}
+}

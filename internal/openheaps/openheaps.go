@@ -4,9 +4,15 @@
 // nothing else sets them.
 package openheaps
 
-// Checked returns every checked (or sampled) heap that is open, as
-// *offheap.Heap values, in the order they were created.
-var Checked func() []any
+// Heap is an open heap with a checker.
+type Heap struct {
+	Heap    any  // the *offheap.Heap
+	Sampled bool // a fast heap that checks only its samples (SampleRate): it knows of no leaks but its samples'
+}
+
+// Checked returns every checked (or sampled) heap that is open, in the
+// order they were created.
+var Checked func() []Heap
 
 // Default returns offheap.Default()'s heap as an *offheap.Heap if it has
 // been made, and nil if not: unlike offheap.Default, it never makes it.

@@ -13,15 +13,20 @@ import (
 // Supported reports whether this system has a backend.
 const Supported = true
 
-// PageSize is the operating system's page size.
-var PageSize = uintptr(os.Getpagesize())
+// PageSize is the operating system's page size, a power of two: the unit
+// of every call here. A start that is not a multiple of it fails with
+// EINVAL, and a length is rounded up to whole pages, by the kernel or, in a
+// build that simulates larger pages, by simulate.go.
+var PageSize = max(hostPage, simPage)
+
+// hostPage is the page size of the kernel the process runs on.
+var hostPage = uintptr(os.Getpagesize())
 
 // Reserve maps n bytes of address space that cannot be read or written until
 // Commit. MAP_NORESERVE keeps the reservation from counting against the
 // system's commit limit.
 func Reserve(n uintptr) (unsafe.Pointer, error) {
-	p, err := unix.MmapPtr(-1, 0, nil, n, unix.PROT_NONE,
-		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	p, err := mmap(n, unix.PROT_NONE)
 	if err != nil {
 		return nil, fmt.Errorf("offheap: reserving %d bytes of address space: %w", n, err)
 	}
@@ -31,8 +36,7 @@ func Reserve(n uintptr) (unsafe.Pointer, error) {
 // Map maps n bytes readable and writable, zero filled, for metadata. Pages are
 // backed only when first touched.
 func Map(n uintptr) (unsafe.Pointer, error) {
-	p, err := unix.MmapPtr(-1, 0, nil, n, unix.PROT_READ|unix.PROT_WRITE,
-		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	p, err := mmap(n, unix.PROT_READ|unix.PROT_WRITE)
 	if err != nil {
 		return nil, fmt.Errorf("offheap: mapping %d bytes: %w", n, err)
 	}
@@ -56,7 +60,11 @@ func ReadOnly(p unsafe.Pointer, n uintptr) error {
 }
 
 func protect(p unsafe.Pointer, n uintptr, prot int) error {
-	if err := unix.Mprotect(unsafe.Slice((*byte)(p), n), prot); err != nil {
+	m, err := pages(p, n)
+	if err == nil {
+		err = unix.Mprotect(unsafe.Slice((*byte)(p), m), prot)
+	}
+	if err != nil {
 		return fmt.Errorf("offheap: mprotect %#x+%d: %w", uintptr(p), n, err)
 	}
 	return nil
@@ -65,7 +73,11 @@ func protect(p unsafe.Pointer, n uintptr, prot int) error {
 // Release gives the pages of [p, p+n) back to the operating system. The range
 // stays mapped: the next touch gets a fresh zero page.
 func Release(p unsafe.Pointer, n uintptr) error {
-	if err := unix.Madvise(unsafe.Slice((*byte)(p), n), unix.MADV_DONTNEED); err != nil {
+	m, err := pages(p, n)
+	if err == nil {
+		err = unix.Madvise(unsafe.Slice((*byte)(p), m), unix.MADV_DONTNEED)
+	}
+	if err != nil {
 		return fmt.Errorf("offheap: madvise %#x+%d: %w", uintptr(p), n, err)
 	}
 	return nil
@@ -73,7 +85,11 @@ func Release(p unsafe.Pointer, n uintptr) error {
 
 // Unmap removes [p, p+n) from the address space.
 func Unmap(p unsafe.Pointer, n uintptr) error {
-	if err := unix.MunmapPtr(p, n); err != nil {
+	m, err := pages(p, n)
+	if err == nil {
+		err = unix.MunmapPtr(p, m)
+	}
+	if err != nil {
 		return fmt.Errorf("offheap: munmap %#x+%d: %w", uintptr(p), n, err)
 	}
 	return nil
@@ -87,9 +103,8 @@ func Resident(p unsafe.Pointer, n uintptr, vec []byte) error {
 	if need := (n + PageSize - 1) / PageSize; uintptr(len(vec)) < need {
 		return fmt.Errorf("offheap: mincore %#x+%d: vector of %d bytes, want %d", uintptr(p), n, len(vec), need)
 	}
-	_, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(p), n, uintptr(unsafe.Pointer(unsafe.SliceData(vec))))
-	if e != 0 {
-		return fmt.Errorf("offheap: mincore %#x+%d: %w", uintptr(p), n, e)
+	if err := mincore(p, n, vec); err != nil {
+		return fmt.Errorf("offheap: mincore %#x+%d: %w", uintptr(p), n, err)
 	}
 	return nil
 }

@@ -5,8 +5,6 @@ package osmem
 import (
 	"fmt"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // residentChunk is how many pages one mincore call asks about: a 4 KiB
@@ -23,9 +21,8 @@ func ResidentBytes(p unsafe.Pointer, n uintptr) (uint64, error) {
 	var pages uint64
 	for off := uintptr(0); off < n; off += residentChunk * PageSize {
 		k := min(n-off, residentChunk*PageSize)
-		_, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(p)+off, k, uintptr(unsafe.Pointer(&vec[0])))
-		if e != 0 {
-			return 0, fmt.Errorf("offheap: mincore %#x+%d: %w", uintptr(p)+off, k, e)
+		if err := mincore(unsafe.Add(p, off), k, vec[:]); err != nil {
+			return 0, fmt.Errorf("offheap: mincore %#x+%d: %w", uintptr(p)+off, k, err)
 		}
 		for _, v := range vec[:(k+PageSize-1)/PageSize] {
 			pages += uint64(v & 1) // the low bit: resident; the others are reserved

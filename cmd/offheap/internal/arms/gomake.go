@@ -23,3 +23,6 @@ type goMake struct{}
 func (goMake) Alloc(n int) []byte { return make([]byte, n) }
 
 func (goMake) Free(b []byte) { runtime.KeepAlive(b) }
+
+// GoHeap marks the arm's memory as the Go heap's (bench.GoHeap).
+func (goMake) GoHeap() {}

@@ -28,8 +28,9 @@
 // Alloc(n) must return n zeroed bytes, Free a slice Alloc returned. An arm
 // may also implement AllocUnzeroed (Unzeroed), Stats (StatsSource: the
 // runner then checks its census after every trial and reports its magazine
-// hit rate), Close (Closer) and Worker (PerWorker, when each worker needs a
-// handle of its own). A New that fails marks the arm unavailable for the run,
+// hit rate), Close (Closer), Worker (PerWorker, when each worker needs a
+// handle of its own), and ResidentBytes with Trim (Resident) or GoHeap
+// (GoHeap) for the shapes' resident / live figures (MemoryProbe). A New that fails marks the arm unavailable for the run,
 // which goes on without it. Default: true puts it in the default -arms list.
 // OwnerFrees keeps an arm whose blocks must go back through the handle that
 // allocated them (a per-worker cache) off the shapes that free blocks on

@@ -16,6 +16,7 @@ func init() {
 		Order:      60,
 		Unit:       "op",
 		CrossFrees: true,
+		Metrics:    []bench.Metric{residentMetric},
 	}, Run: runLarson,
 	})
 }
@@ -33,9 +34,12 @@ func runLarson(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
 	handles := make([]bench.Allocator, nw)
 	slots := make([][][]byte, nw)
 	for w := range slots {
+		slots[w] = make([][]byte, larsonSlots)
+	}
+	probe := bench.NewMemoryProbe(arm, false)
+	for w := range slots {
 		handles[w] = bench.ForWorker(arm, w)
 		r := bench.NewRand(uint64(w) + 7)
-		slots[w] = make([][]byte, larsonSlots)
 		for i := range slots[w] {
 			slots[w][i] = handles[w].Alloc(larsonMin + r.Intn(larsonMax-larsonMin+1))
 		}
@@ -58,10 +62,18 @@ func runLarson(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
 			}
 		})
 	}
+	var live int64
+	for w := range slots {
+		for _, b := range slots[w] {
+			live += int64(len(b))
+		}
+	}
+	m := map[string]float64{}
+	probe.Record(m, bench.MetricResident, live)
 	for w := range slots {
 		for _, b := range slots[w] {
 			handles[w].Free(b)
 		}
 	}
-	return bench.Sample{Ops: int64(total), Allocs: int64(total + nw*larsonSlots), Elapsed: el}, nil
+	return bench.Sample{Ops: int64(total), Allocs: int64(total + nw*larsonSlots), Elapsed: el, Metrics: m}, nil
 }

@@ -27,6 +27,7 @@ func init() {
 		Order:    30,
 		Unit:     "pair",
 		Subs:     subs,
+		Metrics:  []bench.Metric{residentMetric},
 		Verdicts: liveKVerdicts,
 	}, Run: runLiveK,
 	})
@@ -37,23 +38,50 @@ func runLiveK(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
 	const nc = len(liveKSizes)
 	round := k * nc
 	rounds := max(t.Size(2_000_000, 20_000_000)/round, 1)
+	// Each worker's last round keeps its blocks, for the memory reading,
+	// and frees them after it, untimed.
+	held := make([][][]byte, t.Workers)
+	for w := range held {
+		held[w] = make([][]byte, round)
+	}
+	probe := bench.NewMemoryProbe(arm, false)
 	el := bench.Parallel(t.Workers, func(w int) {
 		a := bench.ForWorker(arm, w)
 		sizes := liveKSizes
-		live := make([][]byte, round)
-		for r := range bench.Split(rounds, t.Workers, w) {
+		live := held[w]
+		n := bench.Split(rounds, t.Workers, w)
+		for r := range n {
 			for i := range live {
 				b := a.Alloc(sizes[i%nc])
 				b[0] = byte(r)
 				live[i] = b
+			}
+			if r == n-1 {
+				break
 			}
 			for _, b := range live {
 				a.Free(b)
 			}
 		}
 	})
+	var bytes int64
+	for _, live := range held {
+		for _, b := range live {
+			bytes += int64(len(b))
+		}
+	}
+	m := map[string]float64{}
+	probe.Record(m, bench.MetricResident, bytes)
+	for w, live := range held {
+		a := bench.ForWorker(arm, w)
+		for _, b := range live {
+			if b != nil {
+				a.Free(b)
+			}
+		}
+	}
 	total := int64(rounds * round)
-	return bench.Sample{Ops: total, Allocs: total, Elapsed: el}, nil
+	return bench.Sample{Ops: total, Allocs: total, Elapsed: el, Metrics: m}, nil
 }
 
 // liveKVerdicts: magazines must never make things slower than no magazines,

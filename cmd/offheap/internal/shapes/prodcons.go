@@ -25,6 +25,7 @@ func init() {
 			{Name: "mapped-1st-MiB", Doc: "the largest mapped size in the first half of the trial (offheap arms)"},
 			{Name: "mapped-2nd-MiB", Doc: "the largest mapped size in the second half: above the first half means the heap grows (offheap arms)"},
 			{Name: "peak-rss-MiB", Doc: "the process's largest resident set during the trial, sampled every 2 ms"},
+			{Name: prodConsPeakRes, Doc: "the heap's largest resident bytes during the trial, sampled every 2 ms, over the most bytes the batches can hold in flight (offheap arms)"},
 		},
 		Verdicts: prodConsVerdicts,
 	}, Run: runProdCons,
@@ -32,8 +33,9 @@ func init() {
 }
 
 const (
-	prodConsSize  = 64
-	prodConsBatch = 64
+	prodConsSize    = 64
+	prodConsBatch   = 64
+	prodConsPeakRes = "peak-res/live"
 )
 
 func runProdCons(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
@@ -54,12 +56,13 @@ func runProdCons(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
 	// shape runs. VmRSS, not VmHWM: the high-water mark is process-wide and
 	// never falls, so it would carry earlier trials' peaks.
 	ss, hasStats := arm.(bench.StatsSource)
+	rs, hasResident := arm.(bench.Resident)
 	type point struct {
 		at     time.Duration
 		mapped uint64
 	}
 	var points []point
-	var peakRSS uint64
+	var peakRSS, peakRes uint64
 	stop := make(chan struct{})
 	var sampled sync.WaitGroup
 	t0 := time.Now()
@@ -73,6 +76,11 @@ func runProdCons(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
 			}
 			points = append(points, p)
 			peakRSS = max(peakRSS, bench.RSS())
+			if hasResident {
+				if n, err := rs.ResidentBytes(); err == nil {
+					peakRes = max(peakRes, n)
+				}
+			}
 			select {
 			case <-stop:
 				return
@@ -114,6 +122,10 @@ func runProdCons(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
 	m := map[string]float64{
 		"frees/s":      float64(total) / el.Seconds(),
 		"peak-rss-MiB": mib(peakRSS),
+	}
+	if peakRes > 0 {
+		// Every block in flight is in one of the batches that circulate.
+		m[prodConsPeakRes] = float64(peakRes) / float64(cap(empty)*prodConsBatch*prodConsSize)
 	}
 	if hasStats {
 		half := time.Since(t0) / 2

@@ -1,0 +1,110 @@
+package shapes
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/offheap/offheap/cmd/offheap/internal/bench"
+)
+
+func init() {
+	bench.RegisterWayShape(bench.WayShape{Spec: bench.Spec{
+		Name: "drift",
+		Doc: "a cache of 8 MiB of values whose sizes drift from 16-64 B to 2-8 KiB and back over the run, each insert evicting values at random " +
+			"to stay at its size; resident / live read 8 times (Trim, or FreeOSMemory, first), its peak and its last, no Relocate",
+		Work:      bench.FixedTotal,
+		Quick:     true,
+		Order:     64,
+		Unit:      "op",
+		Workers:   []int{1},
+		FixedSize: true, // the live size against the spans is the point
+		Metrics: []bench.Metric{
+			{Name: driftPeak, Doc: "the largest resident / live bytes of the readings"},
+			{Name: driftLast, Doc: "resident / live bytes at the end, the sizes back where they started"},
+		},
+		Verdicts: driftVerdicts,
+	}, Ways: memoryWays(runDrift),
+	})
+}
+
+// The drift shape's metrics.
+const (
+	driftPeak = "peak"
+	driftLast = "last"
+)
+
+const (
+	driftLive     = 8 << 20 // bytes the cache holds
+	driftReadings = 8
+)
+
+// driftSize draws a value's size at phase p of the run, 0 to 1: a range
+// from 16-64 B at either end to 2-8 KiB in the middle, log-uniform within.
+func driftSize(r *bench.Rand, p float64) int {
+	lo := 16 * math.Pow(128, math.Sin(math.Pi*p)) // 16 B at the ends, 2 KiB in the middle
+	return int(lo * math.Pow(4, float64(r.Intn(1<<16))/(1<<16)))
+}
+
+// runDrift: a cache at a fixed live size whose values drift in size, with
+// random evictions. The timed ops are its Allocs and Frees.
+func runDrift(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
+	ops := t.Size(150_000, 1_500_000)
+	vals := make([][]byte, 0, driftLive/32)
+	m := map[string]float64{}
+	probe := bench.NewMemoryProbe(arm, true)
+	r := bench.NewRand(23)
+	var live, allocs int64
+	var el time.Duration
+	peak := 0.0
+	every := ops / driftReadings
+	t0 := time.Now()
+	for i := range ops {
+		b := arm.Alloc(driftSize(&r, float64(i)/float64(ops)))
+		b[0] = 1
+		allocs++
+		vals = append(vals, b)
+		live += int64(len(b))
+		for live > driftLive {
+			k := r.Intn(len(vals))
+			live -= int64(len(vals[k]))
+			arm.Free(vals[k])
+			vals[k] = vals[len(vals)-1]
+			vals[len(vals)-1] = nil // for make's collector
+			vals = vals[:len(vals)-1]
+		}
+		if (i+1)%every == 0 {
+			el += time.Since(t0)
+			if v, ok := probe.Ratio(live); ok {
+				peak = max(peak, v)
+				m[driftLast] = v
+			}
+			t0 = time.Now()
+		}
+	}
+	el += time.Since(t0)
+	if peak > 0 {
+		m[driftPeak] = peak
+	}
+	for _, b := range vals {
+		arm.Free(b)
+	}
+	return bench.Sample{Ops: int64(ops), Allocs: allocs, Elapsed: el, Metrics: m}, nil
+}
+
+// driftVerdicts: with no Relocate, offheap's peak resident / live on the
+// drift must be below make's.
+func driftVerdicts(r *bench.Report) []bench.Verdict {
+	const name, figure, target = "drift-peak", "drift, peak resident / live, no Relocate: offheap / go-make", "< 1.00x"
+	o, why := find(r, "drift", "", "offheap", 1)
+	g, why2 := find(r, "drift", "", "go-make", 1)
+	if o == nil || g == nil {
+		return []bench.Verdict{bench.Skip(name, figure, target, missing(why, why2))}
+	}
+	a, b := o.Metrics[driftPeak], g.Metrics[driftPeak]
+	if a == 0 || b == 0 {
+		return []bench.Verdict{bench.Skip(name, figure, target, "not measured")}
+	}
+	return []bench.Verdict{{Name: name, Figure: figure, Target: target, Value: a / b, Pass: a < b,
+		Measured: fmt.Sprintf("%.2fx (%.2f vs %.2f, medians of %d runs)", a/b, a, b, o.Runs)}}
+}

@@ -1,0 +1,208 @@
+package shapes
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/offheap/offheap/cmd/offheap/internal/bench"
+)
+
+func init() {
+	bench.RegisterWayShape(bench.WayShape{Spec: bench.Spec{
+		Name: "frag",
+		Doc: "a cache's life: fill 200k values of 16-512 B (-long 2M), evict 90% at random, one Relocate pass over the survivors " +
+			"(arms with Relocate), refill the freed volume with 1-4 KiB values; resident/live after each phase (Trim, or " +
+			"FreeOSMemory, first), and what the pass costs",
+		Work:    bench.FixedTotal,
+		Quick:   true,
+		Order:   62,
+		Unit:    "op",
+		Workers: []int{1},
+		// The live set is the point: calibration would shrink it until
+		// each class's one partial span weighed on the figures.
+		FixedSize: true,
+		Metrics: []bench.Metric{
+			{Name: fragFilled, Doc: "resident / live bytes once filled"},
+			{Name: fragEvicted, Doc: "resident / live bytes after the eviction"},
+			{Name: fragRelocated, Doc: "resident / live bytes after the eviction, the survivors moved by hand, and one Relocate pass (arms with Relocate)"},
+			{Name: fragRefilled, Doc: "resident / live bytes after the refill (after the Relocate pass, where the arm has one)"},
+			{Name: fragMoved, Doc: "% of the survivors the Relocate pass moved"},
+			{Name: fragPassNs, Doc: "the Relocate pass's time per block moved, in ns"},
+			{Name: fragCopyNs, Doc: "Alloc + copy + Free of the same survivors after the eviction, before the pass, per block, in ns: what moving them by hand costs (arms with Relocate)"},
+			{Name: fragDenseNs, Doc: "a third Relocate pass, after the refill and a second, per block, in ns: the cost over spans with nothing to gain"},
+		},
+		Verdicts: fragVerdicts,
+	}, Ways: memoryWays(runFrag),
+	})
+}
+
+// The frag shape's metrics.
+const (
+	fragFilled    = "filled"
+	fragEvicted   = "evicted"
+	fragRelocated = "relocated"
+	fragRefilled  = "refilled"
+	fragMoved     = "moved-pct"
+	fragPassNs    = "pass-ns"
+	fragCopyNs    = "copy-ns"
+	fragDenseNs   = "dense-ns"
+)
+
+// relocater is an arm that can move a block to a denser span
+// (offheap.Heap.Relocate).
+type relocater interface {
+	Relocate(b []byte) ([]byte, bool)
+}
+
+// runFrag: what an eviction at random does to a heap of small values, and
+// what one Relocate pass gives back. The timed ops are the fill's, the
+// eviction's and the refill's Allocs and Frees.
+func runFrag(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
+	n := t.Size(200_000, 2_000_000)
+	vals := make([][]byte, n)
+	refill := make([][]byte, 0, n/8)
+	var survivors []int
+	m := map[string]float64{}
+	probe := bench.NewMemoryProbe(arm, true)
+	r := bench.NewRand(17)
+	var live, ops, allocs int64
+	var el time.Duration
+
+	t0 := time.Now()
+	for i := range vals {
+		b := arm.Alloc(16 + r.Intn(497))
+		b[0] = byte(i)
+		vals[i] = b
+		live += int64(len(b))
+	}
+	el += time.Since(t0)
+	ops += int64(n)
+	allocs += int64(n)
+	probe.Record(m, fragFilled, live)
+	filled := live
+
+	t0 = time.Now()
+	for i, b := range vals {
+		if r.Intn(10) != 0 {
+			arm.Free(b)
+			vals[i] = nil
+			live -= int64(len(b))
+			ops++
+		} else {
+			survivors = append(survivors, i)
+		}
+	}
+	el += time.Since(t0)
+	probe.Record(m, fragEvicted, live)
+	// One pass, as a cache would run it: every survivor offered once.
+	rl, canMove := arm.(relocater)
+	if canMove {
+		// First the survivors moved by hand, over the same scattered
+		// blocks: what the pass is judged against. Through magazines this
+		// leaves the heap as sparse as it found it (the new blocks come
+		// from the same spans' free blocks); with magazines off it fills
+		// one span at a time, and leaves the pass little to do. (For make
+		// it would be a compaction, the collector freeing the old spans:
+		// the other arms go without it.)
+		t0 = time.Now()
+		for _, i := range survivors {
+			b := vals[i]
+			nb := arm.Alloc(len(b))
+			copy(nb, b)
+			arm.Free(b)
+			vals[i] = nb
+		}
+		m[fragCopyNs] = float64(time.Since(t0).Nanoseconds()) / float64(max(len(survivors), 1))
+		allocs += int64(len(survivors))
+		moved := 0
+		t0 = time.Now()
+		for _, i := range survivors {
+			nb, ok := rl.Relocate(vals[i])
+			if ok {
+				vals[i] = nb
+				moved++
+			}
+		}
+		pass := time.Since(t0)
+		allocs += int64(moved)
+		probe.Record(m, fragRelocated, live)
+		m[fragMoved] = 100 * float64(moved) / float64(max(len(survivors), 1))
+		if moved > 0 {
+			m[fragPassNs] = float64(pass.Nanoseconds()) / float64(moved)
+		}
+	}
+
+	t0 = time.Now()
+	for volume := filled - live; volume > 0; {
+		b := arm.Alloc(1024 + r.Intn(3073))
+		b[0] = 1
+		refill = append(refill, b)
+		volume -= int64(len(b))
+		live += int64(len(b))
+		ops++
+		allocs++
+	}
+	el += time.Since(t0)
+	probe.Record(m, fragRefilled, live)
+
+	if canMove {
+		// A second pass takes what the first left in spans that were
+		// fuller then; the third, timed, finds spans with nothing to gain.
+		for pass := range 2 {
+			moved := 0
+			t0 = time.Now()
+			for _, i := range survivors {
+				nb, ok := rl.Relocate(vals[i])
+				if ok {
+					vals[i] = nb
+					moved++
+				}
+			}
+			if pass == 1 {
+				m[fragDenseNs] = float64(time.Since(t0).Nanoseconds()) / float64(max(len(survivors), 1))
+			}
+			allocs += int64(moved)
+		}
+	}
+	for _, i := range survivors {
+		arm.Free(vals[i])
+	}
+	for _, b := range refill {
+		arm.Free(b)
+	}
+	return bench.Sample{Ops: ops, Allocs: allocs, Elapsed: el, Metrics: m}, nil
+}
+
+// fragVerdicts: what one Relocate pass must give back, and what it may
+// cost, on the offheap arm.
+func fragVerdicts(r *bench.Report) []bench.Verdict {
+	s, why := find(r, "frag", "", "offheap", 1)
+	metric := func(name, figure, target, key string, limit float64) bench.Verdict {
+		if s == nil {
+			return bench.Skip(name, figure, target, why)
+		}
+		v, ok := s.Metrics[key]
+		if !ok {
+			return bench.Skip(name, figure, target, "not measured")
+		}
+		return bench.Verdict{Name: name, Figure: figure, Target: target, Value: v, Pass: v <= limit,
+			Measured: fmt.Sprintf("%.2f (median of %d runs)", v, s.Runs)}
+	}
+	vs := []bench.Verdict{
+		metric("frag-relocated", "frag, offheap: resident / live after the eviction and one Relocate pass", "<= 1.30", fragRelocated, 1.3),
+		metric("frag-refilled", "frag, offheap: resident / live after the refill with 1-4 KiB values", "<= 1.30", fragRefilled, 1.3),
+		metric("frag-dense-pass", "frag, offheap: a Relocate pass over spans with nothing to gain, ns per block", "<= 10 ns", fragDenseNs, 10),
+	}
+	const name, figure, target = "frag-pass-cost", "frag, offheap: the Relocate pass per block moved / Alloc + copy + Free of the same blocks", "<= 2.00x"
+	switch {
+	case s == nil:
+		vs = append(vs, bench.Skip(name, figure, target, why))
+	case s.Metrics[fragPassNs] == 0 || s.Metrics[fragCopyNs] == 0:
+		vs = append(vs, bench.Skip(name, figure, target, "nothing moved"))
+	default:
+		p, c := s.Metrics[fragPassNs], s.Metrics[fragCopyNs]
+		vs = append(vs, bench.Verdict{Name: name, Figure: figure, Target: target, Value: p / c, Pass: p/c <= 2,
+			Measured: fmt.Sprintf("%.2fx (%s vs %s ns per block)", p/c, bench.Num(p), bench.Num(c))})
+	}
+	return vs
+}

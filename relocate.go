@@ -1,0 +1,306 @@
+package offheap
+
+// Relocate: moving a live block out of a sparse span into a denser one, so
+// that a long-lived heap whose frees left every span with a few survivors
+// can empty spans and give their pages back (docs/storing-values.md shows a
+// pass over a cache).
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/offheap/offheap/internal/pin"
+)
+
+// Relocate moves b's bytes to a block in a denser span and frees b when b's
+// span is sparse enough that moving helps; it returns the slice to use and
+// whether it moved. When it moves, the new slice has b's length and capacity
+// and holds b's bytes up to its capacity, and b must not be used afterwards;
+// when it does not, it returns b itself and nothing happened. Use it in a
+// defragmentation pass over the values a program keeps (their slices or
+// Refs), after eviction left spans mostly empty: Stats.SpanFreeBytes says
+// how much memory such spans hold beyond their live and cached blocks.
+//
+// A small block moves when its span holds at most half its blocks live
+// (sparseSpan) and the span Relocate fills for the class is fuller than
+// b's. That span is the fullest one with a free block, chosen when the
+// previous one fills: Relocate takes the new block from it directly, past
+// the magazines and the depot, and puts b straight back on its span's free
+// list, so that a sparse span empties as its blocks move and its pages go
+// back to the page heap (and to the operating system at the next Trim or
+// release). Blocks the program freed count as live for their span while a
+// magazine, a depot or a Cache holds them, so call Trim before a pass. A
+// block whose span is fuller than half costs Relocate a pagemap lookup and
+// nothing else: no lock, no write. Large blocks (above the largest size
+// class, page runs of their own) and the blocks the profile sampled are
+// never moved: their pages go back to the page heap whole when they are
+// freed, so moving them gives nothing back.
+//
+// A move counts as an Alloc (a CentralHit, or Fresh when the new block is
+// carved) and a Free of b's class, and in Stats.Relocations; InUseBytes and
+// LiveBlocks do not change.
+//
+// Which handles can move: a slice from Alloc (or its Ref: store the Ref of
+// the slice Relocate returns); a block allocated through a Cache, which
+// goes back to its span, not to the Cache; a Buffer's block, with
+// Buffer.Relocate. A Shared's bytes cannot move while it is retained, and
+// Arena memory is freed only all at once: Relocate refuses both, panicking
+// as Free does, as it does for anything Free refuses. In checked mode
+// every small block moves, as Realloc's always do, and b is freed as Free
+// frees it: a later use of b is reported as a use after free, with
+// Relocate's stack as the free stack. The new block comes from the
+// checker's allocator, which places it where it will: a checked pass finds
+// stale handles and gives no memory back.
+//
+// Relocate is safe for concurrent use with every other call on the heap,
+// but, like Free, not with another call that frees or moves b itself.
+func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
+	if cap(b) == 0 {
+		return b, false
+	}
+	a := addrOf(b)
+	// The common answer on a heap worth no pass, pinned as in Free's fast
+	// path: with fastSize seen nonzero, Close cannot unmap the pagemap and
+	// the span meanwhile (closing.go).
+	pin.Pin()
+	if h.denseAt(a) {
+		pin.Unpin()
+		return b, false
+	}
+	pin.Unpin()
+	return h.relocate(b)
+}
+
+// relocate is Relocate of a block denseAt did not answer for: it moves it,
+// or says why not.
+func (h *Heap) relocate(b []byte) ([]byte, bool) {
+	a := addrOf(b)
+	if h.checked() {
+		return h.relocateChecked(b)
+	}
+	// The pagemap, the span and the blocks are read between enter and exit:
+	// Close unmaps them (closing.go).
+	if !h.enter() {
+		panic(closedError("Relocate"))
+	}
+	page, ok := h.pages.pageOf(a)
+	if !ok {
+		h.exit()
+		panic(fmt.Sprintf("offheap: Relocate of %#x (%d bytes), which this heap did not allocate: %s", a, cap(b), appendMoved))
+	}
+	e := *h.pages.entry(page)
+	c := uint8(e)
+	if c-1 >= numClasses-1 {
+		defer h.exit()
+		h.relocateRun(a, e)
+		return b, false
+	}
+	ci := &classInfos[c]
+	if q, into := blockIn(a, e, ci); into != 0 || q >= uint64(ci.blocks) {
+		h.exit()
+		start := a - uintptr(into)
+		if sharedBlock(start, a) {
+			panic(fmt.Sprintf("offheap: Relocate of %#x, the bytes of a Shared: a Shared's block cannot move while it is retained", a))
+		}
+		panic(fmt.Sprintf("offheap: Relocate of %#x, which is not the start of a block: it is %d bytes into the %d-byte block at %#x",
+			a, into, ci.size, start))
+	}
+	if uint(cap(b)) > uint(ci.size) {
+		h.exit()
+		panic(fmt.Sprintf("offheap: Relocate of %d bytes at %#x, past the end of its %d-byte block: Relocate moves a slice Alloc returned, or a prefix of one", cap(b), a, ci.size))
+	}
+	s := h.pages.span(uint32(e >> 32))
+	defer h.exit()
+	if c != 1 && *(*uint64)(ptr(a + 8)) == h.key {
+		h.checkFree(a, c) // the key: free, or live data that holds it (doublefree.go)
+	}
+	cen := &h.central[c]
+	cen.mu.Lock()
+	na, err := cen.relocate(h, s, a, cap(b))
+	cen.mu.Unlock()
+	if err != nil {
+		panic(err.Error()) // the lock released, b as it was
+	}
+	if na == 0 {
+		return b, false
+	}
+	return bytesAt(na, cap(b))[:len(b)], true
+}
+
+// denseAt reports whether a is the start of a block of a fast heap's first
+// region whose span is not sparse: the blocks Relocate leaves where they
+// are without a lock, without reading the block, and without the checks the
+// rest of Relocate makes (a freed block there, which Free would refuse, is
+// returned as it is). It is false on a closed heap and for a checked
+// heap's blocks, whose fastSize is 0. Called pinned.
+func (h *Heap) denseAt(a uintptr) bool {
+	off := a - h.base
+	if off >= atomic.LoadUintptr(&h.fastSize) {
+		return false
+	}
+	e := *h.pages.entry(uint32(off >> pageShift))
+	c := uint8(e)
+	if c-1 >= numClasses-1 {
+		return false
+	}
+	ci := &classInfos[c]
+	q, into := blockIn(a, e, ci)
+	return into == 0 && q < uint64(ci.blocks) && !sparseSpan(spanLive(h.pages.span(uint32(e>>32))), ci.blocks)
+}
+
+// sparseSpan reports whether a span of a class of blocks per span, live of
+// them live, is sparse enough for Relocate to move its blocks out: at most
+// half full. A fuller span is left as it is: emptying it would move more
+// blocks than it frees, and the class average, the threshold jemalloc's
+// defragmentation hint uses, would keep the spans just above it (half of
+// them, right after an eviction at random) out of a single pass.
+func sparseSpan(live, blocks uint32) bool { return live <= blocks/2 }
+
+// spanLive is how many of s's blocks are live (handed out, or held by a
+// magazine, a depot or a Cache), read without the central lock that guards
+// s: a hint, which Relocate checks again under the lock. nfree is read
+// first, so that the difference cannot wrap (carved only grows while a span
+// lives, and nfree never passes it). The span array is metadata, mapped
+// outside Go's memory in every build (region_race.go).
+func spanLive(s *span) uint32 {
+	free := atomic.LoadUint32(&s.nfree)
+	return atomic.LoadUint32(&s.carved) - free
+}
+
+// relocate moves the n bytes of the live block at a, of span s, to a block
+// of the span Relocate fills, and frees a to s; it returns the new block, or
+// 0 when moving would not help (s is not sparse, or no fuller span has a
+// free block) or the heap is closed. A corrupt free list in the target
+// (freelist.go) is abandoned and returned as err, a not moved; the caller
+// panics with it once the lock is released, as Alloc does. Called with mu
+// held, between enter and exit.
+func (c *central) relocate(h *Heap, s *span, a uintptr, n int) (uintptr, *corruptError) {
+	if h.closed.Load() {
+		return 0, nil
+	}
+	blocks := classBlocks[c.class]
+	live := s.carved - s.nfree
+	if !sparseSpan(live, blocks) {
+		return 0, nil
+	}
+	t := c.target(h)
+	if t == nil || t == s || t.carved-t.nfree <= live {
+		return 0, nil
+	}
+	// t holds more live blocks than s, which holds a: it is not empty.
+	na, carved, ok := t.take(h)
+	if !ok {
+		return 0, c.abandon(h, t, na)
+	}
+	c.spanFree--
+	if t.exhausted() {
+		c.unlink(h, t) // and no longer the target: the next move chooses another
+	}
+	raceAcquire(ptr(na)) // race builds: take released it to its next owner, this goroutine
+	if c.class != 1 {
+		*(*uint64)(ptr(na + 8)) = 0 // the double-free key (doublefree.go), in case n leaves it
+	}
+	copy(bytesAt(na, n), bytesAt(a, n))
+	raceRelease(ptr(a)) // as in Free
+	c.putLocked(h, a)   // which writes the key, as Free's path does
+	if carved {
+		c.fresh.Add(1)
+	} else {
+		c.hits.Add(1)
+	}
+	c.frees.Add(1)
+	c.moved.Add(1)
+	return na, nil
+}
+
+// target is the span Relocate fills for the class: the one chosen last
+// while it has a free block, else the fullest span of the partial list (nil
+// when the list is empty). A scan of the list costs a load per partial span
+// and happens once per span filled, so a pass pays it once per span's worth
+// of blocks moved. Called with mu held.
+func (c *central) target(h *Heap) *span {
+	if id := c.reloc; id != 0 {
+		// An id of a span since freed may name a span of another class, or
+		// none (freed spans are unlisted).
+		if t := h.pages.span(id); t.listed && t.class == c.class {
+			return t
+		}
+	}
+	var best *span
+	c.reloc = 0
+	for id := c.partial; id != 0; {
+		t := h.pages.span(id)
+		if best == nil || t.carved-t.nfree > best.carved-best.nfree {
+			best, c.reloc = t, id
+		}
+		id = t.next
+	}
+	return best
+}
+
+// relocateRun is Relocate of a page that no small class owns, at address a
+// with pagemap word e: a sampled heap's guarded block, a large block or a
+// profiled sample, none of which moves, or
+// something Relocate refuses, with a panic as Free's. Called between enter
+// and exit.
+func (h *Heap) relocateRun(a uintptr, e uint64) {
+	switch uint8(e) {
+	case classGuarded: // a sampled heap's sample: the checker's (guard.go)
+		if h.hasChecker() {
+			h.checkRecordRef(a, 1, "Relocate") // panics unless a starts a live block
+			return
+		}
+	case classArena:
+		panic(fmt.Sprintf("offheap: Relocate of %#x, which belongs to an Arena: an arena's memory does not move, and is freed all at once by the arena's Reset or Release", a))
+	case classLarge, classSampled:
+		// The first page of a run holds its length; a later page has 1<<8.
+		if uint32(e)>>8 == 0 && a&(pageSize-1) == 0 {
+			return
+		}
+		panic(fmt.Sprintf("offheap: Relocate of %#x, which is not the start of a block", a))
+	}
+	panic(fmt.Sprintf("offheap: Relocate of %#x, which is not allocated (already freed, or never handed out)", a))
+}
+
+// relocateChecked is Relocate in checked mode: every small block moves,
+// through the checker's Alloc and Free, so that a stale use of b is
+// caught; Free refuses what it refuses, and the new block goes back.
+func (h *Heap) relocateChecked(b []byte) ([]byte, bool) {
+	n := cap(b)
+	if n > maxSmall {
+		return b, false
+	}
+	// The checker vouches for b before its bytes are read: a freed
+	// block's may be inaccessible.
+	func() {
+		if !h.enter() {
+			panic(closedError("Relocate"))
+		}
+		defer h.exit()
+		h.checkRecordRef(addrOf(b), uint64(n), "Relocate")
+	}()
+	nb := h.AllocUnzeroed(n)
+	copy(nb, b[:n])
+	freed := false
+	defer func() {
+		if !freed { // b was not a block of h: Free panicked, give nb back
+			h.Free(nb)
+		}
+	}()
+	h.Free(b)
+	freed = true
+	h.central[sizeClass(n)].moved.Add(1)
+	return nb[:len(b)], true
+}
+
+// Relocate moves the buffer's block as Heap.Relocate does, keeping its
+// bytes, and reports whether it moved. Slices that Bytes returned before
+// are invalid once it has.
+func (b *Buffer) Relocate() bool {
+	if b.blk == nil {
+		return false
+	}
+	nb, moved := b.h.Relocate(b.blk)
+	b.blk = nb
+	return moved
+}
