@@ -100,7 +100,7 @@ func TestReallocLargeInPlace(t *testing.T) {
 // control: with movePages returning an error (the copy path), resident
 // memory grew by the block's 8 MiB and this test failed:
 //
-//	realloc_pages_test.go:126: moving 8 MiB made 8388608 bytes resident
+//	realloc_pages_test.go:127: moving 8 MiB made 8388608 bytes resident
 func TestReallocMovesPages(t *testing.T) {
 	if buildChecked {
 		t.Skip("checked mode copies every Realloc, so that a stale use of the old block is caught")
