@@ -160,5 +160,24 @@ func holdCache(c *Cache) (release func()) {
 	return c.done
 }
 
+// collapseNow runs the collapse pass of a heap with huge pages now, as its
+// timer would once allocations pause, and reports whether huge pages are
+// on.
+func (h *Heap) collapseNow() bool {
+	ph := &h.pages
+	ph.mu.Lock()
+	on := ph.huge.on
+	ph.huge.first = -1 // no waiting for a lull
+	if ph.huge.timer != nil {
+		ph.huge.timer.Stop()
+		ph.huge.timer = nil
+	}
+	ph.mu.Unlock()
+	if on {
+		ph.collapsePass()
+	}
+	return on
+}
+
 // corruptBytes is Stats().CorruptBytes (freelist_test.go).
 func corruptBytes(h *Heap) uint64 { return h.Stats().CorruptBytes }

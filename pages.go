@@ -102,6 +102,7 @@ type pageHeap struct {
 	timer         *time.Timer           // pending release of dirty pages; nil when none
 	timerAt       int64                 // when timer fires, by clock
 	closed        bool
+	huge          hugeState // huge pages (Options.HugePages): hugepages.go
 
 	// The census, written under mu and read without it (census.go): large
 	// blocks, the pages they hold, and mapped, which is mappedPages() in
@@ -168,6 +169,7 @@ func (ph *pageHeap) alloc(n, align uint32, mark func(i uint32) uint64) (first ui
 	for i := range n {
 		*ph.entry(first + i) = mark(i)
 	}
+	ph.noteAlloc(first, n)
 	return first, dirty, nil
 }
 

@@ -14,9 +14,14 @@ import (
 //
 // When a block for n bytes would be the same size as b's block (the same
 // size class, or the same number of pages), the same memory comes back and
-// nothing is copied; otherwise the bytes move to a new block and b's block is
-// freed. A checked heap always moves them, so that a stale use of b is
-// caught, and so does every heap for a block its profile sampled.
+// nothing is copied. A large block (more than 256 KiB) is resized in place
+// where it can be: shrunk, it gives the pages past its new end back to the
+// system at once; grown, it takes the free pages right after it. Otherwise
+// the bytes move to a new block and b's block is freed, and a large block's
+// pages move with them (mremap, on Linux): the move costs page-table work,
+// not a copy of the bytes, and no more memory than the block's growth. Only
+// what the new block must zero is cleared, never what is copied over. A
+// checked heap always copies, so that a stale use of b is caught.
 //
 // b is the block it starts whatever its length, as for Free: a b of
 // capacity 0 (nil, or Alloc(0)'s) is no block, and Realloc(nil, n) is
@@ -53,17 +58,13 @@ func (h *Heap) Realloc(b []byte, n int) []byte {
 		return resizeInPlace(b, n)
 	}
 	h.checkNotFree(a)
+	if n > maxSmall && !h.checked() {
+		return h.reallocLarge(b, n) // realloc_pages.go
+	}
 	nb := h.AllocUnzeroed(n)
 	k := copy(nb, b)
 	clear(nb[k:])
-	freed := false
-	defer func() {
-		if !freed { // b was not a block of h: Free panicked, give nb back
-			h.Free(nb)
-		}
-	}()
-	h.Free(b)
-	freed = true
+	h.freeOld(b, nb)
 	return nb
 }
 

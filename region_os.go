@@ -27,34 +27,41 @@ const regionGuard = maxSmall
 
 var _ = [1]struct{}{}[regionGuard%(64<<10)]
 
-// mapRegion obtains n bytes of address space for a region, osPageBytes
+// regionAlign is the alignment of a region's base: a 2 MiB huge page, so
+// that the huge-page ranges of a region are its own aligned stretches
+// (hugepages.go), and a multiple of every OS page (ospage.go). It costs
+// address space only.
+const regionAlign = 2 << 20
+
+// regionsCollapse: a region's small pages can be collapsed into huge pages
+// (collapseRegion).
+const regionsCollapse = true
+
+// mapRegion obtains n bytes of address space for a region, regionAlign
 // aligned and inaccessible until committed (commitRegion), between two
 // guards of regionGuard bytes. n is a multiple of osPageBytes.
 func mapRegion(n uintptr) (unsafe.Pointer, error) {
-	p, err := reserveAligned(n + 2*regionGuard)
+	p, err := reserveAligned(n+2*regionGuard, regionGuard)
 	if err != nil {
 		return nil, err
 	}
 	return unsafe.Add(p, regionGuard), nil
 }
 
-// reserveAligned reserves n bytes of address space, osPageBytes aligned. n
-// is a multiple of osPageBytes.
-func reserveAligned(n uintptr) (unsafe.Pointer, error) {
-	if osmem.PageSize == osPageBytes {
-		return osmem.Reserve(n) // mmap aligns to the system page
-	}
-	// Reserve a heap page more and give back what lies outside the aligned n.
-	p, err := osmem.Reserve(n + pageSize)
+// reserveAligned reserves n bytes of address space whose byte at off is
+// regionAlign aligned: it reserves an alignment more and gives back what
+// lies outside. n and off are multiples of osPageBytes.
+func reserveAligned(n, off uintptr) (unsafe.Pointer, error) {
+	p, err := osmem.Reserve(n + regionAlign)
 	if err != nil {
 		return nil, err
 	}
 	a := uintptr(p)
-	head := -a & (pageSize - 1)
+	head := -(a + off) & (regionAlign - 1)
 	if head > 0 {
 		osmem.Unmap(p, head)
 	}
-	if tail := pageSize - head; tail > 0 {
+	if tail := regionAlign - head; tail > 0 {
 		osmem.Unmap(ptr(a+head+n), tail)
 	}
 	return ptr(a + head), nil
@@ -71,3 +78,13 @@ func commitRegion(p unsafe.Pointer, n uintptr) error { return osmem.Commit(p, n)
 // protectRegion makes [p, p+n) of a region fault on any access, keeping its
 // contents (guard pages: guard.go); commitRegion undoes it.
 func protectRegion(p unsafe.Pointer, n uintptr) error { return osmem.Protect(p, n) }
+
+// movePages moves the pages of [src, src+n) of a region to [dst, dst+n) of
+// one, without copying a byte (osmem.Move): src then reads as zeros and
+// holds no memory. On failure the caller copies; dst is usable unless the
+// error is osmem.ErrLost.
+func movePages(dst, src unsafe.Pointer, n uintptr) error { return osmem.Move(dst, src, n) }
+
+// collapseRegion makes [p, p+n) of a region, huge-page aligned, huge pages
+// now (osmem.Collapse).
+func collapseRegion(p unsafe.Pointer, n uintptr) error { return osmem.Collapse(p, n) }

@@ -3,6 +3,7 @@
 package offheap
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -147,3 +148,17 @@ func commitRegion(unsafe.Pointer, uintptr) error { return nil }
 
 // protectRegion does nothing: see above.
 func protectRegion(unsafe.Pointer, uintptr) error { return nil }
+
+// errRaceNoMove is movePages's error in a race build.
+var errRaceNoMove = errors.New("offheap: a race build's regions are Go memory, whose pages are not moved")
+
+// movePages fails: the Go runtime owns the page tables of Go memory, so the
+// caller copies (region_os.go's moves the pages).
+func movePages(dst, src unsafe.Pointer, n uintptr) error { return errRaceNoMove }
+
+// regionsCollapse is false: Go memory's pages are the Go runtime's to
+// arrange, and HugePages does nothing in a race build.
+const regionsCollapse = false
+
+// collapseRegion is never called in a race build (regionsCollapse).
+func collapseRegion(unsafe.Pointer, uintptr) error { return errRaceNoMove }

@@ -145,6 +145,11 @@ func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool
 		}
 		r.dirty = true
 	}
+	var held func(p uint32) bool // pages the timer keeps, to keep huge pages whole (hugepages.go)
+	if ph.huge.on && !all {
+		rg := ph.region(first)
+		held = func(p uint32) bool { return ph.holdsPage(rg, first, r.pages, p) }
+	}
 	g := osPagePages
 	end := first + r.pages
 	from := first &^ (g - 1) // a stretch [from, o) of OS pages to give back
@@ -152,7 +157,7 @@ func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool
 		goes, some := o < end, false
 		for p := o; goes && p < o+g; p++ {
 			e := *ph.entry(p)
-			goes = uint8(e) == 0 && (e&pageDirty == 0 || due(e)) // free, clean or due
+			goes = uint8(e) == 0 && (e&pageDirty == 0 || due(e)) && (held == nil || !held(p)) // free, clean or due, not held
 			some = some || e&pageDirty != 0
 		}
 		if goes && some {
@@ -169,10 +174,10 @@ func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool
 		if o >= end {
 			return ok
 		}
-		if !goes { // stays: its dirty pages too
+		if !goes { // stays: its dirty pages too (parked, unless a huge page holds them: Trim releases those)
 			for p := max(o, first); p < min(o+g, end); p++ {
 				if e := *ph.entry(p); e&pageDirty != 0 {
-					keep(e, due(e))
+					keep(e, due(e) && (held == nil || !held(p)))
 				}
 			}
 		}
@@ -193,6 +198,7 @@ func (ph *pageHeap) giveBack(from, to uint32) bool {
 			ph.released++
 		}
 	}
+	ph.noteRelease(from, to-from)
 	ph.releasePagemap(from, to)
 	if ph.shadowed { // their records are all none: zero pages say so too
 		rg := ph.region(from)
@@ -251,4 +257,5 @@ func (ph *pageHeap) close() {
 		ph.timer = nil
 	}
 	ph.mu.Unlock()
+	ph.closeHuge()
 }

@@ -20,3 +20,9 @@ import (
 // errors.Is(err, errors.ErrUnsupported).
 var ErrUnsupported = fmt.Errorf("offheap: no off-heap memory backend for %s/%s (offheap runs on linux/amd64 and linux/arm64): %w",
 	runtime.GOOS, runtime.GOARCH, errors.ErrUnsupported)
+
+// ErrLost is Move's error when dst is no longer the caller's: the kernel
+// unmapped it before it refused the move, and another mapping took the
+// address range before Move could map it again. The caller must never touch
+// dst again.
+var ErrLost = errors.New("offheap: mremap failed after unmapping its destination, which another mapping has taken")

@@ -45,3 +45,15 @@ func ResidentBytes(p unsafe.Pointer, n uintptr) (uint64, error) { return 0, ErrU
 
 // Memory returns 0: unknown on this system.
 func Memory() uint64 { return 0 }
+
+// Move fails: no backend on this system.
+func Move(dst, src unsafe.Pointer, n uintptr) error { return ErrUnsupported }
+
+// HugePageSize is 0: no backend on this system.
+var HugePageSize uintptr
+
+// Collapse fails: no backend on this system.
+func Collapse(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }
+
+// AnonHugeBytes fails: no backend on this system.
+func AnonHugeBytes(ranges [][2]uintptr) (uint64, error) { return 0, ErrUnsupported }

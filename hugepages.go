@@ -1,0 +1,286 @@
+package offheap
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/offheap/offheap/internal/osmem"
+)
+
+// Transparent huge pages (Options.HugePages). A heap's memory is faulted in
+// as small pages, always: a fault in a range marked MADV_HUGEPAGE makes the
+// faulting thread find and clear a whole huge page, which on the VM of
+// docs/DESIGN.md made the first touch of 2 GiB take 5.5-15 s instead of
+// 1.9-3 s, with single faults of 50-130 ms. Instead, a background pass
+// (collapsePass, on a timer as the release of free pages is) looks at every
+// huge-page range that allocations touched and, where all of the range's
+// small pages are in memory (mincore: so the huge page costs no memory the
+// small ones did not), collapses it into a huge page with MADV_COLLAPSE
+// (Linux 6.1). The copy and any compaction are the
+// pass's, off every allocating goroutine (though not off their faults:
+// below).
+//
+// Ranges are the huge-page-aligned stretches of hugeSpan pages of a region,
+// whose base is aligned for them (mapRegion); a region's partial last
+// stretch is never one. A range collapsed and not broken since is held.
+// The page heap keeps held ranges whole: the release timer gives back a
+// held range's free pages only once the whole range is free, and then all
+// of it, so a huge page goes back whole; Trim and the Limit release every
+// free page, breaking held ranges where they must (releaseRun). A release
+// of any page of a range ends its hold.
+//
+// A range not yet dense when the pass looks at it stays a candidate while
+// any of its pages is allocated: the program may be writing it still. The
+// pass waits for a lull: it runs collapseQuiet after the last allocation
+// that touched a new range, or collapseMaxWait after its first, whichever
+// comes first. MADV_COLLAPSE copies the 2 MiB with the process's mmap lock
+// held for writing, so every page fault of the process waits for the
+// collapse in progress (a few ms); the pass rests collapseRest times as long
+// as each collapse took before the next, so that it takes at most a fifth
+// of one CPU and of the faults' time.
+//
+// A collapse runs without the page heap's lock, which allocations need: a
+// page released between the pass's mincore and its collapse is made
+// resident again by the collapse (zero-filled, as the heap expects of it),
+// so the heap's count of mapped memory can fall short of the truth by up
+// to a huge page per such race, until the range's next release; the range
+// is then not held (huge.broken), so its pages go back as usual.
+
+// hugeSpan is the number of heap pages in a 2 MiB huge page, the only huge
+// page size HugePages uses.
+const hugeSpan = 2 << 20 >> pageShift
+
+// The collapse pass's timing (above).
+const (
+	collapseQuiet   = 200 * time.Millisecond
+	collapseMaxWait = 2 * time.Second
+	collapseRetry   = time.Second // the next pass over candidates not yet dense
+	collapseRest    = 4
+)
+
+// noRange is no range's first page: virtual pages are below 1<<31.
+const noRange = ^uint32(0)
+
+// hugeState is the page heap's record of huge pages. Guarded by pageHeap.mu
+// except mu.
+type hugeState struct {
+	on     bool
+	cand   map[uint32]struct{} // ranges (first page) allocations touched since the last pass
+	held   map[uint32]struct{} // ranges collapsed and whole since
+	timer  *time.Timer         // the pending collapse pass; nil when none
+	first  int64               // by the clock: the first allocation noted since the last pass, or -1
+	last   int64               // the last allocation noted
+	busy   uint32              // the range being collapsed, or noRange
+	broken bool                // a page of busy was released during its collapse
+	// mu is held across each collapse, so that close can wait out the one
+	// in progress before the regions are unmapped.
+	mu sync.Mutex
+}
+
+// initHuge turns huge pages on, where the system has 2 MiB ones and
+// regions are the system's memory (region_os.go).
+func (ph *pageHeap) initHuge() {
+	if osmem.HugePageSize != 2<<20 || !regionsCollapse {
+		return
+	}
+	ph.huge.on = true
+	ph.huge.cand = make(map[uint32]struct{})
+	ph.huge.held = make(map[uint32]struct{})
+	ph.huge.busy = noRange
+	ph.huge.first = -1
+}
+
+// hugeRange is the first page of the range that holds page p of region r,
+// and false if p lies in r's partial last stretch.
+func hugeRange(r *region, p uint32) (uint32, bool) {
+	k := r.first + (p-r.first)&^(hugeSpan-1)
+	return k, k+hugeSpan <= r.first+r.pages
+}
+
+// noteAlloc records that the n pages at first were allocated: their ranges
+// are looked at by the next collapse pass. Called with mu held.
+func (ph *pageHeap) noteAlloc(first, n uint32) {
+	if !ph.huge.on {
+		return
+	}
+	r := ph.region(first)
+	added := false
+	for p := first; p < first+n; p = (p-r.first+hugeSpan)&^(hugeSpan-1) + r.first {
+		if k, ok := hugeRange(r, p); ok {
+			_, held := ph.huge.held[k]
+			_, known := ph.huge.cand[k]
+			if !held && !known {
+				ph.huge.cand[k] = struct{}{}
+				added = true
+			}
+		}
+	}
+	if !added || ph.closed {
+		return
+	}
+	now := ph.clock()
+	if ph.huge.first < 0 {
+		ph.huge.first = now
+	}
+	ph.huge.last = now
+	if ph.huge.timer == nil {
+		ph.huge.timer = time.AfterFunc(collapseQuiet, ph.collapsePass)
+	}
+}
+
+// noteRelease ends the hold of every range with a page in the n pages at
+// first, which were just given back to the system. Called with mu held.
+func (ph *pageHeap) noteRelease(first, n uint32) {
+	if !ph.huge.on {
+		return
+	}
+	r := ph.region(first)
+	for p := first; p < first+n; p = (p-r.first+hugeSpan)&^(hugeSpan-1) + r.first {
+		k, _ := hugeRange(r, p)
+		delete(ph.huge.held, k)
+		if k == ph.huge.busy {
+			ph.huge.broken = true
+		}
+	}
+}
+
+// holdsPage reports whether the release timer must keep free page p of the
+// free run of n pages at first: p's range is held and the run does not
+// cover all of it. Called with mu held, for huge pages on.
+func (ph *pageHeap) holdsPage(r *region, first, n, p uint32) bool {
+	k, ok := hugeRange(r, p)
+	if !ok {
+		return false
+	}
+	if _, held := ph.huge.held[k]; !held {
+		return false
+	}
+	return k < first || k+hugeSpan > first+n
+}
+
+// collapsePass collapses the candidate ranges whose small pages are all
+// in memory, one at a time, once allocations pause (above), and keeps the
+// others that still hold allocated pages for a later pass.
+func (ph *pageHeap) collapsePass() {
+	ph.mu.Lock()
+	ph.huge.timer = nil
+	if ph.closed {
+		ph.mu.Unlock()
+		return
+	}
+	now := ph.clock()
+	if ph.huge.first >= 0 {
+		quiet := ph.huge.last + int64(collapseQuiet)
+		if most := ph.huge.first + int64(collapseMaxWait); now < min(quiet, most) {
+			ph.huge.timer = time.AfterFunc(time.Duration(min(quiet, most)-now), ph.collapsePass)
+			ph.mu.Unlock()
+			return
+		}
+	}
+	ph.huge.first = -1
+	keys := make([]uint32, 0, len(ph.huge.cand))
+	for k := range ph.huge.cand {
+		keys = append(keys, k)
+	}
+	ph.mu.Unlock()
+	slices.Sort(keys)
+	vec := make([]byte, (2<<20)/osmem.PageSize)
+	for _, k := range keys {
+		t0 := time.Now()
+		done, collapsed := ph.collapse(k, vec)
+		if done {
+			return
+		}
+		if collapsed {
+			time.Sleep(collapseRest * time.Since(t0))
+		}
+	}
+	ph.mu.Lock()
+	if len(ph.huge.cand) > 0 && ph.huge.timer == nil && !ph.closed {
+		ph.huge.timer = time.AfterFunc(collapseRetry, ph.collapsePass)
+	}
+	ph.mu.Unlock()
+}
+
+// collapse collapses candidate range k if its small pages are all in
+// memory, and drops it from the candidates if it did, or if none of its
+// pages is allocated. It reports whether the heap is closed, and whether it
+// collapsed the range.
+func (ph *pageHeap) collapse(k uint32, vec []byte) (closed, collapsed bool) {
+	ph.huge.mu.Lock()
+	defer ph.huge.mu.Unlock()
+	ph.mu.Lock()
+	if ph.closed {
+		ph.mu.Unlock()
+		return true, false
+	}
+	if !ph.inUseIn(k) {
+		delete(ph.huge.cand, k)
+		ph.mu.Unlock()
+		return false, false
+	}
+	a := ptr(ph.addr(k))
+	ph.huge.busy, ph.huge.broken = k, false
+	ph.mu.Unlock()
+	ok := osmem.Resident(a, 2<<20, vec) == nil
+	for _, v := range vec {
+		ok = ok && v&1 != 0
+	}
+	collapsed = ok && collapseRegion(a, 2<<20) == nil
+	ph.mu.Lock()
+	if collapsed {
+		delete(ph.huge.cand, k)
+		if !ph.huge.broken {
+			ph.huge.held[k] = struct{}{}
+		}
+	}
+	ph.huge.busy = noRange
+	ph.mu.Unlock()
+	return false, collapsed
+}
+
+// inUseIn reports whether any page of range k is allocated. Called with mu
+// held.
+func (ph *pageHeap) inUseIn(k uint32) bool {
+	for p := k; p < k+hugeSpan; p++ {
+		if uint8(*ph.entry(p)) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// closeHuge stops the collapse pass and waits out a collapse in progress.
+// Called by close, after closed is set, without mu.
+func (ph *pageHeap) closeHuge() {
+	ph.mu.Lock()
+	if ph.huge.timer != nil {
+		ph.huge.timer.Stop()
+		ph.huge.timer = nil
+	}
+	ph.mu.Unlock()
+	ph.huge.mu.Lock()
+	ph.huge.mu.Unlock() //lint:ignore SA2001 the critical section is empty on purpose: it waits out a collapse
+}
+
+// HugePageBytes returns how many bytes of the heap's regions are in
+// transparent huge pages, from /proc/self/smaps (its AnonHugePages lines,
+// for the mappings that overlap a region: a mapping the kernel merged with
+// a neighbour outside the heap counts whole). Reading the file makes the
+// kernel walk the page tables of every mapping of the process, so the call
+// costs in proportion to the process's memory, about a millisecond per GiB
+// resident: a figure to look at now and then, not a counter to poll. With
+// HugePages off it is what the kernel chose on its own (none under THP's
+// madvise mode, its default).
+func (h *Heap) HugePageBytes() (uint64, error) {
+	if !h.enter() {
+		return 0, ErrClosed
+	}
+	defer h.exit()
+	var ranges [][2]uintptr
+	for _, r := range h.pages.regions.Load().byPage {
+		ranges = append(ranges, [2]uintptr{r.base, r.base + r.bytes})
+	}
+	return osmem.AnonHugeBytes(ranges)
+}

@@ -1,0 +1,303 @@
+package offheap
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/offheap/offheap/internal/osmem"
+)
+
+// Realloc of a large block (more than maxSmall bytes) works on its page run
+// rather than on its bytes:
+//
+//   - A shorter run is cut in place, and the pages past its new end go back
+//     to the system at once (madvise), not after ReleaseDelay: a program
+//     shrinks a block to have the memory back.
+//   - A longer run grows in place when the pages right after it are free,
+//     or are the current region's frontier.
+//   - Otherwise the block moves to a new run, and the pages that hold its
+//     bytes move with it: mremap changes the page tables (movePages) and no
+//     byte is copied, so a move costs page-table work, not a copy, and adds
+//     no resident memory. The old run's moved pages hold nothing afterwards
+//     (the kernel gives them back) and go to the free set clean; the old
+//     address range stays mapped, so the heap's address space keeps no hole
+//     another mapping could take. Below moveMin, and wherever the kernel
+//     refuses the move or the regions are Go memory (race builds), the bytes
+//     are copied.
+//
+// Only the bytes Realloc must zero are cleared: those past len(b) that the
+// old block held, and the new pages that may hold old bytes (through
+// mincore, as Alloc's, for what is large: large.go). The profile draws for
+// the new size as for an Alloc of it: a sampled result is a classSampled run
+// with a record of its own, and a block the guard pages sample moves to the
+// checker by a copy. A checked heap does none of this: its blocks are the
+// checker's, and Realloc copies them so that a stale use of the old block
+// is caught.
+
+// moveMin is the least a move takes to be done with mremap rather than a
+// copy: below it the system call and the TLB shootdown cost more than the
+// copy (BenchmarkReallocMove; docs/DESIGN.md).
+const moveMin = 256 << 10
+
+// reallocLarge is Realloc for an n > maxSmall of a heap that is not
+// checked, between enter and exit, once checkNotFree passed.
+func (h *Heap) reallocLarge(b []byte, n int) []byte {
+	a := addrOf(b)
+	np, ok := pagesFor(n)
+	if !ok {
+		panic(fmt.Errorf("%w: %d bytes is more than a heap can hold", ErrSize, n))
+	}
+	guard, prof := h.sampleDue(n)
+	var st stackID
+	if guard || prof {
+		var s stack // the heap's own frames are dropped when it is printed
+		st = intern(&s, s.fill(fpStack(&s.pcs)))
+	}
+	if guard {
+		return h.reallocGuarded(b, n, st)
+	}
+	class := uint8(classLarge)
+	if prof {
+		class = classSampled
+	}
+	k := min(len(b), n)
+	old, onp := h.pages.ownRun(a)
+	if old != 0 {
+		k = min(k, int(onp)<<pageShift)
+		if dirty, ok := h.pages.resizeRun(a, old, class, np); ok {
+			if old == classSampled {
+				h.prof.release(a)
+			}
+			oldEnd := min(int(onp)<<pageShift, n)
+			zeroRange(a, k, oldEnd) // what the block held past len(b)
+			if dirty {
+				zeroRange(a, oldEnd, n)
+			}
+			if prof {
+				h.prof.record(a, sampleSize(n), st, kindHeap)
+			}
+			return bytesAt(a, n)
+		}
+	}
+	na, dirty := h.allocPages(n, np, class)
+	moved := 0
+	// The pages that hold b's bytes, in whole OS pages of b's own (an OS
+	// page larger than a heap page may hold a neighbour's bytes: ospage.go).
+	mp := int(alignUp(uintptr(k), osPageBytes))
+	if old != 0 && mp >= moveMin && mp <= int(uintptr(onp)<<pageShift&^(osPageBytes-1)) {
+		switch err := movePages(ptr(na), ptr(a), uintptr(mp)); {
+		case err == nil:
+			moved = mp
+		case errors.Is(err, osmem.ErrLost):
+			// The new run's address range is another mapping's now: its
+			// pages stay allocated, never used, and the block moves to
+			// another run. (b is as it was.)
+			return h.reallocLarge(b, n)
+		}
+	}
+	nb := bytesAt(na, n)
+	if moved == 0 {
+		copy(nb, b[:k])
+	}
+	clear(nb[k:min(max(k, moved), n)]) // the moved pages' bytes past len(b)
+	if dirty {
+		zeroRange(na, max(k, moved), n)
+	}
+	if prof {
+		h.prof.record(na, sampleSize(n), st, kindHeap)
+	}
+	if old == 0 { // a small block, or no block of this heap at all
+		h.freeOld(b, nb)
+		return nb
+	}
+	if old == classSampled {
+		h.prof.release(a)
+	}
+	h.pages.freeMoved(a, uint32(moved>>pageShift))
+	return nb
+}
+
+// reallocGuarded is Realloc to a new block on guard pages, for a heap whose
+// SampleRate drew this one: the checker's, as Alloc's sample would be.
+func (h *Heap) reallocGuarded(b []byte, n int, st stackID) []byte {
+	nb, err := h.allocChecked(n, false, st)
+	if err != nil {
+		panic(err)
+	}
+	k := copy(nb, b)
+	clear(nb[k:])
+	h.freeOld(b, nb)
+	return nb
+}
+
+// freeOld frees b once its bytes are in nb, the block Realloc returns; if b
+// is no block of this heap, Free panics and nb goes back.
+func (h *Heap) freeOld(b, nb []byte) {
+	freed := false
+	defer func() {
+		if !freed {
+			h.Free(nb)
+		}
+	}()
+	h.Free(b)
+	freed = true
+}
+
+// allocPages takes a run of np pages of class for a block of n bytes, trying
+// again once the heap gets back what it keeps at the Limit, as Alloc does,
+// and reports whether its pages may hold old bytes. It panics as Alloc does.
+func (h *Heap) allocPages(n int, np uint32, class uint8) (uintptr, bool) {
+	var rc reclaimTry
+	for {
+		a, dirty, err := h.pages.allocRun(np, 1, class) // a run of an OS page or more starts on one
+		if err == nil {
+			return a, dirty
+		}
+		if !rc.again(h, n, err) {
+			panic(err)
+		}
+	}
+}
+
+// zeroRange makes bytes [from, to) of the page run at a read as zeros,
+// clearing the part of a page at from and handing the whole pages after it
+// to zeroPages, whose cost follows the pages in memory.
+func zeroRange(a uintptr, from, to int) {
+	if from >= to {
+		return
+	}
+	edge := min((from+pageSize-1)&^(pageSize-1), to)
+	clear(bytesAt(a+uintptr(from), edge-from))
+	if to > edge {
+		zeroPages(a+uintptr(edge), uintptr(to-edge))
+	}
+}
+
+// ownRun is the class and length of the run of its own at a that Realloc
+// may resize or move, a large block or a profile's sample, or 0 when a
+// starts no such run. The caller holds the block at a, if it is one, so its
+// word is stable; resizeRun and freeMoved check it again under mu.
+func (ph *pageHeap) ownRun(a uintptr) (class uint8, pages uint32) {
+	page, ok := ph.pageOf(a)
+	if !ok || a&(pageSize-1) != 0 {
+		return 0, 0
+	}
+	e := *ph.entry(page)
+	if c := uint8(e); (c == classLarge || c == classSampled) && uint32(e)>>8 == 0 {
+		return c, uint32(e >> 32)
+	}
+	return 0, 0
+}
+
+// resizeRun makes the run of class from at a, which the caller holds, np
+// pages long and of class to, in place: a shorter run's tail goes back to
+// the system at once, a longer one takes the free pages right after it or
+// the current region's frontier. It reports whether any page it added may
+// hold old bytes, and false, changing nothing, when the pages after the run
+// are not to be had (in use, too few, or refused by the Limit).
+func (ph *pageHeap) resizeRun(a uintptr, from, to uint8, np uint32) (dirty, ok bool) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	page, ok := ph.runAt(a, from)
+	if !ok || ph.closed {
+		return false, false
+	}
+	onp := uint32(*ph.entry(page) >> 32)
+	switch {
+	case np < onp:
+		ph.releaseNow(page+np, onp-np)
+		ph.largePages.Add(-uint64(onp - np))
+	case np > onp:
+		if dirty, ok = ph.extend(page+onp, np-onp); !ok {
+			return false, false
+		}
+		ph.largePages.Add(uint64(np - onp))
+		ph.noteAlloc(page+onp, np-onp)
+	}
+	ph.publishMapped()
+	ph.markRun(page, np, to)
+	return dirty, true
+}
+
+// extend takes the n pages at first, the pages right after a run, out of
+// the free run that starts there, or commits them at the current region's
+// frontier, and reports whether any may hold old bytes; false, changing
+// nothing, if they are not free or the Limit refuses them. Called with mu
+// held; the caller marks them.
+func (ph *pageHeap) extend(first, n uint32) (dirty, ok bool) {
+	if r, ok := ph.free[first]; ok && r.pages >= n {
+		d := uint32(0)
+		if r.dirty {
+			for i := range n {
+				if *ph.entry(first + i)&pageDirty != 0 {
+					d++
+				}
+			}
+		}
+		if ph.limit != 0 && ph.mappedPages()+uint64(n-d) > ph.limit {
+			return false, false
+		}
+		ph.split(first, r, n)
+		ph.released -= uint64(n - d)
+		return d > 0, true
+	}
+	rs := ph.regions.Load()
+	cur := rs.byPage[len(rs.byPage)-1]
+	if first != cur.first+ph.frontier || uint64(ph.frontier)+uint64(n) > uint64(cur.pages) ||
+		(ph.limit != 0 && ph.mappedPages()+uint64(n) > ph.limit) {
+		return false, false
+	}
+	if ph.commitAbove(cur, ph.frontier+n) != nil {
+		return false, false
+	}
+	ph.frontier += n
+	ph.committed += uint64(n)
+	return false, true
+}
+
+// markRun writes the pagemap words of a run of its own of np pages at
+// first, of class. Called with mu held.
+func (ph *pageHeap) markRun(first, np uint32, class uint8) {
+	*ph.entry(first) = uint64(class) | uint64(np)<<32
+	for i := uint32(1); i < np; i++ {
+		*ph.entry(first + i) = uint64(class) | 1<<8
+	}
+}
+
+// releaseNow gives the n pages at first, which the caller held, to the free
+// set and back to the system at once. Called with mu held.
+func (ph *pageHeap) releaseNow(first, n uint32) {
+	w := pageDirty | uint64(ph.tickAt(ph.clock()))<<32
+	for i := range n {
+		*ph.entry(first + i) = w
+	}
+	r := freeRun{pages: n, oldest: uint32(w >> 32), dirty: true}
+	ph.releaseRun(first, &r, 0, true)
+	ph.addRun(first, n, r)
+	if r.dirty { // madvise refused: the timer tries again
+		ph.arm(ph.clock(), r.oldest)
+	}
+}
+
+// freeMoved frees the run at a whose first moved pages movePages emptied:
+// those go to the free set clean (they read as zeros and cost no memory),
+// the rest dirty, as Free's. The caller held the run.
+func (ph *pageHeap) freeMoved(a uintptr, moved uint32) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	page, _ := ph.pageOf(a)
+	np := uint32(*ph.entry(page) >> 32)
+	ph.uncountRun(np)
+	if moved < np {
+		ph.release(page+moved, np-moved)
+	}
+	if moved > 0 {
+		for i := range moved {
+			*ph.entry(page + i) = 0
+		}
+		ph.released += uint64(moved)
+		ph.noteRelease(page, moved) // a huge page there went with them
+		ph.addRun(page, moved, freeRun{})
+		ph.publishMapped()
+	}
+}
