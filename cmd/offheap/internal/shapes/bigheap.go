@@ -2,6 +2,7 @@ package shapes
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -66,8 +67,12 @@ type bigAllocator struct {
 	realloc func(b []byte, n int) []byte
 }
 
-// bigSize is the heap's size for a trial: 2 GiB, or 8 GiB with -long.
-func bigSize(t *bench.Trial) int { return t.Size(2<<30, 8<<30) }
+// bigSize is the heap's size for a trial: 2 GiB, or 8 GiB with -long (on
+// a 32-bit system, whose ints cannot say either, the largest int).
+func bigSize(t *bench.Trial) int {
+	const gib = uint64(1) << 30
+	return t.Size(int(min(2*gib, math.MaxInt)), int(min(8*gib, math.MaxInt)))
+}
 
 // bigWay is the offheap way, with huge pages or not.
 func bigWay(huge bool) func(t *bench.Trial) (bench.Sample, error) {
