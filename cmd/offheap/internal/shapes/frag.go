@@ -114,16 +114,7 @@ func runFrag(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
 		}
 		m[fragCopyNs] = float64(time.Since(t0).Nanoseconds()) / float64(max(len(survivors), 1))
 		allocs += int64(len(survivors))
-		moved := 0
-		t0 = time.Now()
-		for _, i := range survivors {
-			nb, ok := rl.Relocate(vals[i])
-			if ok {
-				vals[i] = nb
-				moved++
-			}
-		}
-		pass := time.Since(t0)
+		moved, pass := relocatePass(rl, vals, survivors)
 		allocs += int64(moved)
 		probe.Record(m, fragRelocated, live)
 		m[fragMoved] = 100 * float64(moved) / float64(max(len(survivors), 1))
@@ -149,17 +140,9 @@ func runFrag(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
 		// A second pass takes what the first left in spans that were
 		// fuller then; the third, timed, finds spans with nothing to gain.
 		for pass := range 2 {
-			moved := 0
-			t0 = time.Now()
-			for _, i := range survivors {
-				nb, ok := rl.Relocate(vals[i])
-				if ok {
-					vals[i] = nb
-					moved++
-				}
-			}
+			moved, took := relocatePass(rl, vals, survivors)
 			if pass == 1 {
-				m[fragDenseNs] = float64(time.Since(t0).Nanoseconds()) / float64(max(len(survivors), 1))
+				m[fragDenseNs] = float64(took.Nanoseconds()) / float64(max(len(survivors), 1))
 			}
 			allocs += int64(moved)
 		}
@@ -205,4 +188,17 @@ func fragVerdicts(r *bench.Report) []bench.Verdict {
 			Measured: fmt.Sprintf("%.2fx (%s vs %s ns per block)", p/c, bench.Num(p), bench.Num(c))})
 	}
 	return vs
+}
+
+// relocatePass offers every survivor to Relocate, keeps the slices it
+// returns, and says how many moved and how long the pass took.
+func relocatePass(rl relocater, vals [][]byte, survivors []int) (moved int, took time.Duration) {
+	t0 := time.Now()
+	for _, i := range survivors {
+		if nb, ok := rl.Relocate(vals[i]); ok {
+			vals[i] = nb
+			moved++
+		}
+	}
+	return moved, time.Since(t0)
 }
