@@ -1,15 +1,27 @@
 package offheap
 
 import (
+	"os"
 	"testing"
 	"time"
 )
+
+// skipQemuUser skips a test of what qemu-user does not emulate: the tests
+// run under it in CI (.ci/qemu-user.sh sets OFFHEAP_QEMU_USER), and on a
+// real arm64 kernel (.ci/vm16k.sh) with the variable unset.
+func skipQemuUser(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("OFFHEAP_QEMU_USER") != "" {
+		t.Skip("qemu-user: " + why)
+	}
+}
 
 // hugeHeap is a heap with HugePages whose timers never fire during a test
 // (its clock is *now), or a skip where huge pages are off.
 func hugeHeap(t *testing.T, now *int64) *Heap {
 	t.Helper()
 	skipRace(t, "regions are Go memory: HugePages does nothing")
+	skipQemuUser(t, "it answers MADV_COLLAPSE with success and makes no huge page")
 	if buildChecked {
 		t.Skip("checked mode's canaries and quarantine change the layouts these tests set up")
 	}

@@ -16,6 +16,8 @@ CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go test -c -o "$work/offheap.test" .
 [ $# -gt 0 ] || set -- -test.short
 start=$SECONDS
 status=0
-qemu-aarch64-static "$work/offheap.test" "$@" || status=$?
+# qemu-user answers MADV_COLLAPSE with success and does nothing, and loses
+# track of the range mremap moves from: the tests of those two skip.
+OFFHEAP_QEMU_USER=1 qemu-aarch64-static "$work/offheap.test" "$@" || status=$?
 echo "qemu-user: linux/arm64 tests exited $status after $((SECONDS - start)) s"
 exit "$status"
