@@ -32,8 +32,10 @@ import (
 //  2. Pinned, having seen the heap open inside the pinned section (h.closed
 //     false): the section began before Close marked the heap closed, so
 //     before Close quiesced. Short accesses off the fast paths: zeroing a
-//     refilled block, Realloc in place, a Shared's slow count operations, a
-//     checked heap's small-block Alloc and Free (checked_small.go).
+//     refilled block, Realloc of a small block (in place, or moved through
+//     the magazine, a copy of at most maxSmall bytes: reallocSmall), a
+//     Shared's slow count operations, a checked heap's small-block Alloc
+//     and Free (checked_small.go).
 //     Free and Shared.Retain and Release do the same without the pin: they
 //     are go:nosplit, which leaves them no safe point but their calls, so
 //     the stop of the world waits for them as for a pinned section. Free

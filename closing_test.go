@@ -116,6 +116,8 @@ func TestAfterClose(t *testing.T) {
 			wantClosed(t, "Free of a large block", func() error { h.Free(big); return nil })
 			wantClosed(t, "Realloc", func() error { h.Realloc(block, 100); return nil })
 			wantClosed(t, "Realloc in place", func() error { h.Realloc(block, 60); return nil })
+			wantClosed(t, "ReallocUnzeroed", func() error { h.ReallocUnzeroed(block, 100); return nil })
+			wantClosed(t, "ReallocUnzeroed of a large block", func() error { h.ReallocUnzeroed(big, 100); return nil })
 			wantClosed(t, "NewShared", func() error { h.NewShared(10); return nil })
 			if _, ok := h.Lookup(addrOf(block)); ok {
 				t.Error("Lookup after Close found a block")

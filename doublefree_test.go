@@ -205,6 +205,8 @@ func TestDoubleFreeCensus(t *testing.T) {
 				refused(func() { h.Realloc(b, n) })
 				refused(func() { h.Realloc(b, n+1) })
 				refused(func() { h.Realloc(b, 0) })
+				refused(func() { h.ReallocUnzeroed(b, n) })
+				refused(func() { h.ReallocUnzeroed(b, n+1) })
 				s := MakeSlice[uint64](h, n/8)
 				FreeSlice(h, s)
 				refused(func() { FreeSlice(h, s) })

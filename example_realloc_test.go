@@ -2,6 +2,8 @@ package offheap_test
 
 import (
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/offheap/offheap"
 )
@@ -25,6 +27,36 @@ func ExampleHeap_Realloc() {
 	h.Free(buf)
 	// Output:
 	// hello world
+}
+
+// ReallocUnzeroed grows a buffer whose new bytes the program writes at
+// once, as a reader filling it does: the bytes past the old ones are not
+// zeroed first, as AllocUnzeroed's are not.
+func ExampleHeap_ReallocUnzeroed() {
+	h, _ := offheap.NewHeap(offheap.Options{})
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
+
+	r := strings.NewReader("a line longer than the first buffer")
+	buf := h.AllocUnzeroed(8)
+	n := 0
+	for {
+		if n == len(buf) {
+			buf = h.ReallocUnzeroed(buf, 2*len(buf)) // buf[n:] is written before it is read
+		}
+		k, err := r.Read(buf[n:])
+		n += k
+		if err == io.EOF {
+			break
+		}
+	}
+	fmt.Printf("%s (%d bytes in a block of %d)\n", buf[:n], n, len(buf))
+	h.Free(buf)
+	// Output:
+	// a line longer than the first buffer (35 bytes in a block of 64)
 }
 
 // ReallocSlice grows a MakeSlice result, keeping its elements and zeroing

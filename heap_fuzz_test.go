@@ -14,9 +14,10 @@ import (
 // FuzzHeap replays an operation sequence decoded from the input against the
 // heap and against a reference model, a map of live blocks, and checks after
 // every step that the two agree: every live block keeps its pattern, no two
-// live blocks overlap, Realloc keeps what it must, and the census counts
-// what the model did. Bit 5 of an operation's byte sends a small Alloc, a
-// Free or a check through a Cache of the heap (a check then flushes it).
+// live blocks overlap, Realloc and ReallocUnzeroed keep what they must, and
+// the census counts what the model did. Bit 5 of an operation's byte sends
+// a small Alloc, a Free or a check through a Cache of the heap (a check
+// then flushes it); bit 6 makes a resize ReallocUnzeroed.
 // A check's byte from 0xe0 up is a write after free instead: an attacker's
 // word written into a small block freed earlier (writeFreed), after which
 // an Alloc may panic with the corruption it finds (freelist.go), and no
@@ -117,7 +118,8 @@ func FuzzHeap(f *testing.F) {
 					n = int(arg>>8) % (4 * maxSmall)
 				}
 				old := slices.Clone(b)
-				nb, err := tryRealloc(h, b, n)
+				zero := op&0x40 == 0 // else ReallocUnzeroed
+				nb, err := tryRealloc(h, b, n, zero)
 				if err != nil {
 					if err := checkFill(b); err != nil { // b must be as it was
 						t.Fatalf("after a failed Realloc(%d): %v", n, err)
@@ -127,7 +129,7 @@ func FuzzHeap(f *testing.F) {
 				if k := min(len(b), n); !bytes.Equal(nb[:k], old[:k]) {
 					t.Fatalf("Realloc(%d bytes, %d) lost the contents", len(b), n)
 				}
-				for i := len(b); i < n; i++ {
+				for i := len(b); i < n && zero; i++ {
 					if nb[i] != 0 {
 						t.Fatalf("Realloc(%d bytes, %d)[%d] = %#x, not zeroed", len(b), n, i, nb[i])
 					}
@@ -242,10 +244,10 @@ func TestCheckModelControl(t *testing.T) {
 	h.Free(b)
 }
 
-// tryRealloc is h.Realloc returning the error it panicked with for a limit
-// reached or a corrupt free list (freelist.go), either of which leaves b as
-// it was.
-func tryRealloc(h *Heap, b []byte, n int) (nb []byte, err error) {
+// tryRealloc is h.Realloc, or h.ReallocUnzeroed without zero, returning
+// the error it panicked with for a limit reached or a corrupt free list
+// (freelist.go), either of which leaves b as it was.
+func tryRealloc(h *Heap, b []byte, n int, zero bool) (nb []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if e, ok := r.(error); ok && errors.Is(e, ErrLimit) {
@@ -259,7 +261,7 @@ func tryRealloc(h *Heap, b []byte, n int) (nb []byte, err error) {
 			panic(r)
 		}
 	}()
-	return h.Realloc(b, n), nil
+	return reallocFunc(h, zero)(b, n), nil
 }
 
 // catchCorrupt calls alloc and returns what it returned, or the corruption

@@ -19,9 +19,13 @@ import (
 // system at once; grown, it takes the free pages right after it. Otherwise
 // the bytes move to a new block and b's block is freed, and a large block's
 // pages move with them (mremap, on Linux): the move costs page-table work,
-// not a copy of the bytes, and no more memory than the block's growth. Only
-// what the new block must zero is cleared, never what is copied over. A
-// checked heap always copies, so that a stale use of b is caught.
+// not a copy of the bytes, and no more memory than the block's growth. A
+// small block moves as Alloc and Free would move it by hand, through the
+// P's magazine. Only what the new block must zero is cleared: never what
+// is copied over, nor pages fresh from the system, which read as zeros
+// already. A checked heap always copies, so that a stale use of b is
+// caught. Where the bytes past b's are to be overwritten anyway,
+// ReallocUnzeroed skips the zeroing.
 //
 // b is the block it starts whatever its length, as for Free: a b of
 // capacity 0 (nil, or Alloc(0)'s) is no block, and Realloc(nil, n) is
@@ -31,48 +35,163 @@ import (
 // block of this heap (memory of an Arena or a Shared included); either way b
 // is left as it was and nothing is allocated.
 func (h *Heap) Realloc(b []byte, n int) []byte {
+	return h.realloc(b, n, true)
+}
+
+// ReallocUnzeroed is Realloc without the zeroing, as AllocUnzeroed is
+// Alloc without it, for callers that overwrite the bytes they add: it
+// returns n bytes whose first min(len(b), n) are b's and whose rest are
+// whatever the memory last held. It resizes, moves, checks and panics as
+// Realloc does; ReallocUnzeroed(nil, n) is AllocUnzeroed(n).
+func (h *Heap) ReallocUnzeroed(b []byte, n int) []byte {
+	return h.realloc(b, n, false)
+}
+
+// realloc is Realloc, or with zero false ReallocUnzeroed.
+func (h *Heap) realloc(b []byte, n int, zero bool) []byte {
 	if cap(b) == 0 {
-		return h.Alloc(n)
+		if zero {
+			return h.Alloc(n)
+		}
+		return h.AllocUnzeroed(n)
 	}
 	if n == 0 {
 		h.Free(b)
 		return []byte{}
 	}
-	a := addrOf(b)
-	if 0 < n && n <= maxSmall {
-		// In place, pinned with the heap seen open, as Free's fast path:
-		// Close cannot unmap the block meanwhile (closing.go).
-		pin.Pin()
-		if !h.closed.Load() && h.keeps(a, n) {
-			nb := resizeInPlace(b, n)
-			pin.Unpin()
+	// A slice longer than maxSmall cannot be a small block's: the slow path
+	// at once, which saves a large block the look (BenchmarkReallocPairs,
+	// from 1 MiB to 64 KiB).
+	if 0 < n && n <= maxSmall && cap(b) <= maxSmall {
+		if nb := h.reallocSmall(b, n, zero); nb != nil {
 			return nb
 		}
-		pin.Unpin()
 	}
+	return h.reallocSlow(b, n, zero)
+}
+
+// reallocSmall is Realloc's fast path, for a small block of a fast heap
+// resized to n <= maxSmall bytes: in place when a block for n bytes is of
+// its class, otherwise moved to a block from the P's magazine, b's block
+// going onto the magazine as Free's fast path puts it there. All of it is
+// one pinned section that saw the heap open (closing.go), so Close cannot
+// unmap either block meanwhile; the copy and the clear together write at
+// most maxSmall bytes, what allocFast clears while pinned. It returns nil,
+// having changed nothing, where the slow path must decide: b is no block
+// start of the first region's small classes, or holds the double-free key
+// (doublefree.go), the magazine cannot serve the new block or take b's, or
+// the profile samples this allocation (pop declines it).
+func (h *Heap) reallocSmall(b []byte, n int, zero bool) []byte {
+	a := addrOf(b)
+	off := a - h.base
+	pid := pin.Pin()
+	if h.closed.Load() || off >= atomic.LoadUintptr(&h.fastSize) {
+		pin.Unpin()
+		return nil
+	}
+	e := *h.pages.entry(uint32(off >> pageShift))
+	c := uint8(e)
+	if c-1 >= numClasses-1 || !blockStart(a, e, &classInfos[c]) || (c != 1 && *(*uint64)(ptr(a + 8)) == h.key) {
+		pin.Unpin()
+		return nil
+	}
+	if sizeClass(n) == c {
+		nb := bytesAt(a, n)
+		if zero && n > len(b) {
+			clear(nb[len(b):])
+		}
+		pin.Unpin()
+		return nb
+	}
+	m := h.mag(pid)
+	if m == nil || m.cls[c].n >= m.cls[c].cap {
+		pin.Unpin()
+		return nil
+	}
+	na := m.pop(sizeClass(n))
+	if na == 0 {
+		pin.Unpin()
+		return nil
+	}
+	nb := bytesAt(na, n)
+	if n > 8 {
+		(*[2]uint64)(ptr(na))[1] = 0 // the key, where the copy may not reach (doublefree.go)
+	}
+	k := copy(nb, b)
+	if zero {
+		clear(nb[k:])
+	}
+	if c != 1 {
+		*(*uint64)(ptr(a + 8)) = h.key // b's block is free (Free's fast path)
+	}
+	m.put(c, a) // room checked above
+	pin.Unpin()
+	return nb
+}
+
+// reallocSlow is every Realloc reallocSmall did not do: large blocks, a
+// checked heap's, the profile's and the guard pages' samples, small blocks
+// the magazine cannot move, and what Free would refuse.
+func (h *Heap) reallocSlow(b []byte, n int, zero bool) []byte {
 	if !h.enter() {
-		panic(closedError("Realloc"))
+		panic(closedError(reallocName(zero)))
 	}
 	defer h.exit()
-	if n > maxSmall && h.keeps(a, n) {
-		return resizeInPlace(b, n)
+	a := addrOf(b)
+	if h.checked() { // the checker's blocks: always a copy (checked.go)
+		return h.reallocCopy(b, n, zero)
 	}
-	h.checkNotFree(a)
-	if n > maxSmall && !h.checked() {
-		return h.reallocLarge(b, n) // realloc_pages.go
+	old, onp := h.pages.ownRun(a) // realloc_pages.go
+	if old == 0 {
+		h.checkNotFree(a, zero) // a run of its own is allocated: its first page says so
+	}
+	if n > maxSmall {
+		if np, ok := pagesFor(n); old == classLarge && ok && np == onp {
+			nb := bytesAt(a, n) // as it is: the same pages
+			if zero && n > len(b) {
+				clear(nb[len(b):])
+			}
+			return nb
+		}
+		return h.reallocLarge(b, n, zero, old, onp) // realloc_pages.go
+	}
+	if old != classLarge {
+		return h.reallocCopy(b, n, zero) // a small block, a sample, or no block of this heap at all
 	}
 	nb := h.AllocUnzeroed(n)
 	k := copy(nb, b)
-	clear(nb[k:])
+	if zero {
+		clear(nb[k:])
+	}
+	h.freeLarge(a, classLarge) // Free's slow path, without its enter: this one's
+	return nb
+}
+
+// reallocCopy moves b's bytes to a new block of n bytes and frees b as Free
+// does.
+func (h *Heap) reallocCopy(b []byte, n int, zero bool) []byte {
+	nb := h.AllocUnzeroed(n)
+	k := copy(nb, b)
+	if zero {
+		clear(nb[k:])
+	}
 	h.freeOld(b, nb)
 	return nb
+}
+
+// reallocName is the call Realloc's panics name.
+func reallocName(zero bool) string {
+	if zero {
+		return "Realloc"
+	}
+	return "ReallocUnzeroed"
 }
 
 // checkNotFree panics, as Free would, if a fast heap's block at a is free,
 // before Realloc allocates: the new block could be that very block. (Free
 // says what else is wrong with a; a checked heap never hands out a block
 // that waits in its quarantine.) Called between enter and exit.
-func (h *Heap) checkNotFree(a uintptr) {
+func (h *Heap) checkNotFree(a uintptr, zero bool) {
 	if h.checked() {
 		return
 	}
@@ -83,48 +202,12 @@ func (h *Heap) checkNotFree(a uintptr) {
 	e := *h.pages.entry(page)
 	switch c := uint8(e); {
 	case c == 0:
-		panic(fmt.Sprintf("offheap: Realloc of %#x, which is not allocated (already freed, or never handed out)", a))
+		panic(fmt.Sprintf("offheap: %s of %#x, which is not allocated (already freed, or never handed out)", reallocName(zero), a))
 	case c-1 < numClasses-1 && c != 1:
 		if _, into := blockIn(a, e, &classInfos[c]); into == 0 && *(*uint64)(ptr(a + 8)) == h.key {
 			h.checkFree(a, c) // the key: free, or live data that holds it
 		}
 	}
-}
-
-// resizeInPlace is b's block as n bytes, those past len(b) zeroed.
-func resizeInPlace(b []byte, n int) []byte {
-	nb := bytesAt(addrOf(b), n)
-	if n > len(b) {
-		clear(nb[len(b):])
-	}
-	return nb
-}
-
-// keeps reports whether the block of a fast heap that starts at a is the
-// size a block for n bytes would be, so that Realloc can hand it back as it
-// is. It is false for anything Free would refuse, for a block that holds the
-// double-free key, and for a block the checker owns: every block of a
-// checked heap (its fastSize is 0), the guarded ones of a sampled heap
-// (their class is neither large nor small). The block is the caller's, so
-// its pagemap entry cannot change meanwhile.
-func (h *Heap) keeps(a uintptr, n int) bool {
-	off := a - h.base
-	if off >= atomic.LoadUintptr(&h.fastSize) {
-		return false
-	}
-	e := *h.pages.entry(uint32(off >> pageShift))
-	switch c := uint8(e); {
-	case c == classLarge:
-		np, ok := pagesFor(n)
-		// The first page of a run holds its length; a later page has 1<<8.
-		return ok && n > maxSmall && uint32(e)>>8 == 0 && off&(pageSize-1) == 0 && uint32(e>>32) == np
-	case c-1 < numClasses-1:
-		// A block whose second word holds the double-free key (doublefree.go)
-		// is probably free: Realloc moves it, and its Free says.
-		return blockStart(a, e, &classInfos[c]) && n <= maxSmall && sizeClass(n) == c &&
-			(c == 1 || *(*uint64)(ptr(a + 8)) != h.key)
-	}
-	return false
 }
 
 // appendMoved is what Free says of an address no heap owns: the usual way

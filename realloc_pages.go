@@ -11,8 +11,10 @@ import (
 // rather than on its bytes:
 //
 //   - A shorter run is cut in place, and the pages past its new end go back
-//     to the system at once (madvise), not after ReleaseDelay: a program
-//     shrinks a block to have the memory back.
+//     to the system at once, not after ReleaseDelay: a program shrinks a
+//     block to have the memory back. The release timer gives them back,
+//     fired for them (releaseSoon): the madvise of many resident pages
+//     costs more than AllocUnzeroed + copy + Free of what the block keeps.
 //   - A longer run grows in place when the pages right after it are free,
 //     or are the current region's frontier.
 //   - Otherwise the block moves to a new run, and the pages that hold its
@@ -21,14 +23,17 @@ import (
 //     no resident memory. The old run's moved pages hold nothing afterwards
 //     (the kernel gives them back) and go to the free set clean; the old
 //     address range stays mapped, so the heap's address space keeps no hole
-//     another mapping could take. Below moveMin, and wherever the kernel
-//     refuses the move or the regions are Go memory (race builds), the bytes
-//     are copied.
+//     another mapping could take. Below moveMin, onto a new run whose pages
+//     are in memory already (moveOnto: a copy costs less there), and
+//     wherever the kernel refuses the move or the regions are Go memory
+//     (race builds), the bytes are copied.
 //
 // Only the bytes Realloc must zero are cleared: those past len(b) that the
 // old block held, and the new pages that may hold old bytes (through
-// mincore, as Alloc's, for what is large: large.go). The profile draws for
-// the new size as for an Alloc of it: a sampled result is a classSampled run
+// mincore, as Alloc's, for what is large: large.go); pages the page heap
+// has clean (released, or never used) read as zeros already and are not
+// touched. ReallocUnzeroed clears nothing. The profile draws for the new
+// size as for an Alloc of it: a sampled result is a classSampled run
 // with a record of its own, and a block the guard pages sample moves to the
 // checker by a copy. A checked heap does none of this: its blocks are the
 // checker's, and Realloc copies them so that a stale use of the old block
@@ -39,9 +44,10 @@ import (
 // copy (BenchmarkReallocMove; docs/DESIGN.md).
 const moveMin = 256 << 10
 
-// reallocLarge is Realloc for an n > maxSmall of a heap that is not
-// checked, between enter and exit, once checkNotFree passed.
-func (h *Heap) reallocLarge(b []byte, n int) []byte {
+// reallocLarge is Realloc (ReallocUnzeroed without zero) for an n >
+// maxSmall of a heap that is not checked, between enter and exit, once
+// checkNotFree passed; old and onp are b's ownRun.
+func (h *Heap) reallocLarge(b []byte, n int, zero bool, old uint8, onp uint32) []byte {
 	a := addrOf(b)
 	np, ok := pagesFor(n)
 	if !ok {
@@ -54,24 +60,27 @@ func (h *Heap) reallocLarge(b []byte, n int) []byte {
 		st = intern(&s, s.fill(fpStack(&s.pcs)))
 	}
 	if guard {
-		return h.reallocGuarded(b, n, st)
+		return h.reallocGuarded(b, n, zero, st)
 	}
 	class := uint8(classLarge)
 	if prof {
 		class = classSampled
 	}
 	k := min(len(b), n)
-	old, onp := h.pages.ownRun(a)
 	if old != 0 {
 		k = min(k, int(onp)<<pageShift)
+	}
+	if old != 0 && (np <= onp || h.pages.mayExtend(a, onp)) {
 		if dirty, ok := h.pages.resizeRun(a, old, class, np); ok {
 			if old == classSampled {
 				h.prof.release(a)
 			}
-			oldEnd := min(int(onp)<<pageShift, n)
-			zeroRange(a, k, oldEnd) // what the block held past len(b)
-			if dirty {
-				zeroRange(a, oldEnd, n)
+			if zero {
+				oldEnd := min(int(onp)<<pageShift, n)
+				zeroRange(a, k, oldEnd) // what the block held past len(b)
+				if dirty {
+					zeroRange(a, oldEnd, n)
+				}
 			}
 			if prof {
 				h.prof.record(a, sampleSize(n), st, kindHeap)
@@ -84,7 +93,7 @@ func (h *Heap) reallocLarge(b []byte, n int) []byte {
 	// The pages that hold b's bytes, in whole OS pages of b's own (an OS
 	// page larger than a heap page may hold a neighbour's bytes: ospage.go).
 	mp := int(alignUp(uintptr(k), osPageBytes))
-	if old != 0 && mp >= moveMin && mp <= int(uintptr(onp)<<pageShift&^(osPageBytes-1)) {
+	if old != 0 && mp >= moveMin && mp <= int(uintptr(onp)<<pageShift&^(osPageBytes-1)) && moveOnto(na, mp, dirty) {
 		switch err := movePages(ptr(na), ptr(a), uintptr(mp)); {
 		case err == nil:
 			moved = mp
@@ -92,16 +101,18 @@ func (h *Heap) reallocLarge(b []byte, n int) []byte {
 			// The new run's address range is another mapping's now: its
 			// pages stay allocated, never used, and the block moves to
 			// another run. (b is as it was.)
-			return h.reallocLarge(b, n)
+			return h.reallocLarge(b, n, zero, old, onp)
 		}
 	}
 	nb := bytesAt(na, n)
 	if moved == 0 {
 		copy(nb, b[:k])
 	}
-	clear(nb[k:min(max(k, moved), n)]) // the moved pages' bytes past len(b)
-	if dirty {
-		zeroRange(na, max(k, moved), n)
+	if zero {
+		clear(nb[k:min(max(k, moved), n)]) // the moved pages' bytes past len(b)
+		if dirty {
+			zeroRange(na, max(k, moved), n)
+		}
 	}
 	if prof {
 		h.prof.record(na, sampleSize(n), st, kindHeap)
@@ -117,15 +128,44 @@ func (h *Heap) reallocLarge(b []byte, n int) []byte {
 	return nb
 }
 
+// moveOnto reports whether mp bytes, at least moveMin, are to move onto the
+// new run at na rather than be copied there. A move frees each page of the
+// new run that is in memory before it moves one in (about 1 us a page on
+// this VM, against 0.2 for a copy onto it), where a copy onto a page not in
+// memory faults it in first (2 us and more, against 0.15 for a move). So
+// the pages move onto a clean run (none in memory) and are copied onto a
+// dirty one (freed lately, so most likely in memory) of less than
+// probeMin bytes, as the hand-written AllocUnzeroed + copy + Free would
+// copy them; onto a dirty run of probeMin or more, mincore tells, from the
+// first probeBytes of the run (a fraction of a percent of the copy it may
+// save). BenchmarkReallocPairs; docs/DESIGN.md.
+func moveOnto(na uintptr, mp int, dirty bool) bool {
+	if !dirty {
+		return true
+	}
+	if mp < probeMin {
+		return false
+	}
+	r, err := osmem.ResidentBytes(ptr(na), probeBytes)
+	return err == nil && r < probeBytes-probeBytes/8
+}
+
+const (
+	probeMin   = 4 << 20
+	probeBytes = 256 << 10
+)
+
 // reallocGuarded is Realloc to a new block on guard pages, for a heap whose
 // SampleRate drew this one: the checker's, as Alloc's sample would be.
-func (h *Heap) reallocGuarded(b []byte, n int, st stackID) []byte {
+func (h *Heap) reallocGuarded(b []byte, n int, zero bool, st stackID) []byte {
 	nb, err := h.allocChecked(n, false, st)
 	if err != nil {
 		panic(err)
 	}
 	k := copy(nb, b)
-	clear(nb[k:])
+	if zero {
+		clear(nb[k:])
+	}
 	h.freeOld(b, nb)
 	return nb
 }
@@ -189,9 +229,24 @@ func (ph *pageHeap) ownRun(a uintptr) (class uint8, pages uint32) {
 	return 0, 0
 }
 
+// mayExtend reports whether the run of onp pages at a may grow in place:
+// the pagemap word of the page after it, read without mu, is a free page's
+// (a hint, which resizeRun checks under mu). It saves a Realloc that must
+// move the lock and its look at the free set (BenchmarkReallocPairs, 1 to
+// 16 MiB). False at the end of the run's region, where no run grows.
+func (ph *pageHeap) mayExtend(a uintptr, onp uint32) bool {
+	page, ok := ph.pageOf(a)
+	if !ok {
+		return false
+	}
+	r := ph.region(page)
+	next := page + onp
+	return next < r.first+r.pages && uint8(*ph.entry(next)) == 0
+}
+
 // resizeRun makes the run of class from at a, which the caller holds, np
 // pages long and of class to, in place: a shorter run's tail goes back to
-// the system at once, a longer one takes the free pages right after it or
+// the system at once (releaseSoon), a longer one takes the free pages right after it or
 // the current region's frontier. It reports whether any page it added may
 // hold old bytes, and false, changing nothing, when the pages after the run
 // are not to be had (in use, too few, or refused by the Limit).
@@ -205,7 +260,7 @@ func (ph *pageHeap) resizeRun(a uintptr, from, to uint8, np uint32) (dirty, ok b
 	onp := uint32(*ph.entry(page) >> 32)
 	switch {
 	case np < onp:
-		ph.releaseNow(page+np, onp-np)
+		ph.releaseSoon(page+np, onp-np)
 		ph.largePages.Add(-uint64(onp - np))
 	case np > onp:
 		if dirty, ok = ph.extend(page+onp, np-onp); !ok {
@@ -264,19 +319,37 @@ func (ph *pageHeap) markRun(first, np uint32, class uint8) {
 	}
 }
 
-// releaseNow gives the n pages at first, which the caller held, to the free
-// set and back to the system at once. Called with mu held.
-func (ph *pageHeap) releaseNow(first, n uint32) {
-	w := pageDirty | uint64(ph.tickAt(ph.clock()))<<32
+// releaseSoon gives the n pages at first, which the caller held, to the free
+// set due at once: the release timer, fired now, gives them back to the
+// system off the caller's goroutine, which pays for marking them as Free
+// would and not for the madvise (for a block of many resident pages, more
+// than a copy of what it keeps). Their tick is a delay and two ticks before
+// now's, modulo 2^32 as ticks are compared (before), so that they are due
+// even in a heap younger than ReleaseDelay. Without a timer (a ReleaseDelay
+// of 0 or less, or one too long to wait out) they go back here and now.
+// Called with mu held.
+func (ph *pageHeap) releaseSoon(first, n uint32) {
+	now := ph.clock()
+	t := ph.tickAt(now)
+	if ph.delay > 0 && ph.timed() {
+		t -= uint32(int64(ph.delay)/ph.tick) + 2
+	}
+	w := pageDirty | uint64(t)<<32
 	for i := range n {
 		*ph.entry(first + i) = w
 	}
-	r := freeRun{pages: n, oldest: uint32(w >> 32), dirty: true}
-	ph.releaseRun(first, &r, 0, true)
-	ph.addRun(first, n, r)
-	if r.dirty { // madvise refused: the timer tries again
-		ph.arm(ph.clock(), r.oldest)
+	r := freeRun{pages: n, oldest: t, dirty: true}
+	if ph.delay <= 0 || !ph.timed() {
+		ph.releaseRun(first, &r, 0, true)
 	}
+	ph.addRun(first, n, r)
+	if !r.dirty {
+		return
+	}
+	if ph.timer != nil && ph.timerAt > now && ph.timer.Stop() {
+		ph.timer, ph.timerAt = nil, 0 // armed for later: arm anew, for now
+	}
+	ph.arm(now, t) // (a timer that could not be stopped is firing: it finds them due)
 }
 
 // freeMoved frees the run at a whose first moved pages movePages emptied:

@@ -43,9 +43,13 @@ func wantRealloc(t *testing.T, what string, nb []byte, k, n int, seed byte) {
 
 // TestReallocLargeInPlace: a large block grows in place into the free pages
 // after it and into the frontier, and shrinks in place, its tail given back
-// to the system at once (MappedBytes falls without a Trim or the release
-// timer). The bytes past len(b) that the block held are zero afterwards, as
-// are dirty pages it takes.
+// to the system at once: due at once for the release timer, whose pass
+// (run here, as when it fires) gives it back an hour before ReleaseDelay
+// would, without a Trim. The bytes past len(b) that the block held are zero
+// afterwards, as are dirty pages it takes. Positive control: with the tail
+// freed as Free frees (due a ReleaseDelay later),
+//
+//	realloc_pages_test.go:92: shrinking 5 MiB to 1 MiB+1 gave back 0 bytes, want 4186112 at once
 func TestReallocLargeInPlace(t *testing.T) {
 	if buildChecked {
 		t.Skip("checked mode copies every Realloc, so that a stale use of the old block is caught")
@@ -82,6 +86,7 @@ func TestReallocLargeInPlace(t *testing.T) {
 		t.Fatalf("shrinking moved the block")
 	}
 	wantRealloc(t, "shrink", sb, 1<<20+1, 1<<20+1, 2)
+	h.pages.onTimer() // the timer's pass, which releaseSoon fired
 	// Whole OS pages go back: the one the new end is in stays (ospage.go).
 	if got, want := mapped-h.Stats().MappedBytes, uint64(5<<20-alignUp(1<<20+pageSize, osPageBytes)); got != want {
 		t.Fatalf("shrinking 5 MiB to 1 MiB+1 gave back %d bytes, want %d at once", got, want)
@@ -94,20 +99,29 @@ func TestReallocLargeInPlace(t *testing.T) {
 	}
 }
 
+// moveTestHeap is a heap whose large Reallocs may move pages, or skips t:
+// not in checked mode (which copies every Realloc, so that a stale use of
+// the old block is caught), nor where the regions are Go memory (race
+// builds) or mincore does not answer for moved pages (qemu-user).
+func moveTestHeap(t *testing.T) *Heap {
+	t.Helper()
+	if buildChecked {
+		t.Skip("checked mode copies every Realloc, so that a stale use of the old block is caught")
+	}
+	skipRace(t, "regions are Go memory, and Realloc copies")
+	skipQemuUser(t, "its mincore refuses the range mremap moved pages from (ENOMEM)")
+	return newTestHeap(t, Options{ProfileRate: -1, ReleaseDelay: time.Hour})
+}
+
 // TestReallocMovesPages: a large block that cannot grow in place moves to
 // a new run with its pages, not its bytes: resident memory grows by far less
 // than the block, and the old run's pages come back clean. Positive
 // control: with movePages returning an error (the copy path), resident
 // memory grew by the block's 8 MiB and this test failed:
 //
-//	realloc_pages_test.go:127: moving 8 MiB made 8388608 bytes resident
+//	realloc_pages_test.go:142: moving 8 MiB made 8388608 bytes resident
 func TestReallocMovesPages(t *testing.T) {
-	if buildChecked {
-		t.Skip("checked mode copies every Realloc, so that a stale use of the old block is caught")
-	}
-	skipRace(t, "regions are Go memory, and Realloc copies")
-	skipQemuUser(t, "its mincore refuses the range mremap moved pages from (ENOMEM)")
-	h := newTestHeap(t, Options{ProfileRate: -1, ReleaseDelay: time.Hour})
+	h := moveTestHeap(t)
 	const size = 8 << 20
 	b := h.Alloc(size)
 	writePattern(b, 7)
@@ -142,12 +156,42 @@ func TestReallocMovesPages(t *testing.T) {
 	h.Free(fence)
 }
 
+// TestReallocCopiesOntoResident: a large block that moves onto a run whose
+// pages are in memory already (a block just freed there, written whole) is
+// copied, not moved with mremap, which would free each of those pages
+// before it moved one in: the old run's pages go to the free set dirty, as
+// Free's, where moved pages go back clean (TestReallocMovesPages). Positive
+// control: with moveOnto always true,
+//
+//	realloc_pages_test.go:183: Realloc onto resident pages moved them: 8388608 bytes released
+func TestReallocCopiesOntoResident(t *testing.T) {
+	h := moveTestHeap(t)
+	const size = 8 << 20
+	d := h.Alloc(2 * size)
+	writePattern(d, 3) // resident, and dirty once freed
+	b := h.Alloc(size)
+	writePattern(b, 7)
+	fence := h.Alloc(maxSmall + 1) // right after b: no growth in place
+	h.Free(d)
+	mapped := h.Stats().MappedBytes
+	nb := h.ReallocUnzeroed(b, 2*size)
+	if addrOf(nb) != addrOf(d) {
+		t.Skipf("the block moved to %#x, not onto the freed run at %#x", addrOf(nb), addrOf(d))
+	}
+	wantRealloc(t, "copied", nb[:size:size], size, size, 7)
+	if st := h.Stats(); st.MappedBytes != mapped {
+		t.Fatalf("Realloc onto resident pages moved them: %d bytes released", int64(mapped)-int64(st.MappedBytes))
+	}
+	h.Free(nb)
+	h.Free(fence)
+}
+
 // TestReallocLargeSizes resizes large blocks between sizes around moveMin
 // and the page boundaries, with short slices (whose block's bytes past len
 // must not survive, moved or not), into fresh and dirty runs, in a fast
 // heap, a profiled one (whose samples resize and move too) and one with
-// guard-page samples; every block is accounted for at the end and the
-// profile agrees.
+// guard-page samples, with Realloc and (a third of them) ReallocUnzeroed;
+// every block is accounted for at the end and the profile agrees.
 func TestReallocLargeSizes(t *testing.T) {
 	sizes := []int{1000, maxSmall + 1, 3*pageSize + 1, moveMin - 1, moveMin, moveMin + pageSize + 3, 1 << 20, 3<<20 + 5}
 	for _, opts := range []Options{
@@ -172,6 +216,16 @@ func TestReallocLargeSizes(t *testing.T) {
 					writePattern(d, 0xff)
 					h.Free(d)
 					k := from - from/3
+					if (i+j)%3 == 0 { // the bytes past k are unspecified
+						nb := h.ReallocUnzeroed(b[:k], to)
+						if len(nb) != to || cap(nb) != to {
+							t.Fatalf("ReallocUnzeroed(%d of %d, %d): len %d cap %d", k, from, to, len(nb), cap(nb))
+						}
+						m := min(k, to)
+						wantRealloc(t, fmt.Sprintf("ReallocUnzeroed(%d of %d, %d)", k, from, to), nb[:m:m], m, m, seed)
+						h.Free(nb)
+						continue
+					}
 					nb := h.Realloc(b[:k], to)
 					wantRealloc(t, fmt.Sprintf("Realloc(%d of %d, %d)", k, from, to), nb, k, to, seed)
 					writePattern(nb, seed) // the whole block is the caller's
