@@ -156,7 +156,10 @@ func TestRelocateDense(t *testing.T) {
 	h := newTestHeap(t, unprofiled(Options{}))
 	rng := rand.New(rand.NewPCG(3, 4))
 	var all, bs [][]byte
-	for range 8 * classBlocks[sizeClass(100)] {
+	// Sixteen spans' worth, of which the kept quarter-freed spans must make
+	// five: a goroutine that changes P midway leaves a span partly filled
+	// in each P's magazine, and a span that was not filled whole goes.
+	for range 16 * classBlocks[sizeClass(100)] {
 		all = append(all, h.Alloc(100))
 	}
 	// The spans a magazine's refill started and the loop did not fill go
