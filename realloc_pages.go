@@ -268,6 +268,7 @@ func (ph *pageHeap) markRun(first, np uint32, class uint8) {
 // set and back to the system at once. Called with mu held.
 func (ph *pageHeap) releaseNow(first, n uint32) {
 	w := pageDirty | uint64(ph.tickAt(ph.clock()))<<32
+	ph.noteFree(first, n)
 	for i := range n {
 		*ph.entry(first + i) = w
 	}
@@ -296,6 +297,7 @@ func (ph *pageHeap) freeMoved(a uintptr, moved uint32) {
 			*ph.entry(page + i) = 0
 		}
 		ph.released += uint64(moved)
+		ph.noteFree(page, moved)
 		ph.noteRelease(page, moved) // a huge page there went with them
 		ph.addRun(page, moved, freeRun{})
 		ph.publishMapped()
