@@ -354,24 +354,27 @@ func (ph *pageHeap) split(first uint32, r freeRun, n uint32) freeRun {
 func (ph *pageHeap) insertRun(first uint32, r freeRun) {
 	ph.free[first] = r
 	ph.freeEnd[first+r.pages-1] = first
+	list, k := &ph.long, uint32(bucketCount)
 	if r.pages < bucketCount {
-		ph.buckets[r.pages] = append(ph.live(ph.buckets[r.pages], r.pages), first)
-	} else {
-		ph.long = append(ph.live(ph.long, bucketCount), first)
+		list, k = &ph.buckets[r.pages], r.pages
 	}
+	if len(*list) == cap(*list) && len(*list) >= 64 {
+		ph.dropStale(list, k)
+	}
+	*list = append(*list, first)
 }
 
-// live drops the stale entries of b, a list of runs of k pages (of
-// bucketCount or more, for the long list), when it is full and long, and
-// keeps the order of the others: an entry goes stale when its run is taken
-// other than by a scan of its list (takeAligned, takeHuge), so that a list
-// no scan reaches would otherwise grow with every run freed. Amortized, a
+// dropStale drops the stale entries of a list of runs of k pages (of
+// bucketCount or more, for the long list) and keeps the order of the
+// others. insertRun calls it when the list is full, before append would
+// grow it: an entry goes stale when its run is taken other than by a scan
+// of its list (takeAligned, takeHuge), so a list no scan reaches would
+// otherwise grow with every run freed. It leaves room for as many entries
+// as it keeps, so that the next call is as many appends away: amortized, a
 // constant cost per entry.
-func (ph *pageHeap) live(b []uint32, k uint32) []uint32 {
-	if len(b) < cap(b) || len(b) < 64 {
-		return b
-	}
-	return slices.DeleteFunc(b, func(first uint32) bool { return ph.stale(first, k) })
+func (ph *pageHeap) dropStale(list *[]uint32, k uint32) {
+	*list = slices.DeleteFunc(*list, func(first uint32) bool { return ph.stale(first, k) })
+	*list = slices.Grow(*list, len(*list))
 }
 
 // stale reports whether the entry first of a list of runs of k pages (of
