@@ -106,7 +106,8 @@ func partialRanges(h *Heap) int {
 // BenchmarkPageChurn is the page heap's cost per run: 256 large blocks of
 // 260 KiB to 3 MiB live, each op frees one at random and allocates one of a
 // random size, untouched, with HugePages off and on (where the placement by
-// huge pages does its work).
+// huge pages does its work); mapped-MiB is the heap's mapped memory at
+// the end.
 func BenchmarkPageChurn(b *testing.B) {
 	for _, huge := range []bool{false, true} {
 		b.Run(map[bool]string{false: "huge=off", true: "huge=on"}[huge], func(b *testing.B) {
@@ -124,6 +125,7 @@ func BenchmarkPageChurn(b *testing.B) {
 				live[i] = h.AllocUnzeroed(size())
 			}
 			b.StopTimer()
+			b.ReportMetric(float64(h.Stats().MappedBytes)/(1<<20), "mapped-MiB")
 			for _, x := range live {
 				h.Free(x)
 			}
