@@ -110,7 +110,10 @@ type Options struct {
 	// whose small pages are all in memory into a huge page (MADV_COLLAPSE),
 	// copying its 2 MiB: a few ms of one CPU per huge page, during which
 	// the process's page faults wait, so the pass rests four times as long
-	// between collapses (2 GiB takes it some 40 s). The release timer then
+	// between collapses (2 GiB takes it some 40 s). New spans and blocks
+	// go first into the fullest 2 MiB ranges that have room, and blocks of
+	// 2 MiB or more start on a range, so that free memory gathers in whole
+	// ranges (docs/DESIGN.md, Big heaps). The release timer then
 	// gives back a huge page's free pages only once all of it is free, so
 	// a partly used huge page keeps its free pages mapped (they count in
 	// MappedBytes and against the Limit) until Trim, the Limit or its last

@@ -28,7 +28,8 @@ import (
 // held range's free pages only once the whole range is free, and then all
 // of it, so a huge page goes back whole; Trim and the Limit release every
 // free page, breaking held ranges where they must (releaseRun). A release
-// of any page of a range ends its hold.
+// of any page of a range ends its hold. Spans and runs are placed to fill
+// the ranges already in use before they start new ones (hugefill.go).
 //
 // A range not yet dense when the pass looks at it stays a candidate while
 // any of its pages is allocated: the program may be writing it still. The
@@ -73,6 +74,7 @@ type hugeState struct {
 	last   int64               // the last allocation noted
 	busy   uint32              // the range being collapsed, or noRange
 	broken bool                // a page of busy was released during its collapse
+	fill   hugeFill            // allocated pages by range, for placement (hugefill.go)
 	// mu is held across each collapse, so that close can wait out the one
 	// in progress before the regions are unmapped.
 	mu sync.Mutex
@@ -87,6 +89,7 @@ func (ph *pageHeap) initHuge() {
 	ph.huge.on = true
 	ph.huge.cand = make(map[uint32]struct{})
 	ph.huge.held = make(map[uint32]struct{})
+	ph.huge.fill.at = make(map[uint32]fillSlot)
 	ph.huge.busy = noRange
 	ph.huge.first = -1
 }
@@ -98,12 +101,14 @@ func hugeRange(r *region, p uint32) (uint32, bool) {
 	return k, k+hugeSpan <= r.first+r.pages
 }
 
-// noteAlloc records that the n pages at first were allocated: their ranges
-// are looked at by the next collapse pass. Called with mu held.
+// noteAlloc records that the n pages at first were allocated: they count
+// in their ranges' fill, and their ranges are looked at by the next
+// collapse pass. Called with mu held.
 func (ph *pageHeap) noteAlloc(first, n uint32) {
 	if !ph.huge.on {
 		return
 	}
+	ph.fillCount(first, n, true)
 	r := ph.region(first)
 	added := false
 	for p := first; p < first+n; p = (p-r.first+hugeSpan)&^(hugeSpan-1) + r.first {
@@ -126,6 +131,14 @@ func (ph *pageHeap) noteAlloc(first, n uint32) {
 	ph.huge.last = now
 	if ph.huge.timer == nil {
 		ph.huge.timer = time.AfterFunc(collapseQuiet, ph.collapsePass)
+	}
+}
+
+// noteFree records that the n pages at first, allocated, are free again.
+// Called with mu held.
+func (ph *pageHeap) noteFree(first, n uint32) {
+	if ph.huge.on {
+		ph.fillCount(first, n, false)
 	}
 }
 

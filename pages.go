@@ -3,6 +3,7 @@ package offheap
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,6 +162,9 @@ func (ph *pageHeap) alloc(n, align uint32, mark func(i uint32) uint64) (first ui
 		if ph.limit != 0 && ph.mappedPages()+uint64(n) > ph.limit {
 			return 0, 0, ph.limitError(n)
 		}
+		if ph.huge.on && n >= hugeSpan {
+			align = hugeSpan // whole ranges of its own (hugefill.go)
+		}
 		if first, err = ph.fresh(n, align); err != nil {
 			return 0, 0, err
 		}
@@ -222,8 +226,16 @@ func (ph *pageHeap) commitAbove(r *region, to uint32) error {
 
 // takeRun removes a free run of at least n pages from the free set, splits
 // off the excess, and returns its first page and what is known of its
-// pages; the first page is a multiple of align. Called with mu held.
+// pages; the first page is a multiple of align. With huge pages on it
+// looks first where takeHuge places (hugefill.go); otherwise, and where
+// that finds nothing, it takes the shortest run that holds n pages. Called
+// with mu held.
 func (ph *pageHeap) takeRun(n, align uint32) (uint32, freeRun, bool) {
+	if ph.huge.on {
+		if first, r, ok := ph.takeHuge(n, align); ok {
+			return first, r, true
+		}
+	}
 	if align > 1 {
 		return ph.takeAligned(n, align)
 	}
@@ -268,13 +280,12 @@ func (ph *pageHeap) takeAligned(n, align uint32) (uint32, freeRun, bool) {
 	// the index of the last entry whose run holds the n pages, or -1.
 	find := func(b []uint32, k uint32) ([]uint32, int) {
 		for i := len(b) - 1; i >= 0; i-- {
-			r, ok := ph.free[b[i]]
-			if !ok || (k < bucketCount && r.pages != k) || (k == bucketCount && r.pages < k) {
-				b[i] = b[len(b)-1] // stale: its run is gone or has another length
+			if ph.stale(b[i], k) {
+				b[i] = b[len(b)-1] // its run is gone or has another length
 				b = b[:len(b)-1]
 				continue
 			}
-			if uint64(up(b[i]))+uint64(n) <= uint64(b[i])+uint64(r.pages) {
+			if uint64(up(b[i]))+uint64(n) <= uint64(b[i])+uint64(ph.free[b[i]].pages) {
 				return b, i
 			}
 		}
@@ -293,22 +304,28 @@ func (ph *pageHeap) takeAligned(n, align uint32) (uint32, freeRun, bool) {
 		first := b[i]
 		b[i] = b[len(b)-1]
 		*list = b[:len(b)-1]
-		r := ph.remove(first)
-		at := up(first)
-		if at > first {
-			head := r
-			head.pages = at - first
-			ph.insertRun(first, head)
-		}
-		if rest := first + r.pages - (at + n); rest > 0 {
-			tail := r
-			tail.pages = rest
-			ph.insertRun(at+n, tail)
-		}
-		r.pages = n
-		return at, r, true
+		return up(first), ph.carve(first, up(first), n), true
 	}
 	return 0, freeRun{}, false
+}
+
+// carve takes the n pages at at out of the free run at first, which holds
+// them, and returns their description; the run's pages before and after
+// them stay free.
+func (ph *pageHeap) carve(first, at, n uint32) freeRun {
+	r := ph.remove(first)
+	if at > first {
+		head := r
+		head.pages = at - first
+		ph.insertRun(first, head)
+	}
+	if rest := first + r.pages - (at + n); rest > 0 {
+		tail := r
+		tail.pages = rest
+		ph.insertRun(at+n, tail)
+	}
+	r.pages = n
+	return r
 }
 
 // remove takes the free run at first out of the free set (its bucket entry
@@ -337,11 +354,34 @@ func (ph *pageHeap) split(first uint32, r freeRun, n uint32) freeRun {
 func (ph *pageHeap) insertRun(first uint32, r freeRun) {
 	ph.free[first] = r
 	ph.freeEnd[first+r.pages-1] = first
+	list, k := &ph.long, uint32(bucketCount)
 	if r.pages < bucketCount {
-		ph.buckets[r.pages] = append(ph.buckets[r.pages], first)
-	} else {
-		ph.long = append(ph.long, first)
+		list, k = &ph.buckets[r.pages], r.pages
 	}
+	if len(*list) == cap(*list) && len(*list) >= 64 {
+		ph.dropStale(list, k)
+	}
+	*list = append(*list, first)
+}
+
+// dropStale drops the stale entries of a list of runs of k pages (of
+// bucketCount or more, for the long list) and keeps the order of the
+// others. insertRun calls it when the list is full, before append would
+// grow it: an entry goes stale when its run is taken other than by a scan
+// of its list (takeAligned, takeHuge), so a list no scan reaches would
+// otherwise grow with every run freed. It leaves room for as many entries
+// as it keeps, so that the next call is as many appends away: amortized, a
+// constant cost per entry.
+func (ph *pageHeap) dropStale(list *[]uint32, k uint32) {
+	*list = slices.DeleteFunc(*list, func(first uint32) bool { return ph.stale(first, k) })
+	*list = slices.Grow(*list, len(*list))
+}
+
+// stale reports whether the entry first of a list of runs of k pages (of
+// bucketCount or more, for the long list) names no such free run.
+func (ph *pageHeap) stale(first, k uint32) bool {
+	r, ok := ph.free[first]
+	return !ok || (k < bucketCount && r.pages != k) || (k == bucketCount && r.pages < k)
 }
 
 // release returns n pages at first to the free set, dirty, and arms the
@@ -353,6 +393,7 @@ func (ph *pageHeap) release(first, n uint32) {
 	for i := range n {
 		*ph.entry(first + i) = w
 	}
+	ph.noteFree(first, n)
 	r := freeRun{pages: n, oldest: t, dirty: true}
 	if ph.delay <= 0 {
 		// Every other free page is clean already, or parked: release

@@ -335,6 +335,7 @@ func (ph *pageHeap) releaseSoon(first, n uint32) {
 		t -= uint32(int64(ph.delay)/ph.tick) + 2
 	}
 	w := pageDirty | uint64(t)<<32
+	ph.noteFree(first, n)
 	for i := range n {
 		*ph.entry(first + i) = w
 	}
@@ -369,6 +370,7 @@ func (ph *pageHeap) freeMoved(a uintptr, moved uint32) {
 			*ph.entry(page + i) = 0
 		}
 		ph.released += uint64(moved)
+		ph.noteFree(page, moved)
 		ph.noteRelease(page, moved) // a huge page there went with them
 		ph.addRun(page, moved, freeRun{})
 		ph.publishMapped()

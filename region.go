@@ -32,7 +32,8 @@ import (
 //
 // What the rest of the heap may assume of regions: each is a multiple of
 // osPageBytes long and starts on an osPageBytes boundary, and its first
-// virtual page is a multiple of osPagePages (ospage.go); they do not overlap; they
+// virtual page is a multiple of osPagePages (ospage.go), and of hugeSpan with
+// huge pages on (hugefill.go); they do not overlap; they
 // are created under pageHeap.mu and live until Close. Nothing else: not
 // their count, their order in memory, their adjacency or their size beyond
 // what was asked. mapRegion and unmapRegion are the only code that obtains
@@ -176,6 +177,11 @@ func (ph *pageHeap) addRegion(n uint32) error {
 	rs := ph.regions.Load()
 	last := rs.byPage[len(rs.byPage)-1]
 	first := uint64(osPageUp(last.first + last.pages + 1)) // a gap page at least
+	if ph.huge.on {
+		// A range's first page, so that a multiple of hugeSpan in the
+		// virtual page space is one in memory (hugefill.go).
+		first = (first + hugeSpan - 1) &^ (hugeSpan - 1)
+	}
 	room := uint64(ph.maxPages) - min(first, uint64(ph.maxPages))
 	n = osPageUp(n)
 	need := uint64(n) << pageShift

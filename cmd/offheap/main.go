@@ -76,6 +76,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "offheap-report", "directory for results.txt, results.json, the SVG plots and index.html (\"\" for none)")
 	jsonOut := fs.Bool("json", false, "write the JSON report to stdout instead of the tables")
 	scale := fs.Float64("scale", 1, "shrink every size by this factor, 0 < scale <= 1 (for smoke tests)")
+	var heapSize byteSize
+	fs.Var(&heapSize, "bigheap-size", "the bigheap shape's heap `size`: bytes, or a count with a unit (256MiB, 16GiB)\n(default 2GiB, 8GiB with -long)")
 	// Parse reports its own error; the long help goes to stdout only when
 	// asked for, so that it can be paged.
 	fs.Usage = func() {}
@@ -91,7 +93,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "offheap bench: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	cfg := bench.Config{Shapes: list(*shapes), Arms: list(*arms), Runs: *runs, Long: *long, Scale: *scale}
+	cfg := bench.Config{Shapes: list(*shapes), Arms: list(*arms), Runs: *runs, Long: *long, Scale: *scale,
+		HeapSize: int64(heapSize)}
 	if *scale <= 0 || *scale > 1 {
 		fmt.Fprintf(stderr, "offheap bench: -scale %v: must be in (0, 1]\n", *scale)
 		return 2
@@ -210,6 +213,48 @@ with the offheap_cgo tag:
   apt-get install -y libjemalloc-dev libmimalloc-dev
   go run -tags offheap_cgo ./cmd/offheap bench -arms offheap,go-make,cgo-malloc,jemalloc,mimalloc
 `)
+}
+
+// byteSize is a flag's size in bytes, written as a count with an optional
+// binary unit (B, KiB, MiB, GiB, TiB; K, M, G, T mean the same).
+type byteSize int64
+
+// byteUnits are the units byteSize reads, each a power of 1024.
+var byteUnits = []struct {
+	names []string
+	shift uint
+}{{[]string{"TiB", "T"}, 40}, {[]string{"GiB", "G"}, 30}, {[]string{"MiB", "M"}, 20}, {[]string{"KiB", "K"}, 10}, {[]string{"B", ""}, 0}}
+
+func (b *byteSize) Set(s string) error {
+	for _, u := range byteUnits {
+		for _, name := range u.names {
+			num, ok := strings.CutSuffix(strings.TrimSpace(s), name)
+			if !ok {
+				continue
+			}
+			n, err := strconv.ParseUint(strings.TrimSpace(num), 10, 63-int(u.shift))
+			if err != nil || n == 0 {
+				return fmt.Errorf("%q is not a positive size such as 256MiB or 2GiB", s)
+			}
+			*b = byteSize(n << u.shift)
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not a positive size such as 256MiB or 2GiB", s)
+}
+
+// String writes the size in its largest whole unit; 0, the unset value,
+// as "" so that the flag's help shows no default of its own.
+func (b *byteSize) String() string {
+	if b == nil || *b == 0 {
+		return ""
+	}
+	for _, u := range byteUnits {
+		if *b%(1<<u.shift) == 0 {
+			return strconv.FormatInt(int64(*b)>>u.shift, 10) + u.names[0]
+		}
+	}
+	return strconv.FormatInt(int64(*b), 10) + "B"
 }
 
 func star(b bool) string {

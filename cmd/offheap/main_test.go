@@ -102,6 +102,8 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "-arms", "nope"}, 1, "valid arms"},
 		{[]string{"bench", "-workers", "0"}, 2, "not a positive count"},
 		{[]string{"bench", "-scale", "2"}, 2, "-scale"},
+		{[]string{"bench", "-bigheap-size", "2GB"}, 2, "not a positive size"},
+		{[]string{"bench", "-bigheap-size", "0MiB"}, 2, "not a positive size"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
 		{nil, 2, "usage"},
 	} {
@@ -110,6 +112,28 @@ func TestBenchBadInput(t *testing.T) {
 		if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%q: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr.String(), tc.code, tc.want)
 		}
+	}
+}
+
+// TestByteSize: -bigheap-size reads counts with binary units and writes
+// them back in the largest whole one.
+func TestByteSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want byteSize
+		out  string
+	}{
+		{"256MiB", 256 << 20, "256MiB"}, {"2GiB", 2 << 30, "2GiB"}, {"2G", 2 << 30, "2GiB"},
+		{"1536MiB", 1536 << 20, "1536MiB"}, {"4096", 4 << 10, "4KiB"}, {"100B", 100, "100B"},
+	} {
+		var b byteSize
+		if err := b.Set(tc.in); err != nil || b != tc.want || b.String() != tc.out {
+			t.Errorf("Set(%q): %d, %v, String %q; want %d, %q", tc.in, b, err, b.String(), tc.want, tc.out)
+		}
+	}
+	var b byteSize
+	if err := b.Set("16777216TiB"); err == nil {
+		t.Errorf("Set(16777216TiB) = %d, want an overflow error", b)
 	}
 }
 

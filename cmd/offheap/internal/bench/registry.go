@@ -190,7 +190,10 @@ type Trial struct {
 	Row     string // the arm's or the way's name
 	Workers int
 	Long    bool
-	scale   float64
+	// HeapSize is Config.HeapSize: a big heap's size in bytes, or 0 for
+	// the shape's own.
+	HeapSize int64
+	scale    float64
 }
 
 // Size returns the amount of work to do: quick or long (for -long), scaled

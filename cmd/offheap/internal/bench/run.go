@@ -16,6 +16,10 @@ type Config struct {
 	Workers []int    // worker counts; empty = DefaultWorkers()
 	Runs    int      // runs per measurement; 0 = DefaultRuns
 	Long    bool     // seed-scale sizes instead of quick ones
+	// HeapSize, when above 0, is the size in bytes of the one big heap of
+	// the shapes that hold one (bigheap), in place of their own sizes for
+	// quick and -long runs.
+	HeapSize int64
 	// Scale, between 0 and 1, shrinks every size; tests use it. 0 means 1.
 	Scale float64
 	// TrialTime is what one trial should take, at least roughly: before
@@ -219,7 +223,7 @@ func (p *plan) runRow(s *shape, row string, workers []int, run int, scales map[c
 		}()
 	}
 	for _, sub := range s.Subs {
-		t := Trial{Sub: sub, Row: row, Long: p.cfg.Long, scale: p.scale}
+		t := Trial{Sub: sub, Row: row, Long: p.cfg.Long, HeapSize: p.cfg.HeapSize, scale: p.scale}
 		key := calKey{sub.Name, row}
 		if run == 0 && p.calibrates(s) {
 			if scales[key], err = p.calibrate(s, t, a); err != nil {

@@ -16,7 +16,7 @@ func init() {
 	bench.RegisterWayShape(bench.WayShape{
 		Spec: bench.Spec{
 			Name: "bigheap",
-			Doc: "a big heap (2 GiB; -long 8 GiB) on huge pages or not: random 8-byte reads over one block, and the latency of fresh " +
+			Doc: "a big heap (2 GiB; -long 8 GiB; -bigheap-size) on huge pages or not: random 8-byte reads over one block, and the latency of fresh " +
 				"1 KiB, 64 KiB and 16 MiB allocations written whole (p50/p99/p999), and the resident memory left after a churn and Trim; opt-in, about 10 minutes",
 			Work:    bench.FixedTotal,
 			Order:   140,
@@ -67,10 +67,15 @@ type bigAllocator struct {
 	realloc func(b []byte, n int) []byte
 }
 
-// bigSize is the heap's size for a trial: 2 GiB, or 8 GiB with -long (on
-// a 32-bit system, whose ints cannot say either, the largest int).
+// bigSize is the heap's size for a trial: -bigheap-size, or else 2 GiB,
+// 8 GiB with -long (on a 32-bit system, whose ints cannot say these, the
+// largest int).
 func bigSize(t *bench.Trial) int {
 	const gib = uint64(1) << 30
+	if t.HeapSize > 0 {
+		n := int(min(uint64(t.HeapSize), math.MaxInt))
+		return t.Size(n, n)
+	}
 	return t.Size(int(min(2*gib, math.MaxInt)), int(min(8*gib, math.MaxInt)))
 }
 
