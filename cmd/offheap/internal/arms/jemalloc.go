@@ -94,6 +94,13 @@ func (*jeMalloc) Free(b []byte) {
 // one).
 func (*jeMalloc) Trim() { C.je_purge() }
 
+// Close purges what the arm's blocks left free, so that jemalloc's decay
+// does not give it back while the next arm reads the process's RSS.
+func (a *jeMalloc) Close() error {
+	a.Trim()
+	return nil
+}
+
 // ResidentBytes is stats.resident since the arm was made. It fails when
 // jemalloc was built without statistics, or when its statistics say it
 // holds fewer bytes resident than its blocks' (stats.allocated), which

@@ -128,6 +128,14 @@ func goHeapBytes() uint64 {
 	return n
 }
 
+// Touch writes every element of s's capacity, so that its pages are
+// resident. A shape whose arms' memory may be read from the process's RSS
+// (RSSBeyondGo) touches the Go data it makes before the readings: the Go
+// runtime counts a fresh allocation as its memory before its pages are
+// touched, and RSSBeyondGo takes it off RSS as if they were, which would
+// take the untouched part off the arm's figure.
+func Touch[T any](s []T) { clear(s[:cap(s)]) }
+
 // RSSBeyondGo is the process's resident memory (RSS) less the Go runtime's
 // memory that is not released to the OS: the memory of C allocators and of
 // the threads' stacks, for an arm with no count of its own (glibc's

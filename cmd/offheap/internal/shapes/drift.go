@@ -51,6 +51,7 @@ func runDrift(t *bench.Trial, row bench.Allocator) (bench.Sample, error) {
 	arm := bench.ForWorker(row, 0) // one worker: a Cache arm's own Cache
 	ops := t.Size(150_000, 1_500_000)
 	vals := make([][]byte, 0, driftLive/32)
+	bench.Touch(vals)
 	m := map[string]float64{}
 	probe := bench.NewMemoryProbe(row, true)
 	r := bench.NewRand(23)

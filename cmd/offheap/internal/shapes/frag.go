@@ -61,6 +61,8 @@ func runFrag(t *bench.Trial, row bench.Allocator) (bench.Sample, error) {
 	n := t.Size(200_000, 2_000_000)
 	vals := make([][]byte, n)
 	refill := make([][]byte, 0, n/8)
+	bench.Touch(vals)
+	bench.Touch(refill)
 	var survivors []int
 	m := map[string]float64{}
 	probe := bench.NewMemoryProbe(row, true)
