@@ -47,6 +47,19 @@ func (c *cacheArm) Worker(i int) bench.Allocator {
 	return k
 }
 
+// Trim flushes every worker's Cache, then trims the heap, so that a memory
+// reading (bench.Resident) finds the Caches' free blocks given back as
+// the heap's Trim finds its magazines'. The probe calls it between a
+// shape's phases, when no worker is using its Cache.
+func (c *cacheArm) Trim() {
+	c.mu.Lock()
+	for _, k := range c.caches {
+		k.Flush()
+	}
+	c.mu.Unlock()
+	c.Heap.Trim()
+}
+
 // Close closes every worker's Cache, then the heap.
 func (c *cacheArm) Close() error {
 	c.mu.Lock()

@@ -58,7 +58,9 @@
 //     and make). Each Way has a Name, a Doc and its own Run(t); adding a row
 //     is adding a Way to the shape's file. A way named "null" that runs the
 //     shape's loop without the work measured lets scaling verdicts tell a
-//     machine that did not scale from a figure that missed.
+//     machine that did not scale from a figure that missed. With Arms (and
+//     Joins) set, the arms named with -arms join the ways (the memory
+//     shapes, frag and drift: every arm whose memory a MemoryProbe can read).
 //
 // # Measuring
 //

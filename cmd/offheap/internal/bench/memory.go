@@ -15,8 +15,9 @@ import (
 const MetricResident = "res/live"
 
 // Resident is implemented by arms whose own resident memory can be read:
-// offheap's heaps (Heap.ResidentBytes), which Trim gives the free memory
-// they keep back first.
+// offheap's heaps (Heap.ResidentBytes, which Trim gives the free memory
+// they keep back first) and the C allocators (their own statistics, after
+// a purge; each arm's doc says what it counts).
 type Resident interface {
 	ResidentBytes() (uint64, error)
 	Trim()
@@ -27,6 +28,16 @@ type Resident interface {
 // and debug.FreeOSMemory.
 type GoHeap interface {
 	GoHeap()
+}
+
+// Measurable reports whether a MemoryProbe can read a's memory: whether a
+// can take part in a memory shape.
+func Measurable(a Allocator) bool {
+	switch a.(type) {
+	case Resident, GoHeap:
+		return true
+	}
+	return false
 }
 
 // MemoryProbe reads one arm's resident memory against a shape's live bytes.
@@ -115,4 +126,29 @@ func goHeapBytes() uint64 {
 		}
 	}
 	return n
+}
+
+// Touch writes every element of s's capacity, so that its pages are
+// resident. A shape whose arms' memory may be read from the process's RSS
+// (RSSBeyondGo) touches the Go data it makes before the readings: the Go
+// runtime counts a fresh allocation as its memory before its pages are
+// touched, and RSSBeyondGo takes it off RSS as if they were, which would
+// take the untouched part off the arm's figure.
+func Touch[T any](s []T) { clear(s[:cap(s)]) }
+
+// RSSBeyondGo is the process's resident memory (RSS) less the Go runtime's
+// memory that is not released to the OS: the memory of C allocators and of
+// the threads' stacks, for an arm with no count of its own (glibc's
+// malloc). Go's part is what the runtime has mapped and not released
+// (runtime/metrics), which counts its free pages as resident: read it
+// after debug.FreeOSMemory.
+func RSSBeyondGo() uint64 {
+	s := []metrics.Sample{
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+	}
+	metrics.Read(s)
+	goMem := s[0].Value.Uint64() - s[1].Value.Uint64()
+	rss := RSS()
+	return rss - min(rss, goMem)
 }

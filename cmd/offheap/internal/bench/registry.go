@@ -168,10 +168,23 @@ type ArmShape struct {
 
 // WayShape is a workload with rows of its own instead of arms: the gc
 // shape's three ways of holding a live set, the arena shape's arena against
-// heap pairs and make. The -arms flag does not change it.
+// heap pairs and make. The -arms flag does not change it, unless Arms is
+// set.
 type WayShape struct {
 	Spec
 	Ways []Way
+	// Arms, when set, lets arms join the ways: in a run that names arms
+	// (-arms), the rows are the named arms that Joins accepts, in the
+	// order named, each run by Arms with a fresh instance per run, and a
+	// way whose name is an arm's stands in for that arm (the memory
+	// shapes' offheap way is the offheap arm's heap with the default
+	// ReleaseDelay). A run that names no arms runs the ways alone: the
+	// default run spends its time only on the rows the verdicts need.
+	Arms func(t *Trial, a Allocator) (Sample, error)
+	// Joins says whether an arm may join, from an instance made and
+	// closed before the run (look at its type, not at its memory); nil
+	// accepts every arm.
+	Joins func(a Allocator) bool
 	// Control marks the pure-compute control that every shape with fixed
 	// total work is judged against; the runner brings it in when needed.
 	Control bool
@@ -220,30 +233,49 @@ type Sample struct {
 }
 
 // shape is a registered ArmShape or WayShape as the runner sees it: the
-// spec, and either runArm (rows are the selected arms) or ways.
+// spec, its ways, and runArm, which runs the rows that are arms: every row
+// of an ArmShape, the arms that join a WayShape (WayShape.Arms).
 type shape struct {
 	Spec
 	rowKey  string // "arm" or "way"
 	runArm  func(t *Trial, a Allocator) (Sample, error)
+	joins   func(a Allocator) bool // nil: every arm
 	ways    []Way
 	control bool
 }
 
-// rows returns the shape's row names: its ways, or the arms that run.
-func (s *shape) rows(arms []*Arm) []string {
+// rows returns the shape's row names: its ways, or the arms that run, or
+// (a WayShape that arms join, in a run that named arms) the named arms
+// that may join, a way standing in for the arm of its name. probed holds
+// an instance of each arm, for joins to look at.
+func (s *shape) rows(arms []*Arm, named bool, probed map[string]Allocator) []string {
 	var rows []string
-	if s.runArm == nil {
+	if s.runArm == nil || len(s.ways) > 0 && !named {
 		for _, w := range s.ways {
 			rows = append(rows, w.Name)
 		}
 		return rows
 	}
 	for _, a := range arms {
-		if !(a.OwnerFrees && s.CrossFrees) && (a.Only == nil || slices.Contains(a.Only, s.Name)) {
+		switch {
+		case s.way(a.Name) != nil:
+			rows = append(rows, a.Name)
+		case a.OwnerFrees && s.CrossFrees, a.Only != nil && !slices.Contains(a.Only, s.Name):
+		case s.joins == nil || s.joins(probed[a.Name]):
 			rows = append(rows, a.Name)
 		}
 	}
 	return rows
+}
+
+// way returns the way named name, or nil.
+func (s *shape) way(name string) *Way {
+	for i := range s.ways {
+		if s.ways[i].Name == name {
+			return &s.ways[i]
+		}
+	}
+	return nil
 }
 
 var registry struct {
@@ -289,7 +321,7 @@ func RegisterWayShape(s WayShape) {
 			panic(fmt.Sprintf("bench: way shape %q: every way needs a Name and a Run", s.Name))
 		}
 	}
-	register(&shape{Spec: s.Spec, rowKey: "way", ways: s.Ways, control: s.Control})
+	register(&shape{Spec: s.Spec, rowKey: "way", ways: s.Ways, runArm: s.Arms, joins: s.Joins, control: s.Control})
 }
 
 func register(s *shape) {

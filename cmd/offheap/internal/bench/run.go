@@ -99,7 +99,8 @@ func Run(cfg Config) (*Report, error) {
 type plan struct {
 	cfg        Config
 	shapes     []*shape
-	arms       []*Arm // after probeArms, only those that could be made
+	arms       []*Arm               // after probeArms, only those that could be made
+	probed     map[string]Allocator // an instance of each arm, made and closed by probeArms
 	workers    []int
 	runs       int
 	scale      float64
@@ -142,6 +143,7 @@ func newPlan(cfg Config) (*plan, error) {
 // the trials to come.
 func (p *plan) probeArms(r *Report) {
 	var live []*Arm
+	p.probed = map[string]Allocator{}
 	for _, a := range p.arms {
 		inst, err := a.New()
 		if err != nil {
@@ -150,11 +152,17 @@ func (p *plan) probeArms(r *Report) {
 		}
 		closeArm(inst)
 		live = append(live, a)
+		p.probed[a.Name] = inst
 	}
 	p.arms = live
 	for _, s := range p.shapes {
-		p.total += p.runs * len(s.rows(p.arms)) * trialsPerRow(s.Subs, p.workersOf(s))
+		p.total += p.runs * len(p.rows(s)) * trialsPerRow(s.Subs, p.workersOf(s))
 	}
+}
+
+// rows returns the rows of s in this run.
+func (p *plan) rows(s *shape) []string {
+	return s.rows(p.arms, len(p.cfg.Arms) > 0, p.probed)
 }
 
 // trialsPerRow is how many trials one run of one row makes: a trial per
@@ -182,7 +190,7 @@ func (p *plan) runShape(r *Report, i int, s *shape) (ShapeInfo, error) {
 	settle(p.goroutines)
 	start := time.Now()
 	info := ShapeInfo{Name: s.Name, Doc: s.Doc, Work: s.Work, Unit: s.Unit, RowKey: s.rowKey,
-		Rows: s.rows(p.arms), Workers: p.workersOf(s), Metrics: s.Metrics, Plot: s.Plot, Control: s.control}
+		Rows: p.rows(s), Workers: p.workersOf(s), Metrics: s.Metrics, Plot: s.Plot, Control: s.control}
 	for _, sub := range s.Subs {
 		info.Subs = append(info.Subs, sub.Name)
 	}
@@ -212,7 +220,7 @@ func (p *plan) runShape(r *Report, i int, s *shape) (ShapeInfo, error) {
 // with one instance of the row's arm, if it is an arm, for all of them.
 func (p *plan) runRow(s *shape, row string, workers []int, run int, scales map[calKey]float64, record func(Measurement)) (err error) {
 	var a Allocator
-	if s.runArm != nil {
+	if s.way(row) == nil {
 		if a, err = armNamed(p.arms, row).New(); err != nil {
 			return fmt.Errorf("arm %s: %w", row, err)
 		}
@@ -304,10 +312,10 @@ func runTrial(s *shape, t *Trial, a Allocator) (Measurement, error) {
 	before := statsOf(ss, hasStats)
 	var res Sample
 	var err error
-	if s.runArm != nil {
-		res, err = s.runArm(t, a)
+	if w := s.way(t.Row); w != nil {
+		res, err = w.Run(t)
 	} else {
-		res, err = wayNamed(s, t.Row).Run(t)
+		res, err = s.runArm(t, a)
 	}
 	if err != nil {
 		return Measurement{}, fmt.Errorf("%s: %w", name, err)
@@ -362,15 +370,6 @@ func armNamed(arms []*Arm, name string) *Arm {
 	for _, a := range arms {
 		if a.Name == name {
 			return a
-		}
-	}
-	return nil
-}
-
-func wayNamed(s *shape, name string) *Way {
-	for i := range s.ways {
-		if s.ways[i].Name == name {
-			return &s.ways[i]
 		}
 	}
 	return nil

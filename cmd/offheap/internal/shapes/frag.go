@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	bench.RegisterWayShape(bench.WayShape{Spec: bench.Spec{
+	bench.RegisterWayShape(memoryShape(bench.Spec{
 		Name: "frag",
 		Doc: "a cache's life: fill 200k values of 16-512 B (-long 2M), evict 90% at random, one Relocate pass over the survivors " +
 			"(arms with Relocate), refill the freed volume with 1-4 KiB values; resident/live after each phase (Trim, or " +
@@ -32,8 +32,7 @@ func init() {
 			{Name: fragDenseNs, Doc: "a third Relocate pass, after the refill and a second, per block, in ns: the cost over spans with nothing to gain"},
 		},
 		Verdicts: fragVerdicts,
-	}, Ways: memoryWays(runFrag),
-	})
+	}, runFrag))
 }
 
 // The frag shape's metrics.
@@ -57,13 +56,16 @@ type relocater interface {
 // runFrag: what an eviction at random does to a heap of small values, and
 // what one Relocate pass gives back. The timed ops are the fill's, the
 // eviction's and the refill's Allocs and Frees.
-func runFrag(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
+func runFrag(t *bench.Trial, row bench.Allocator) (bench.Sample, error) {
+	arm := bench.ForWorker(row, 0) // one worker: a Cache arm's own Cache
 	n := t.Size(200_000, 2_000_000)
 	vals := make([][]byte, n)
 	refill := make([][]byte, 0, n/8)
+	bench.Touch(vals)
+	bench.Touch(refill)
 	var survivors []int
 	m := map[string]float64{}
-	probe := bench.NewMemoryProbe(arm, true)
+	probe := bench.NewMemoryProbe(row, true)
 	r := bench.NewRand(17)
 	var live, ops, allocs int64
 	var el time.Duration
@@ -95,7 +97,7 @@ func runFrag(t *bench.Trial, arm bench.Allocator) (bench.Sample, error) {
 	el += time.Since(t0)
 	probe.Record(m, fragEvicted, live)
 	// One pass, as a cache would run it: every survivor offered once.
-	rl, canMove := arm.(relocater)
+	rl, canMove := row.(relocater)
 	if canMove {
 		// First the survivors moved by hand, over the same scattered
 		// blocks: what the pass is judged against. Through magazines this

@@ -8,9 +8,22 @@ import (
 	"github.com/offheap/offheap/cmd/offheap/internal/bench"
 )
 
-// The rows of the memory shapes (frag, drift): a heap as the offheap arm
-// makes one, and make. They are ways, not arms, so that the default run
-// spends their time only on the rows whose memory it can read.
+// The rows of the memory shapes (frag, drift): in the default run, a heap as
+// the offheap arm makes one but with the default ReleaseDelay, and make;
+// with -arms, every named arm whose memory a probe can read (the offheap
+// arms, make, the C allocators of an offheap_cgo build), the two ways
+// standing in for the offheap and go-make arms. They are ways that arms
+// join, not arm shapes, so that the default run spends their time only on
+// the rows their verdicts need, and so that a Relocate pass is timed as a
+// program would run it (the offheap arm's heap, ReleaseDelay -1, pays a
+// system call for each span the pass empties: measured, 150 times the
+// pass's cost per block).
+
+// memoryShape returns the WayShape of a memory shape: spec, run over each
+// way's allocator and over every arm that joins.
+func memoryShape(spec bench.Spec, run func(t *bench.Trial, a bench.Allocator) (bench.Sample, error)) bench.WayShape {
+	return bench.WayShape{Spec: spec, Ways: memoryWays(run), Arms: run, Joins: bench.Measurable}
+}
 
 // memoryWays returns the memory shapes' ways, each running run over its
 // allocator.

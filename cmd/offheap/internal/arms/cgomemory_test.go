@@ -1,0 +1,55 @@
+//go:build cgo && offheap_cgo
+
+package arms
+
+import (
+	"testing"
+
+	"github.com/offheap/offheap/cmd/offheap/internal/bench"
+)
+
+// TestCgoResident checks the C allocators' memory figures against what a
+// test holds: 32 MiB of 256-byte blocks read as about 32 MiB resident, and,
+// all freed and trimmed, as next to nothing (mimalloc gives its memory back
+// after a delay of its own, which Trim does not cut short: only the first
+// reading is checked for it).
+func TestCgoResident(t *testing.T) {
+	const n, size = 1 << 17, 256
+	for _, name := range []string{"jemalloc", "cgo-malloc", "mimalloc"} {
+		as, err := bench.LookupArms([]string{name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := as[0].New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := a.(bench.Resident)
+		read := func() uint64 {
+			r.Trim()
+			b, err := r.ResidentBytes()
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return b
+		}
+		bs := make([][]byte, n)
+		for i := range bs {
+			bs[i] = a.Alloc(size)
+		}
+		if got, live := read(), uint64(n*size); got < live*9/10 || got > live*13/10 {
+			t.Errorf("%s: %d MiB resident for %d MiB of blocks, want within 0.9-1.3x", name, got>>20, live>>20)
+		}
+		for _, b := range bs {
+			a.Free(b)
+		}
+		if got := read(); got > n*size/8 && name != "mimalloc" {
+			t.Errorf("%s: %d MiB resident with every block freed, want under %d MiB", name, got>>20, n*size/8>>20)
+		}
+		if c, ok := a.(bench.Closer); ok {
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
