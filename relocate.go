@@ -31,13 +31,11 @@ import (
 // release). Blocks the program freed count as live for their span while a
 // magazine, a depot or a Cache holds them, so call Trim before a pass.
 // Relocate keeps, per class, a summary of whether any block of the class can
-// move (a pass that converged leaves none that can): where none can, it
-// returns b after a load of that summary, without reading the pagemap, b's
-// span or b; where one can, a block whose span is fuller than half costs a
-// pagemap lookup and a look at its span. Neither takes a lock or writes.
-// The class is cap(b)'s: a slice whose capacity was cut below its block's
-// (b[:k:k]) may stay where it is when its block's class could move it (a
-// missed move, nothing worse). Large blocks (above the largest size
+// move (a pass that converged leaves none that can): where none can, a
+// block costs Relocate a pagemap lookup, which also refuses what Free
+// refuses, and a load of the summary; where one can, a block whose span is
+// fuller than half costs a look at its span as well. Neither takes a lock
+// or writes. Large blocks (above the largest size
 // class, page runs of their own) and the blocks the profile sampled are
 // never moved: their pages go back to the page heap whole when they are
 // freed, so moving them gives nothing back.
@@ -51,12 +49,10 @@ import (
 // goes back to its span, not to the Cache; a Buffer's block, with
 // Buffer.Relocate. A Shared's bytes cannot move while it is retained, and
 // Arena memory is freed only all at once: Relocate refuses both, panicking
-// as Free does, as it does for anything Free refuses, whenever it looks at
-// b: always for memory the heap did not allocate, in checked mode, and for
-// a class with something to move. Where the summary answers, a slice of
-// the heap's memory that Free would refuse (a freed block, an interior
-// slice, Arena memory, a Shared's bytes, a sampled heap's freed sample) is
-// returned as it is, untouched. In checked mode every small block moves,
+// as Free does, as it does for anything Free refuses; only a freed block
+// of a class with nothing to move, or of a span that is not sparse, comes
+// back as it is, since Relocate then reads its pagemap word and not the
+// block. In checked mode every small block moves,
 // as Realloc's always do, and b is freed as Free frees it: a later use of
 // b is reported as a use after free, with Relocate's stack as the free
 // stack. The new block comes from the
@@ -70,16 +66,9 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 		return b, false
 	}
 	a := addrOf(b)
-	// The answer on a heap a pass has compacted: nothing of b's class can
-	// move (recount), read without a look at the pagemap, the span
-	// or b. Memory outside the fast heap's first region (Go's, another
-	// heap's, a checked heap's, a closed heap's: fastSize is 0) goes on.
-	if a-h.base < atomic.LoadUintptr(&h.fastSize) && cap(b) <= maxSmall && !h.central[sizeClass(cap(b))].movable.Load() {
-		return b, false
-	}
-	// The next answer, pinned as in Free's fast path: with fastSize seen
-	// nonzero, Close cannot unmap the pagemap and the span meanwhile
-	// (closing.go).
+	// The common answer on a heap worth no pass, pinned as in Free's fast
+	// path: with fastSize seen nonzero, Close cannot unmap the pagemap and
+	// the span meanwhile (closing.go).
 	pin.Pin()
 	if h.denseAt(a) {
 		pin.Unpin()
