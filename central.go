@@ -45,6 +45,15 @@ type centralLists struct {
 	spanFree uint64
 	reloc    uint32
 
+	// Relocate's summary of the class (relocate.go): nsparse counts the
+	// spans with a live block and at most half their blocks live, nheld
+	// the listed spans with a live block, and movable, read without mu,
+	// says whether a move may be possible (publish). Kept exact under mu
+	// wherever a span's live count or listing changes (recount).
+	nsparse uint32
+	nheld   uint32
+	movable atomic.Bool
+
 	// Census, written under mu and read without it (InUse).
 	hits  atomic.Uint64 // Allocs served from a span's free list
 	fresh atomic.Uint64 // Allocs served by carving a new block
@@ -116,11 +125,13 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 		if s.empty() {
 			c.empty-- // blocks go, or the list is abandoned: it will not be empty
 		}
+		k := s.relocKind()
 		for n < len(dst) && !s.exhausted() {
 			b, carved, ok := s.take(h)
 			if !ok {
 				// A write after free: the blocks taken so far are sound
 				// and go back; the caller panics, the lock released.
+				c.recount(h, s, k) // before abandon, which recounts its own change
 				e := c.abandon(h, s, b)
 				for _, a := range dst[:n] {
 					c.putLocked(h, a)
@@ -137,6 +148,7 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 		if s.exhausted() {
 			c.unlink(h, s)
 		}
+		c.recount(h, s, k)
 	}
 	if n > 0 {
 		if fresh {
@@ -218,11 +230,13 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 	s := h.pages.span(id)
 	i, _ := blockIn(b, e, &classInfos[s.class])
 	raceAcquire(ptr(b)) // race builds: after the block's last Free (race.go)
+	k := s.relocKind()
 	s.put(h, b, uint32(i)+1)
 	c.spanFree++
 	if !s.listed {
 		c.push(h, id, s)
 	}
+	c.recount(h, s, k) // before s may be freed; an empty span counts in neither
 	if s.empty() {
 		if c.empty >= keepEmpty {
 			c.unlink(h, s)
@@ -240,7 +254,7 @@ func (c *central) grow(h *Heap) error {
 	if err != nil {
 		return err
 	}
-	c.push(h, id, s)
+	c.push(h, id, s) // empty: no part in Relocate's summary
 	c.empty++
 	c.spanFree += uint64(classBlocks[c.class])
 	return nil
@@ -288,7 +302,7 @@ func (c *central) trim(h *Heap) {
 	for id := c.partial; id != 0; {
 		s := h.pages.span(id)
 		next := s.next
-		if s.empty() {
+		if s.empty() { // no part in Relocate's summary, listed or not
 			c.unlink(h, s)
 			c.spanFree -= uint64(classBlocks[c.class])
 			h.pages.freeSpan(id, s)

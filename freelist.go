@@ -104,12 +104,14 @@ func (s *span) follow(h *Heap, block uintptr, rest uint32) (uint32, bool) {
 // corruption for the caller to panic with once it has released the lock.
 // Called with c's lock held.
 func (c *central) abandon(h *Heap, s *span, block uintptr) *corruptError {
+	k := s.relocKind()
 	c.corrupt.Add(uint64(s.nfree))
 	c.spanFree -= uint64(s.nfree)
 	s.nfree, s.free = 0, 0
 	if s.exhausted() && s.listed {
 		c.unlink(h, s)
 	}
+	c.recount(h, s, k)
 	return &corruptError{addr: block, size: classSize[s.class]}
 }
 

@@ -29,9 +29,13 @@ import (
 // list, so that a sparse span empties as its blocks move and its pages go
 // back to the page heap (and to the operating system at the next Trim or
 // release). Blocks the program freed count as live for their span while a
-// magazine, a depot or a Cache holds them, so call Trim before a pass. A
-// block whose span is fuller than half costs Relocate a pagemap lookup and
-// nothing else: no lock, no write. Large blocks (above the largest size
+// magazine, a depot or a Cache holds them, so call Trim before a pass.
+// Relocate keeps, per class, a summary of whether any block of the class can
+// move (a pass that converged leaves none that can): where none can, a
+// block costs Relocate a pagemap lookup, which also refuses what Free
+// refuses, and a load of the summary; where one can, a block whose span is
+// fuller than half costs a look at its span as well. Neither takes a lock
+// or writes. Large blocks (above the largest size
 // class, page runs of their own) and the blocks the profile sampled are
 // never moved: their pages go back to the page heap whole when they are
 // freed, so moving them gives nothing back.
@@ -45,10 +49,13 @@ import (
 // goes back to its span, not to the Cache; a Buffer's block, with
 // Buffer.Relocate. A Shared's bytes cannot move while it is retained, and
 // Arena memory is freed only all at once: Relocate refuses both, panicking
-// as Free does, as it does for anything Free refuses. In checked mode
-// every small block moves, as Realloc's always do, and b is freed as Free
-// frees it: a later use of b is reported as a use after free, with
-// Relocate's stack as the free stack. The new block comes from the
+// as Free does, as it does for anything Free refuses; only a freed block
+// of a class with nothing to move, or of a span that is not sparse, comes
+// back as it is, since Relocate then reads its pagemap word and not the
+// block. In checked mode every small block moves,
+// as Realloc's always do, and b is freed as Free frees it: a later use of
+// b is reported as a use after free, with Relocate's stack as the free
+// stack. The new block comes from the
 // checker's allocator, which places it where it will: a checked pass finds
 // stale handles and gives no memory back.
 //
@@ -128,11 +135,12 @@ func (h *Heap) relocate(b []byte) ([]byte, bool) {
 }
 
 // denseAt reports whether a is the start of a block of a fast heap's first
-// region whose span is not sparse: the blocks Relocate leaves where they
-// are without a lock, without reading the block, and without the checks the
-// rest of Relocate makes (a freed block there, which Free would refuse, is
-// returned as it is). It is false on a closed heap and for a checked
-// heap's blocks, whose fastSize is 0. Called pinned.
+// region whose class has nothing to move or whose span is not sparse: the
+// blocks Relocate leaves where they are without a lock, without reading the
+// block, and without the checks the rest of Relocate makes (a freed block
+// there, which Free would refuse, is returned as it is). It is false on a
+// closed heap and for a checked heap's blocks, whose fastSize is 0. Called
+// pinned.
 func (h *Heap) denseAt(a uintptr) bool {
 	off := a - h.base
 	if off >= atomic.LoadUintptr(&h.fastSize) {
@@ -144,8 +152,85 @@ func (h *Heap) denseAt(a uintptr) bool {
 		return false
 	}
 	ci := &classInfos[c]
-	q, into := blockIn(a, e, ci)
-	return into == 0 && q < uint64(ci.blocks) && !sparseSpan(spanLive(h.pages.span(uint32(e>>32))), ci.blocks)
+	if q, into := blockIn(a, e, ci); into != 0 || q >= uint64(ci.blocks) {
+		return false
+	}
+	return !h.central[c].movable.Load() || !sparseSpan(spanLive(h.pages.span(uint32(e>>32))), ci.blocks)
+}
+
+// Relocate's summary of a class (central.nsparse, nheld, movable) answers
+// for a whole class at once, with one load of a word no fast path writes,
+// what denseAt would otherwise learn from the span of every block: that no
+// block of the class can move. A move takes a block of a span s with a
+// live block and at most half of them live (a sparse span: one such span
+// counted in nsparse) to the target, a listed span other than s with more
+// live blocks than s (one more counted in nheld); s is listed too, since a
+// span has a block to give, and so is on the partial list, whenever it is
+// not full. So when nsparse is 0 or nheld below 2, or the one sparse span
+// is the target itself (publish), relocate would refuse every block of the
+// class, and Relocate refuses it without reading its span. A pass that
+// converged leaves each class so: no sparse span, or a single listed one
+// with nothing fuller to move into. Empty spans count in
+// neither (they hold no block to move, and relocate never fills one), so
+// a class's kept empty span does not hold the summary up.
+//
+// The counts are exact: every change of a span's live count (take, put,
+// abandon) or listing (push, unlink) under mu is bracketed by relocKind
+// before and recount after (grow and freeSpan touch only empty spans).
+// movable is read without mu, as spanLive is: a Relocate that reads it
+// false while another goroutine makes a span sparse misses a move, as it
+// would reading the span a moment earlier.
+
+// spanKind is a span's part in its class's summary: sparse and held bits.
+type spanKind uint8
+
+const (
+	kindSparse spanKind = 1 << iota // counted in nsparse
+	kindHeld                        // counted in nheld
+)
+
+// relocKind is s's part in its class's summary. Called with mu held.
+func (s *span) relocKind() spanKind {
+	live := s.carved - s.nfree
+	if live == 0 {
+		return 0
+	}
+	var k spanKind
+	if sparseSpan(live, classBlocks[s.class]) {
+		k |= kindSparse
+	}
+	if s.listed {
+		k |= kindHeld
+	}
+	return k
+}
+
+// recount moves s's part in the summary from was (its relocKind before the
+// change) to what it is now, and publishes movable. Called with mu held.
+func (c *central) recount(h *Heap, s *span, was spanKind) {
+	now := s.relocKind()
+	if now == was {
+		return
+	}
+	c.nsparse += uint32(now&kindSparse) - uint32(was&kindSparse)
+	c.nheld += uint32(now&kindHeld>>1) - uint32(was&kindHeld>>1)
+	c.publish(h)
+}
+
+// publish stores movable: whether the counts leave a move possible. They
+// do when a sparse span and another held one exist, unless the one sparse
+// span is the target itself, which relocate keeps while it is listed
+// (target) and never moves a block out of. Called with mu held, after the
+// counts or the target change.
+func (c *central) publish(h *Heap) {
+	m := c.nsparse > 0 && c.nheld >= 2
+	if m && c.nsparse == 1 && c.reloc != 0 {
+		t := h.pages.span(c.reloc)
+		m = !(t.listed && t.class == c.class && t.relocKind()&kindSparse != 0)
+	}
+	if m != c.movable.Load() {
+		c.movable.Store(m)
+	}
 }
 
 // sparseSpan reports whether a span of a class of blocks per span, live of
@@ -188,14 +273,16 @@ func (c *central) relocate(h *Heap, s *span, a uintptr, n int) (uintptr, *corrup
 		return 0, nil
 	}
 	// t holds more live blocks than s, which holds a: it is not empty.
+	k := t.relocKind()
 	na, carved, ok := t.take(h)
 	if !ok {
-		return 0, c.abandon(h, t, na)
+		return 0, c.abandon(h, t, na) // take changed nothing
 	}
 	c.spanFree--
 	if t.exhausted() {
 		c.unlink(h, t) // and no longer the target: the next move chooses another
 	}
+	c.recount(h, t, k)
 	raceAcquire(ptr(na)) // race builds: take released it to its next owner, this goroutine
 	if c.class != 1 {
 		*(*uint64)(ptr(na + 8)) = 0 // the double-free key (doublefree.go), in case n leaves it
@@ -235,6 +322,7 @@ func (c *central) target(h *Heap) *span {
 		}
 		id = t.next
 	}
+	c.publish(h)
 	return best
 }
 

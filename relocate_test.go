@@ -188,6 +188,13 @@ func TestRelocateDense(t *testing.T) {
 	if s := h.Stats(); s.Allocs != s0.Allocs || s.Frees != s0.Frees || s.Relocations != 0 {
 		t.Fatalf("counts moved: %v, then %v", s0, s)
 	}
+	// Where the class has nothing to move, Relocate still reads b's
+	// pagemap word and refuses what Free refuses: an interior slice.
+	if in := bs[0][16:]; h.central[sizeClass(cap(in))].movable.Load() {
+		t.Fatalf("class %d, which holds no block, can move", sizeClass(cap(in)))
+	} else if msg := mustPanic(t, func() { h.Relocate(in) }); !strings.Contains(msg, "not the start of a block") {
+		t.Fatalf("Relocate of an interior slice of a class with nothing to move: %q", msg)
+	}
 	// Large blocks and the empty slice never move.
 	big := h.Alloc(maxSmall + 1)
 	if nb, moved := h.Relocate(big); moved || addrOf(nb) != addrOf(big) {
@@ -211,9 +218,16 @@ func TestRelocateRefuses(t *testing.T) {
 			sh := h.NewShared(100)
 			defer sh.Release()
 			b := h.Alloc(100)
+			big := h.Alloc(maxSmall + 10)
+			// Each case's class with something to move (spans a quarter
+			// full): where nothing can, Relocate reads the pagemap and not
+			// the block, and a freed block comes back as it is.
+			for _, n := range []int{100, cap(b) - 16, cap(sh.Bytes())} {
+				defer freeAll(h, movableClass(h, n))
+			}
 			freed := h.Alloc(100)
 			h.Free(freed)
-			big := h.Alloc(maxSmall + 10)
+			h.Trim() // back in its span, which the refill left sparse again
 			cases := map[string]struct {
 				b    []byte
 				want string
@@ -223,7 +237,7 @@ func TestRelocateRefuses(t *testing.T) {
 				"an arena's memory": {a.Alloc(100), "Arena"},
 				"a Shared's bytes":  {sh.Bytes(), "Shared"},
 				"a freed block":     {freed, "free"},
-				"inside a large":    {big[pageSize:], "not"},
+				"inside a large":    {big[pageSize : pageSize+100 : pageSize+100], "not"},
 			}
 			s0 := h.Stats()
 			for what, c := range cases {
@@ -245,6 +259,21 @@ func TestRelocateRefuses(t *testing.T) {
 			h.Free(big)
 		})
 	}
+}
+
+// movableClass leaves n bytes' class with spans a quarter full, for a
+// Relocate of it to look at its block, and returns the blocks it keeps.
+func movableClass(h *Heap, n int) (keep [][]byte) {
+	var rest [][]byte
+	for i := range 3 * classBlocks[sizeClass(n)] {
+		if x := h.Alloc(n); i%4 == 0 {
+			keep = append(keep, x)
+		} else {
+			rest = append(rest, x)
+		}
+	}
+	freeAll(h, rest)
+	return keep
 }
 
 // TestRelocateChecked: in checked mode every small block moves, and b is
@@ -321,11 +350,13 @@ func TestRelocateHandles(t *testing.T) {
 	c.Free(nb)
 
 	sh := h.NewShared(64)
+	around := movableClass(h, cap(sh.Bytes()))
 	msg := mustPanic(t, func() { h.Relocate(sh.Bytes()) })
 	if !strings.Contains(msg, "Shared") {
 		t.Errorf("Relocate of a Shared's bytes: %q", msg)
 	}
 	sh.Release()
+	freeAll(h, around)
 	for _, b := range fill {
 		h.Free(b)
 	}
@@ -544,6 +575,132 @@ func TestSpanFreeBytes(t *testing.T) {
 	}
 }
 
+// checkSummary recounts Relocate's summary of every class over its partial
+// list (a span off the list is full: neither sparse nor held) and fails
+// where the kept counts or movable differ.
+func checkSummary(t *testing.T, h *Heap, when string) {
+	t.Helper()
+	for c := 1; c < numClasses; c++ {
+		cen := &h.central[c]
+		cen.mu.Lock()
+		var sparse, held uint32
+		for id := cen.partial; id != 0; id = h.pages.span(id).next {
+			sp := h.pages.span(id)
+			if live := sp.carved - sp.nfree; live > 0 {
+				held++
+				if sparseSpan(live, classBlocks[c]) {
+					sparse++
+				}
+			}
+		}
+		gs, gh, gm := cen.nsparse, cen.nheld, cen.movable.Load()
+		stuck := gm || cen.stuck(h)
+		cen.mu.Unlock()
+		if gs != sparse || gh != held || gm && (sparse == 0 || held < 2) || !stuck {
+			t.Fatalf("%s: class %d (%d B): summary sparse %d, held %d, movable %v; its spans: sparse %d, held %d, stuck %v",
+				when, c, classSize[c], gs, gh, gm, sparse, held, stuck)
+		}
+	}
+}
+
+// stuck reports whether relocate would refuse every block of the class:
+// no sparse span with a live block has a target other than itself with
+// more live blocks. Called with mu held.
+func (c *central) stuck(h *Heap) bool {
+	t := (*span)(nil)
+	if id := c.reloc; id != 0 && h.pages.span(id).listed && h.pages.span(id).class == c.class {
+		t = h.pages.span(id)
+	} else {
+		for id := c.partial; id != 0; id = h.pages.span(id).next {
+			if s := h.pages.span(id); t == nil || s.carved-s.nfree > t.carved-t.nfree {
+				t = s
+			}
+		}
+	}
+	for id := c.partial; id != 0; id = h.pages.span(id).next {
+		s := h.pages.span(id)
+		if live := s.carved - s.nfree; live > 0 && sparseSpan(live, classBlocks[c.class]) && t != s && t.carved-t.nfree > live {
+			return false
+		}
+	}
+	return true
+}
+
+// TestRelocateSummary: Relocate's summary of each class (recount)
+// matches a recount of its spans after random churn (Allocs and Frees of
+// many classes, through magazines, a Cache and with magazines off,
+// Relocates, Trims), and a heap whose summary says nothing moves moves
+// nothing. Positive control: with put's recount left out of putLocked,
+// the counts drift at the first check.
+func TestRelocateSummary(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked build: blocks come from the checker")
+	}
+	for _, opts := range []Options{{}, {MagazineDepth: -1}} {
+		h := newTestHeap(t, unprofiled(opts))
+		rng := rand.New(rand.NewPCG(11, 12))
+		ca := h.NewCache()
+		var live [][]byte
+		var cached [][]byte
+		for round := range 40 {
+			for range 2000 {
+				switch r := rng.IntN(10); {
+				case r < 5:
+					live = append(live, h.Alloc(16+rng.IntN(1<<(4+rng.IntN(7)))))
+				case r < 6:
+					cached = append(cached, ca.Alloc(16+rng.IntN(600)))
+				case r < 9 && len(live) > 0:
+					k := rng.IntN(len(live))
+					h.Free(live[k])
+					live[k] = live[len(live)-1]
+					live = live[:len(live)-1]
+				case len(cached) > 0:
+					k := rng.IntN(len(cached))
+					ca.Free(cached[k])
+					cached[k] = cached[len(cached)-1]
+					cached = cached[:len(cached)-1]
+				}
+			}
+			if round%3 == 0 {
+				h.Trim()
+			}
+			checkSummary(t, h, fmt.Sprintf("round %d, churn", round))
+			for i := range live {
+				if rng.IntN(2) == 0 {
+					live[i], _ = h.Relocate(live[i])
+				}
+			}
+			checkSummary(t, h, fmt.Sprintf("round %d, after Relocates", round))
+		}
+		// Two passes converge; then, wherever the summary says nothing
+		// moves, a third moves nothing.
+		h.Trim()
+		for range 2 {
+			for i := range live {
+				live[i], _ = h.Relocate(live[i])
+			}
+		}
+		checkSummary(t, h, "after two passes")
+		for i, b := range live {
+			m := h.central[sizeClass(cap(b))].movable.Load()
+			if nb, moved := h.Relocate(b); moved && !m {
+				t.Fatalf("block %d moved in a class whose summary said nothing moves", i)
+			} else {
+				live[i] = nb
+			}
+		}
+		for _, b := range live {
+			h.Free(b)
+		}
+		for _, b := range cached {
+			ca.Free(b)
+		}
+		ca.Close()
+		h.Trim()
+		checkSummary(t, h, "after every Free")
+	}
+}
+
 // TestRelocateCorruptTarget: a write after free into the free list of the
 // span Relocate fills is found before the list is followed: Relocate
 // panics with the corruption, no lock held, the block it was given stays
@@ -605,6 +762,7 @@ func TestRelocateCorruptTarget(t *testing.T) {
 	if !hasMark(src, 9) {
 		t.Fatal("src lost its bytes")
 	}
+	checkSummary(t, h, "after the abandoned lists")
 	h.Free(src)
 	for _, b := range fill {
 		h.Free(b)
