@@ -451,25 +451,31 @@ func TestRelocateConcurrent(t *testing.T) {
 }
 
 // BenchmarkRelocateDense: Relocate of blocks whose spans are full, the cost
-// of a pass over a heap with nothing to gain: a pagemap lookup and a look
-// at the span, per block (blocks=4096: all in cache; blocks=1M: the pass's
-// lookups miss). The blocks after the first n, which a magazine's refill
-// may have carved from a span they leave sparse, are not relocated.
+// of a pass over a heap with nothing to gain, per block (blocks=4096: all
+// in cache; blocks=1M: the pass's lookups miss), in allocation order and in
+// a random order, as a pass over a map or an index meets them. The blocks
+// after the first n, which a magazine's refill may have carved from a span
+// they leave sparse, are not relocated.
 func BenchmarkRelocateDense(b *testing.B) {
 	for _, n := range []int{4096, 1 << 20} {
-		b.Run(fmt.Sprintf("blocks=%d", n), func(b *testing.B) {
-			h := newTestHeap(b, unprofiled(Options{}))
-			bs := make([][]byte, n+maxDepth)
-			for i := range bs {
-				bs[i] = h.Alloc(64)
-			}
-			bs = bs[:n]
-			b.ResetTimer()
-			for i := range b.N {
-				k := i % n
-				bs[k], _ = h.Relocate(bs[k])
-			}
-		})
+		for _, order := range []string{"alloc", "random"} {
+			b.Run(fmt.Sprintf("blocks=%d/order=%s", n, order), func(b *testing.B) {
+				h := newTestHeap(b, unprofiled(Options{}))
+				bs := make([][]byte, n+maxDepth)
+				for i := range bs {
+					bs[i] = h.Alloc(64)
+				}
+				bs = bs[:n]
+				if order == "random" {
+					rand.New(rand.NewPCG(1, 2)).Shuffle(n, func(i, j int) { bs[i], bs[j] = bs[j], bs[i] })
+				}
+				b.ResetTimer()
+				for i := range b.N {
+					k := i % n
+					bs[k], _ = h.Relocate(bs[k])
+				}
+			})
+		}
 	}
 }
 
