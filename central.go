@@ -86,11 +86,6 @@ const (
 	minDepotBatches = 4
 )
 
-// keepEmpty is how many empty spans a class keeps for reuse before it gives
-// spans back to the page heap: without it a class that allocates and frees
-// one block would make and unmake a span each time.
-const keepEmpty = 1
-
 // get fills dst with free blocks and returns how many it took (at least one
 // unless err != nil), and whether dst[0] was carved fresh. Called without mu.
 //
@@ -238,7 +233,7 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 	}
 	c.recount(h, s, k) // before s may be freed; an empty span counts in neither
 	if s.empty() {
-		if c.empty >= keepEmpty {
+		if c.empty >= keepEmpty[c.class] {
 			c.unlink(h, s)
 			c.spanFree -= uint64(classBlocks[c.class])
 			h.pages.freeSpan(id, s)

@@ -204,10 +204,12 @@ func corruptFlow(t *testing.T, arm corruptArm, n int, words string, vi int, goMe
 	h := al.h
 	c := sizeClass(n)
 	per := int(classBlocks[c])
-	// Past the magazines and depots (256 KiB a class), onto 8 spans or more.
-	count := max(min(40000, (16<<20)/int(classSize[c])), 8*per)
+	// Past the magazines and depots (256 KiB a class): 512 KiB, on 8 spans
+	// or more.
+	least := max(8*per, (512<<10)/int(classSize[c]))
+	count := max(min(40000, (16<<20)/int(classSize[c])), least)
 	if testing.Short() || raceEnabled {
-		count = max(min(10000, (4<<20)/int(classSize[c])), 8*per)
+		count = max(min(10000, (4<<20)/int(classSize[c])), least)
 	}
 	live := map[uintptr]bool{}
 	blocks := make([][]byte, count)

@@ -51,11 +51,13 @@ func TestLimitReclaimBounded(t *testing.T) {
 	}
 	const limit = 8 << 20
 	h := newTestHeap(t, Options{Limit: limit, ProfileRate: -1})
-	// Fragmentation: one 64-byte block kept in each span, the heap's
-	// memory mapped and nearly none of it live.
-	per := int(classBlocks[sizeClass(64)])
+	// Fragmentation: one 64-byte block kept in each span, 70% of the
+	// limit mapped and nearly none of it live.
+	c := sizeClass(64)
+	per := int(classBlocks[c])
+	spans := limit * 7 / 10 / (int(classPages[c]) * pageSize)
 	var keep, drop [][]byte
-	for i := range 90 * per {
+	for i := range spans * per {
 		b, err := h.TryAlloc(64)
 		if err != nil {
 			t.Fatalf("setup: %v", err)

@@ -1,5 +1,7 @@
 package offheap
 
+import "math/bits"
+
 //go:generate go run sizeclass_gen.go
 
 // The size-class table itself is generated into sizeclass_table.go by
@@ -13,6 +15,41 @@ func sizeClass(n int) uint8 {
 	}
 	return sizeToClass128[(n-1024+127)>>7]
 }
+
+// The spans of this process: the span tier is the OS page (ospage.go):
+// tier 0 up to 16 KiB, 1 for 32 KiB, 2 for 64 KiB and above.
+var (
+	spanTier = min(max(bits.TrailingZeros32(osPagePages), 1)-1, spanTiers-1)
+	// classPages is the pages of each class's span: at least an OS page,
+	// so that a span emptied goes back to the OS without its neighbours.
+	classPages = tierPages[spanTier]
+	// classBlocks is how many blocks each class's span holds.
+	classBlocks = func() (t [numClasses]uint32) {
+		for c := 1; c < numClasses; c++ {
+			t[c] = uint32(classPages[c]) * pageSize / classSize[c]
+		}
+		return t
+	}()
+	// minSpanPages bounds every span's pages from below (the span
+	// metadata's reservation counts on it).
+	minSpanPages = uint64(2) << spanTier
+)
+
+// keepEmptyPages is how many pages of empty spans a class keeps for reuse
+// before it gives spans back to the page heap: without it a class that
+// allocates and frees one block would make and unmake a span each time, and
+// with smaller spans (4 KiB OS pages) one span's worth was measured to do
+// just that every few blocks (docs/DESIGN.md, "Span sizes").
+const keepEmptyPages = 8
+
+// keepEmpty is how many empty spans each class keeps: keepEmptyPages'
+// worth, and at least one.
+var keepEmpty = func() (t [numClasses]int) {
+	for c := 1; c < numClasses; c++ {
+		t[c] = max(1, keepEmptyPages/int(classPages[c]))
+	}
+	return t
+}()
 
 // classInfo is what Free's fast path needs of a class, on one cache line
 // with three other classes' instead of spread over three tables.

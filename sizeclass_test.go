@@ -19,7 +19,8 @@ func TestSizeClassLookup(t *testing.T) {
 	}
 }
 
-// TestSizeClassShape checks the table's promises: alignment, waste and span fit.
+// TestSizeClassShape checks the table's promises: alignment, waste and span
+// fit, at every span tier.
 func TestSizeClassShape(t *testing.T) {
 	if classSize[numClasses-1] != maxSmall {
 		t.Fatalf("largest class is %d, want %d", classSize[numClasses-1], maxSmall)
@@ -33,8 +34,18 @@ func TestSizeClassShape(t *testing.T) {
 		if int(classBlocks[c]) != span/size {
 			t.Errorf("class %d: %d blocks, want %d", c, classBlocks[c], span/size)
 		}
-		if tail := span % size; tail*8 > span {
-			t.Errorf("class %d: tail waste %d of %d is above 1/8", c, tail, span)
+		for tier := range spanTiers {
+			pages := int(tierPages[tier][c])
+			span := pages * pageSize
+			if tail := span % size; tail*8 > span {
+				t.Errorf("class %d, tier %d: tail waste %d of %d is above 1/8", c, tier, tail, span)
+			}
+			// A span is at least its tier's OS page, so that emptied it
+			// goes back to the OS alone, and never longer than the last
+			// tier's, which bounds the division's range (TestDivMulExact).
+			if pages < 2<<tier || pages > int(tierPages[spanTiers-1][c]) {
+				t.Errorf("class %d, tier %d: %d pages, want %d to %d", c, tier, pages, 2<<tier, tierPages[spanTiers-1][c])
+			}
 		}
 		if prev := int(classSize[c-1]); size > 256 && float64(size-prev-1)/float64(size) > 0.125 {
 			t.Errorf("class %d: worst internal waste above 1/8", c)
@@ -48,7 +59,7 @@ func TestSizeClassShape(t *testing.T) {
 func TestDivMulExact(t *testing.T) {
 	for c := 1; c < numClasses; c++ {
 		size := uint64(classSize[c])
-		span := uint64(classPages[c]) * pageSize
+		span := uint64(tierPages[spanTiers-1][c]) * pageSize // every tier's longest
 		for o := uint64(0); o < span; o++ {
 			if q := o * classDivMul[c] >> 40; q != o/size {
 				t.Fatalf("class %d: %d*divMul>>40 = %d, want %d", c, o, q, o/size)
@@ -65,7 +76,7 @@ func TestDivMulControl(t *testing.T) {
 	for c := 1; c < numClasses; c++ {
 		size := uint64(classSize[c])
 		floor := uint64(1<<40) / size
-		for o := size; o < uint64(classPages[c])*pageSize; o += size {
+		for o := size; o < uint64(tierPages[spanTiers-1][c])*pageSize; o += size {
 			if o*floor>>40 != o/size {
 				broken++
 				break
@@ -74,5 +85,20 @@ func TestDivMulControl(t *testing.T) {
 	}
 	if broken == 0 {
 		t.Fatal("a rounded-down reciprocal divided exactly everywhere: TestDivMulExact cannot tell good from bad")
+	}
+}
+
+// TestSpanTier checks that this process's spans are its OS page's: the
+// simulated 16 and 64 KiB pages (internal/osmem) choose their tiers as a
+// kernel with those pages does, and no span is shorter than an OS page.
+func TestSpanTier(t *testing.T) {
+	want := map[uint32]int{1: 0, 2: 0, 4: 1, 8: 2, 16: 2}[osPagePages]
+	if spanTier != want {
+		t.Fatalf("OS page of %d heap pages: span tier %d, want %d", osPagePages, spanTier, want)
+	}
+	for c := 1; c < numClasses; c++ {
+		if uint32(classPages[c]) < min(osPagePages, 8) {
+			t.Errorf("class %d: a span of %d pages, under the OS page's %d", c, classPages[c], osPagePages)
+		}
 	}
 }
