@@ -269,6 +269,13 @@ func (c *central) relocate(h *Heap, s *span, a uintptr, n int) (uintptr, *corrup
 		return 0, nil
 	}
 	t := c.target(h)
+	if t != nil && t != s && t.carved-t.nfree < live {
+		// Chosen when it was the fullest, it has lost blocks since (Free,
+		// Trim's drained magazines): choose again, or every block of a
+		// span fuller than it would stay where it is.
+		c.reloc = 0
+		t = c.target(h)
+	}
 	if t == nil || t == s || t.carved-t.nfree <= live {
 		return 0, nil
 	}

@@ -113,7 +113,7 @@ func TestRelocateFrag(t *testing.T) {
 				t.Errorf("per-class Relocations sum %d, total %d", perClass, after.Relocations)
 			}
 			// Each class keeps at most one partial span being filled, one
-			// it could not fill and one empty span: 3 spans of 64 KiB.
+			// it could not fill and one empty span: 3 spans of at most 64 KiB.
 			slack := uint64(3*len(after.Classes)) << 16
 			if limit := after.InUseBytes*13/10 + slack; after.MappedBytes > limit {
 				t.Errorf("MappedBytes %d after the pass, InUseBytes %d: want at most %d", after.MappedBytes, after.InUseBytes, limit)
@@ -776,4 +776,61 @@ func TestRelocateCorruptTarget(t *testing.T) {
 	if s := h.Stats(); s.LiveBlocks != 0 {
 		t.Errorf("%d blocks live at the end", s.LiveBlocks)
 	}
+}
+
+// TestRelocateStaleTarget: the span Relocate fills is chosen as the class's
+// fullest; when it has lost its blocks since, it is chosen again, so that a
+// sparse span fuller than it still empties into the fullest one.
+func TestRelocateStaleTarget(t *testing.T) {
+	h := newTestHeap(t, unprofiled(Options{}))
+	if h.chk != nil {
+		t.Skip("checked mode moves every block, through Alloc and Free")
+	}
+	const n = 200
+	per := int(classBlocks[sizeClass(n)])
+	bySpan := map[uint32][][]byte{}
+	for range 4 * per {
+		b := h.Alloc(n)
+		bySpan[spanOf(h, b)] = append(bySpan[spanOf(h, b)], b)
+	}
+	// Three spans whose blocks are all ours, left 90%, 40% and 30% full.
+	var full []uint32
+	for id, bs := range bySpan {
+		if len(bs) == per && len(full) < 3 {
+			full = append(full, id)
+		} else {
+			freeAll(h, bs)
+			delete(bySpan, id)
+		}
+	}
+	if len(full) < 3 {
+		t.Fatalf("%d spans of %d blocks all handed out, want 3", len(full), per)
+	}
+	a, b, c := full[0], full[1], full[2]
+	keep := func(id uint32, k int) {
+		freeAll(h, bySpan[id][k:])
+		bySpan[id] = bySpan[id][:k]
+	}
+	keep(a, per*9/10)
+	keep(b, per*4/10)
+	keep(c, per*3/10)
+	h.Trim()
+	// The first move chooses a, the fullest, and fills it.
+	nb, moved := h.Relocate(bySpan[c][0])
+	if !moved || spanOf(h, nb) != a {
+		t.Fatalf("first move: moved %v, into span %d, want span %d", moved, spanOf(h, nb), a)
+	}
+	bySpan[c][0] = nb
+	// a loses all but one block: b is the fullest now.
+	keep(a, 1)
+	h.Trim()
+	nb, moved = h.Relocate(bySpan[c][1])
+	if !moved || spanOf(h, nb) != b {
+		t.Fatalf("after the target emptied: moved %v, into span %d, want span %d (a target chosen when it was the fullest kept a sparser span's blocks in place)", moved, spanOf(h, nb), b)
+	}
+	bySpan[c][1] = nb
+	for _, bs := range bySpan {
+		freeAll(h, bs)
+	}
+	closeClean(t, h)
 }
