@@ -31,7 +31,7 @@ func init() {
 			{Name: fragMoved, Doc: "% of the survivors the Relocate pass moved"},
 			{Name: fragPassNs, Doc: "the Relocate pass's time per block moved, in ns"},
 			{Name: fragCopyNs, Doc: "Alloc + copy + Free of the same survivors after the eviction, before the pass, per block, in ns: what moving them by hand costs (arms with Relocate)"},
-			{Name: fragDenseNs, Doc: "the fastest of five more Relocate passes, after the refill and a second, per block, in ns: the cost over spans with nothing to gain"},
+			{Name: fragDenseNs, Doc: "the fastest of twenty more Relocate passes, after the refill and a second, per block, in ns: the cost over spans with nothing to gain"},
 		},
 		Verdicts: fragVerdicts,
 	}, runFrag))
@@ -51,7 +51,7 @@ const (
 
 // fragDensePasses is how many Relocate passes over a converged heap the
 // dense-ns figure is the fastest of.
-const fragDensePasses = 5
+const fragDensePasses = 20
 
 // relocater is an arm that can move a block to a denser span
 // (offheap.Heap.Relocate).
