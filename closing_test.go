@@ -229,7 +229,11 @@ func closeRacingWorker(h *Heap, arena *Arena, hot Shared, rng *rand.Rand, ops *a
 			live = live[:len(live)-1]
 		case k < 12 && len(live) > 0:
 			j := rng.IntN(len(live))
-			live[j] = h.Realloc(live[j], size())
+			if rng.IntN(2) == 0 {
+				live[j] = h.Realloc(live[j], size())
+			} else {
+				live[j], _ = h.Relocate(live[j]) // its dense check unpinned, as Free's
+			}
 		case k < 14:
 			if _, err := arena.TryAlloc(size()); err != nil {
 				panic(err)
