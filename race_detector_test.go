@@ -64,13 +64,27 @@ func TestRaceDetector(t *testing.T) {
 		{"write-after-free", "staleWriter", "nextOwner"}, // a Free's last owner and the block's next
 		{"ref-map", "refReader", "refReplacer"},          // a Ref map's value read after the lock, and replaced
 	}
+	// The detector misses a race now and then: the arena scenario went
+	// unreported in 8 runs of 300 (at 4d5362a; alloc in none of 100), its
+	// two writes unordered but the report never printed. So a racy scenario
+	// gets racyTries runs and must be reported in one; a detector blind to
+	// off-heap memory misses it in all of them.
+	const racyTries = 5
 	for _, c := range racy {
 		t.Run(c.scenario, func(t *testing.T) {
-			out, code := run(t, c.scenario)
-			if code != 66 || !strings.Contains(out, "WARNING: DATA RACE") ||
-				!strings.Contains(out, "main."+c.a+"()") || !strings.Contains(out, "main."+c.b+"()") {
-				t.Errorf("exit status %d, want 66 and a data race between %s and %s reported:\n%s", code, c.a, c.b, out)
+			var out string
+			var code int
+			for try := 1; try <= racyTries; try++ {
+				out, code = run(t, c.scenario)
+				if code == 66 && strings.Contains(out, "WARNING: DATA RACE") &&
+					strings.Contains(out, "main."+c.a+"()") && strings.Contains(out, "main."+c.b+"()") {
+					if try > 1 {
+						t.Logf("reported at run %d of %d", try, racyTries)
+					}
+					return
+				}
 			}
+			t.Errorf("%d runs: exit status %d, want 66 and a data race between %s and %s reported:\n%s", racyTries, code, c.a, c.b, out)
 		})
 	}
 	correct := []string{
