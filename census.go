@@ -51,8 +51,8 @@ type Stats struct {
 	// whose frees left its spans sparse holds them in memory; a
 	// Relocate pass (Heap.Relocate) moves the survivors and gives the spans
 	// that empty back, so SpanFreeBytes against InUseBytes says when one
-	// pays. Each class keeps some: its fullest spans' free blocks, and an
-	// empty span for reuse.
+	// pays. Each class keeps some: its fullest spans' free blocks, and
+	// 64 KiB of empty spans (or one larger span) for reuse, until Trim.
 	SpanFreeBytes uint64
 
 	Relocations uint64 // blocks Relocate moved

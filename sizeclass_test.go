@@ -102,3 +102,27 @@ func TestSpanTier(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepEmpty: a class whose blocks are all freed keeps keepEmptyPages of
+// empty spans for reuse (one span's worth when spans are that large) and
+// gives the rest back to the page heap.
+func TestKeepEmpty(t *testing.T) {
+	if buildChecked {
+		t.Skip("checked mode's quarantine holds freed blocks back from their spans")
+	}
+	h := newTestHeap(t, unprofiled(Options{MagazineDepth: -1}))
+	c := sizeClass(64)
+	per := int(classBlocks[c])
+	var bs [][]byte
+	for range 10 * per {
+		bs = append(bs, h.Alloc(64))
+	}
+	for _, b := range bs {
+		h.Free(b) // no Trim, which gives every empty span back
+	}
+	// Every span is empty now: what the class holds is what it keeps.
+	kept, span, most := h.Stats().SpanFreeBytes, uint64(per)*64, uint64(keepEmptyPages)*pageSize
+	if kept > max(span, most) || kept+span <= most {
+		t.Fatalf("SpanFreeBytes %d after every block was freed: want %d KiB of empty %d KiB spans, or one span", kept, most>>10, span>>10)
+	}
+}
