@@ -17,9 +17,9 @@ func sizeClass(n int) uint8 {
 }
 
 // The spans of this process: the span tier is the OS page (ospage.go):
-// tier 0 up to 16 KiB, 1 for 32 KiB, 2 for 64 KiB and above.
+// tier 0 up to 8 KiB, 1 for 16 KiB, 2 for 32 KiB, 3 for 64 KiB and above.
 var (
-	spanTier = min(max(bits.TrailingZeros32(osPagePages), 1)-1, spanTiers-1)
+	spanTier = min(bits.TrailingZeros32(osPagePages), spanTiers-1)
 	// classPages is the pages of each class's span: at least an OS page,
 	// so that a span emptied goes back to the OS without its neighbours.
 	classPages = tierPages[spanTier]
@@ -32,7 +32,7 @@ var (
 	}()
 	// minSpanPages bounds every span's pages from below (the span
 	// metadata's reservation counts on it).
-	minSpanPages = uint64(2) << spanTier
+	minSpanPages = uint64(1) << spanTier
 )
 
 // keepEmptyPages is how many pages of empty spans a class keeps for reuse
