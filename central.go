@@ -41,9 +41,13 @@ type centralLists struct {
 
 	// spanFree counts the blocks of the class's spans that no one holds:
 	// on a span's free list or not yet carved (Stats.SpanFreeBytes).
-	// reloc is the span Relocate fills (relocate.go), 0 for none chosen.
-	spanFree uint64
-	reloc    uint32
+	// reloc is the span Relocate fills (relocate.go), 0 for none chosen;
+	// cands are the spans it fills next, fullest last, and scanBudget the
+	// choices left before the partial list is scanned again (target).
+	spanFree   uint64
+	reloc      uint32
+	scanBudget uint32
+	cands      spanOrder
 
 	// Relocate's summary of the class (relocate.go): nsparse counts the
 	// spans with a live block and at most half their blocks live, nheld
@@ -294,6 +298,7 @@ func (c *central) trim(h *Heap) {
 	}
 	c.depot = c.depot[:0]
 	c.spare = nil
+	c.cands, c.scanBudget = nil, 0 // a pass after the Trim starts from a fresh order (target)
 	for id := c.partial; id != 0; {
 		s := h.pages.span(id)
 		next := s.next

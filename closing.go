@@ -43,7 +43,7 @@ import (
 //     Retain and Release in h.closed (shared.go, Plain handles). A Cache's
 //     Alloc, AllocUnzeroed and Free too, in fastSize, before they touch
 //     the Cache's stacks, which Close unmaps with the rest (cache.go); and
-//     Relocate's dense check, denseAt, in fastSize (relocate.go).
+//     Relocate's dense check, in fastSize (relocate.go).
 //  3. Under a central list's lock, having seen h.closed false under it: the
 //     central lists (central.get) and the spans and page-heap operations
 //     they reach. Close takes every central lock after it waits out the

@@ -6,8 +6,11 @@ package offheap
 // pass over a cache).
 
 import (
+	"container/heap"
 	"fmt"
+	"math"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Relocate moves b's bytes to a block in a denser span and frees b when b's
@@ -59,18 +62,40 @@ import (
 //
 // Relocate is safe for concurrent use with every other call on the heap,
 // but, like Free, not with another call that frees or moves b itself.
+//
+//go:nosplit
+//go:noinline
 func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 	if cap(b) == 0 {
 		return b, false
 	}
-	if h.denseAt(addrOf(b)) { // the common answer on a heap worth no pass
-		return b, false
+	// The dense check: a block of a fast heap's first region whose class
+	// has nothing to move or whose span is not sparse stays where it is,
+	// without a lock, without reading the block, and without the checks
+	// the rest of Relocate makes (a freed block there, which Free would
+	// refuse, is returned as it is). A closed heap's blocks and a checked
+	// heap's, whose fastSize is 0, go to relocate. Relocate is nosplit, as
+	// Free is: up to its call of relocate, a stop of the world waits for
+	// it as for a pinned section, so the pagemap and the span, read after
+	// fastSize was seen nonzero (Close zeroes it, then quiesces), stay
+	// mapped meanwhile (closing.go). That saves the pin, a third of a
+	// pass's cost over a heap with nothing to move.
+	a := addrOf(b)
+	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
+		e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
+		if k := uint8(e) - 1; k < numClasses-1 {
+			ci := &(*[numClasses - 1]classInfo)(classInfos[1:])[k] // classInfos[c], no bounds check
+			if blockStart(a, e, ci) && (!h.central[k+1].movable.Load() ||
+				!sparseSpan(spanLive(h.pages.span(uint32(e>>32))), ci.blocks)) {
+				return b, false
+			}
+		}
 	}
 	return h.relocate(b)
 }
 
-// relocate is Relocate of a block denseAt did not answer for: it moves it,
-// or says why not.
+// relocate is Relocate of a block its dense check did not answer for: it
+// moves it, or says why not.
 func (h *Heap) relocate(b []byte) ([]byte, bool) {
 	a := addrOf(b)
 	if h.checked() {
@@ -125,40 +150,9 @@ func (h *Heap) relocate(b []byte) ([]byte, bool) {
 	return bytesAt(na, cap(b))[:len(b)], true
 }
 
-// denseAt reports whether a is the start of a block of a fast heap's first
-// region whose class has nothing to move or whose span is not sparse: the
-// blocks Relocate leaves where they are without a lock, without reading the
-// block, and without the checks the rest of Relocate makes (a freed block
-// there, which Free would refuse, is returned as it is). It is false on a
-// closed heap and for a checked heap's blocks, whose fastSize is 0.
-//
-// It is nosplit and makes no call, as Free's fast path: a stop of the
-// world waits for it as for a pinned section, so the pagemap and the span,
-// read after fastSize was seen nonzero (Close zeroes it, then quiesces),
-// stay mapped meanwhile (closing.go). That saves the pin, a third of a
-// pass's cost over a heap with nothing to move.
-//
-//go:nosplit
-func (h *Heap) denseAt(a uintptr) bool {
-	off := a - h.base
-	if off >= atomic.LoadUintptr(&h.fastSize) {
-		return false
-	}
-	e := *h.pages.entry(uint32(off >> pageShift))
-	c := uint8(e)
-	if c-1 >= numClasses-1 {
-		return false
-	}
-	ci := &classInfos[c]
-	if q, into := blockIn(a, e, ci); into != 0 || q >= uint64(ci.blocks) {
-		return false
-	}
-	return !h.central[c].movable.Load() || !sparseSpan(spanLive(h.pages.span(uint32(e>>32))), ci.blocks)
-}
-
 // Relocate's summary of a class (central.nsparse, nheld, movable) answers
 // for a whole class at once, with one load of a word no fast path writes,
-// what denseAt would otherwise learn from the span of every block: that no
+// what the dense check would otherwise learn from the span of every block: that no
 // block of the class can move. A move takes a block of a span s with a
 // live block and at most half of them live (a sparse span: one such span
 // counted in nsparse) to the target, a listed span other than s with more
@@ -266,15 +260,8 @@ func (c *central) relocate(h *Heap, s *span, a uintptr, n int) (uintptr, *corrup
 	if !sparseSpan(live, blocks) {
 		return 0, nil
 	}
-	t := c.target(h)
-	if t != nil && t != s && t.carved-t.nfree < live {
-		// Chosen when it was the fullest, it has lost blocks since (Free,
-		// Trim's drained magazines): choose again, or every block of a
-		// span fuller than it would stay where it is.
-		c.reloc = 0
-		t = c.target(h)
-	}
-	if t == nil || t == s || t.carved-t.nfree <= live {
+	t := c.target(h, s, live)
+	if t == nil {
 		return 0, nil
 	}
 	// t holds more live blocks than s, which holds a: it is not empty.
@@ -305,30 +292,112 @@ func (c *central) relocate(h *Heap, s *span, a uintptr, n int) (uintptr, *corrup
 	return na, nil
 }
 
-// target is the span Relocate fills for the class: the one chosen last
-// while it has a free block, else the fullest span of the partial list (nil
-// when the list is empty). A scan of the list costs a load per partial span
-// and happens once per span filled, so a pass pays it once per span's worth
-// of blocks moved. Called with mu held.
-func (c *central) target(h *Heap) *span {
+// target is the span Relocate fills for the class with a block of s, which
+// holds live blocks: a listed span other than s holding more live blocks
+// than s, or nil when there is none to be had. It is the span chosen last
+// (reloc) while it qualifies, else the fullest of the candidates (cands):
+// the spans with a live block that the last scan of the partial list found,
+// in a heap by their live blocks. Spans other than the target only lose
+// blocks to a pass, so a candidate found with fewer than its key is placed
+// again by what it holds, and the first is then the fullest, as a scan
+// would find it. A scan costs a load per partial span, and once per span
+// filled, as it was, it made a pass's cost grow with the square of the
+// heap (docs/DESIGN.md, "Relocate's target, from a heap"); now it costs
+// that and the heap's ordering once per as many choices as it found spans:
+// scanBudget, spent by each look at the candidates, has the list scanned
+// again then (new spans join it so), and Trim empties it (central.trim).
+// Called with mu held.
+func (c *central) target(h *Heap, s *span, live uint32) *span {
+	var cur *span
 	if id := c.reloc; id != 0 {
 		// An id of a span since freed may name a span of another class, or
 		// none (freed spans are unlisted).
 		if t := h.pages.span(id); t.listed && t.class == c.class {
-			return t
+			if n := t.carved - t.nfree; n > live && t != s {
+				return t
+			} else if n >= live {
+				return nil // s is no emptier than the fullest, as of its choice
+			}
+			cur = t // it lost blocks since it was chosen: maybe no longer the fullest
 		}
 	}
-	var best *span
-	c.reloc = 0
+	if c.scanBudget == 0 || len(c.cands) == 0 {
+		c.scan(h)
+	}
+	c.scanBudget--
+	for len(c.cands) > 0 {
+		id, was := uint32(c.cands[0]), uint32(c.cands[0]>>32)
+		t := h.pages.span(id)
+		n := t.carved - t.nfree
+		if !t.listed || t.class != c.class || n == 0 {
+			c.cands.popFirst() // freed, full or emptied since the scan
+			continue
+		}
+		if n < was {
+			// A pass moved blocks out of it since the scan: placed again
+			// by what it holds now, so that the first is the fullest.
+			c.cands[0] = uint64(n)<<32 | uint64(id)
+			heap.Fix(&c.cands, 0)
+			continue
+		}
+		if cur != nil && n <= cur.carved-cur.nfree {
+			return nil // no fuller than the target it would replace
+		}
+		// The target from now on, though it may be no fuller than s (no
+		// move, then): so a class whose one sparse span it is reads as
+		// having nothing to move (publish).
+		c.cands.popFirst()
+		c.reloc = id
+		c.publish(h)
+		if n <= live || t == s {
+			return nil
+		}
+		return t
+	}
+	return nil
+}
+
+// scan fills cands from the partial list's spans with a live block, and
+// sets scanBudget. Called with mu held.
+func (c *central) scan(h *Heap) {
+	c.cands = c.cands[:0]
 	for id := c.partial; id != 0; {
 		t := h.pages.span(id)
-		if best == nil || t.carved-t.nfree > best.carved-best.nfree {
-			best, c.reloc = t, id
+		if n := t.carved - t.nfree; n != 0 {
+			c.cands = append(c.cands, uint64(n)<<32|uint64(id))
 		}
 		id = t.next
 	}
-	c.publish(h)
-	return best
+	heap.Init(&c.cands)
+	c.scanBudget = uint32(min(max(len(c.cands), 1), math.MaxUint32))
+}
+
+// spanOrder is Relocate's candidate targets, a heap of the spans' live
+// blocks << 32 | their ids, the fullest first (container/heap). A span's
+// key is its live blocks at the scan, or fewer: spans other than the
+// target only lose blocks to a pass, so the first is the fullest once its
+// own key is brought up to date (target).
+type spanOrder []uint64
+
+func (o spanOrder) Len() int           { return len(o) }
+func (o spanOrder) Less(i, j int) bool { return o[i] > o[j] }
+func (o spanOrder) Swap(i, j int)      { o[i], o[j] = o[j], o[i] }
+func (o *spanOrder) Push(x any)        { *o = append(*o, x.(uint64)) }
+func (o *spanOrder) Pop() any {
+	old := *o
+	x := old[len(old)-1]
+	*o = old[:len(old)-1]
+	return x
+}
+
+// popFirst drops the first, as heap.Pop would without boxing it.
+func (o *spanOrder) popFirst() {
+	n := len(*o) - 1
+	(*o)[0] = (*o)[n]
+	*o = (*o)[:n]
+	if n > 0 {
+		heap.Fix(o, 0)
+	}
 }
 
 // relocateRun is Relocate of a page that no small class owns, at address a

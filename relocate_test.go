@@ -480,60 +480,68 @@ func BenchmarkRelocateDense(b *testing.B) {
 }
 
 // BenchmarkRelocatePass: one Relocate pass over the survivors of a random
-// eviction of nine values in ten (200k values of 16-512 B), per block moved,
-// against moving the same survivors by hand (Alloc, copy, Free), per
-// block; with the default ReleaseDelay and with -1, where every span the
-// pass empties goes back to the operating system at once.
+// eviction of nine values in ten (200k or 2M values of 16-512 B), per
+// block moved, against moving the same survivors by hand (Alloc, copy,
+// Free), per block; with the default ReleaseDelay and with -1, where every
+// span the pass empties goes back to the operating system at once. The two
+// sizes show whether a pass's cost per block grows with the heap.
 func BenchmarkRelocatePass(b *testing.B) {
-	for _, rd := range []time.Duration{0, -1} {
-		for _, way := range []string{"relocate", "by-hand"} {
-			b.Run(fmt.Sprintf("release=%v/way=%s", rd, way), func(b *testing.B) {
-				var el time.Duration
-				var blocks int
-				for i := range b.N {
-					h, err := NewHeap(unprofiled(Options{ReleaseDelay: rd}))
-					if err != nil {
-						b.Fatal(err)
-					}
-					rng := rand.New(rand.NewPCG(uint64(i), 5))
-					var all, keep [][]byte
-					for range 200_000 {
-						all = append(all, h.Alloc(16+rng.IntN(497)))
-					}
-					for _, v := range all {
-						if rng.IntN(10) == 0 {
-							keep = append(keep, v)
-						} else {
-							h.Free(v)
-						}
-					}
-					h.Trim()
-					b.StopTimer()
-					t0 := time.Now()
-					if way == "relocate" {
-						for k, v := range keep {
-							var moved bool
-							if keep[k], moved = h.Relocate(v); moved {
-								blocks++
-							}
-						}
-					} else {
-						for k, v := range keep {
-							nv := h.AllocUnzeroed(cap(v))
-							copy(nv, v)
-							h.Free(v)
-							keep[k] = nv
-						}
-						blocks += len(keep)
-					}
-					el += time.Since(t0)
-					b.StartTimer()
-					h.Close()
-				}
-				b.ReportMetric(float64(el.Nanoseconds())/float64(max(blocks, 1)), "ns/block")
-			})
+	for _, values := range []int{200_000, 2_000_000} {
+		for _, rd := range []time.Duration{0, -1} {
+			for _, way := range []string{"relocate", "by-hand"} {
+				b.Run(fmt.Sprintf("values=%d/release=%v/way=%s", values, rd, way), func(b *testing.B) {
+					benchRelocatePass(b, values, rd, way)
+				})
+			}
 		}
 	}
+}
+
+// benchRelocatePass is one row of BenchmarkRelocatePass.
+func benchRelocatePass(b *testing.B, values int, rd time.Duration, way string) {
+	var el time.Duration
+	var blocks int
+	for i := range b.N {
+		h, err := NewHeap(unprofiled(Options{ReleaseDelay: rd}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(uint64(i), 5))
+		var all, keep [][]byte
+		for range values {
+			all = append(all, h.Alloc(16+rng.IntN(497)))
+		}
+		for _, v := range all {
+			if rng.IntN(10) == 0 {
+				keep = append(keep, v)
+			} else {
+				h.Free(v)
+			}
+		}
+		h.Trim()
+		b.StopTimer()
+		t0 := time.Now()
+		if way == "relocate" {
+			for k, v := range keep {
+				var moved bool
+				if keep[k], moved = h.Relocate(v); moved {
+					blocks++
+				}
+			}
+		} else {
+			for k, v := range keep {
+				nv := h.AllocUnzeroed(cap(v))
+				copy(nv, v)
+				h.Free(v)
+				keep[k] = nv
+			}
+			blocks += len(keep)
+		}
+		el += time.Since(t0)
+		b.StartTimer()
+		h.Close()
+	}
+	b.ReportMetric(float64(el.Nanoseconds())/float64(max(blocks, 1)), "ns/block")
 }
 
 // TestSpanFreeBytes: each class's SpanFreeBytes is what its spans hold
@@ -788,24 +796,8 @@ func TestRelocateStaleTarget(t *testing.T) {
 	}
 	const n = 200
 	per := int(classBlocks[sizeClass(n)])
-	bySpan := map[uint32][][]byte{}
-	for range 4 * per {
-		b := h.Alloc(n)
-		bySpan[spanOf(h, b)] = append(bySpan[spanOf(h, b)], b)
-	}
 	// Three spans whose blocks are all ours, left 90%, 40% and 30% full.
-	var full []uint32
-	for id, bs := range bySpan {
-		if len(bs) == per && len(full) < 3 {
-			full = append(full, id)
-		} else {
-			freeAll(h, bs)
-			delete(bySpan, id)
-		}
-	}
-	if len(full) < 3 {
-		t.Fatalf("%d spans of %d blocks all handed out, want 3", len(full), per)
-	}
+	bySpan, full := fullSpans(t, h, n, 3)
 	a, b, c := full[0], full[1], full[2]
 	keep := func(id uint32, k int) {
 		freeAll(h, bySpan[id][k:])
@@ -833,4 +825,74 @@ func TestRelocateStaleTarget(t *testing.T) {
 		freeAll(h, bs)
 	}
 	closeClean(t, h)
+}
+
+// TestRelocateTargetOrder: when the target fills, the next is the fullest
+// span as it is then, not as the scan that ordered the candidates found it:
+// a candidate that lost blocks since is placed again by what it holds
+// (central.target).
+func TestRelocateTargetOrder(t *testing.T) {
+	h := newTestHeap(t, unprofiled(Options{MagazineDepth: -1})) // frees straight to the spans
+	if h.chk != nil {
+		t.Skip("checked mode moves every block, through Alloc and Free")
+	}
+	const n = 200
+	per := int(classBlocks[sizeClass(n)])
+	bySpan, full := fullSpans(t, h, n, 4)
+	a, b, c, d := full[0], full[1], full[2], full[3]
+	keep := func(id uint32, k int) {
+		freeAll(h, bySpan[id][k:])
+		bySpan[id] = bySpan[id][:k]
+	}
+	keep(a, per-1)
+	keep(b, per*6/10)
+	keep(c, per*4/10)
+	keep(d, per*2/10)
+	// The first move scans the partial list, and fills a, the fullest.
+	nb, moved := h.Relocate(bySpan[d][0])
+	if !moved || spanOf(h, nb) != a {
+		t.Fatalf("first move: moved %v, into span %d, want span %d", moved, spanOf(h, nb), a)
+	}
+	bySpan[d][0] = nb
+	// b, second at the scan, loses blocks (no Trim, which would empty the
+	// candidates): c is the fullest now.
+	for _, x := range bySpan[b][per*3/10:] {
+		h.Free(x)
+	}
+	bySpan[b] = bySpan[b][:per*3/10]
+	nb, moved = h.Relocate(bySpan[d][1])
+	if !moved || spanOf(h, nb) != c {
+		t.Fatalf("after a filled: moved %v, into span %d, want span %d (b, %d, emptier since the scan)", moved, spanOf(h, nb), c, b)
+	}
+	bySpan[d][1] = nb
+	for _, bs := range bySpan {
+		freeAll(h, bs)
+	}
+	closeClean(t, h)
+}
+
+// fullSpans allocates blocks of n bytes until it has k spans whose blocks
+// are all its own, frees the rest, and returns those spans' blocks by span
+// id and the ids.
+func fullSpans(t *testing.T, h *Heap, n, k int) (map[uint32][][]byte, []uint32) {
+	t.Helper()
+	per := int(classBlocks[sizeClass(n)])
+	bySpan := map[uint32][][]byte{}
+	for range (k + 1) * per {
+		b := h.Alloc(n)
+		bySpan[spanOf(h, b)] = append(bySpan[spanOf(h, b)], b)
+	}
+	var full []uint32
+	for id, bs := range bySpan {
+		if len(bs) == per && len(full) < k {
+			full = append(full, id)
+		} else {
+			freeAll(h, bs)
+			delete(bySpan, id)
+		}
+	}
+	if len(full) < k {
+		t.Fatalf("%d spans of %d blocks all handed out, want %d", len(full), per, k)
+	}
+	return bySpan, full
 }

@@ -150,7 +150,7 @@ func TestBenchMemoryShapes(t *testing.T) {
 		t.Fatalf("stdout is not the JSON report: %v", err)
 	}
 	want := map[string][]string{
-		"frag/offheap":  {"filled", "evicted", "relocated", "refilled", "moved-pct", "copy-ns", "dense-ns"},
+		"frag/offheap":  {"filled", "evicted", "relocated", "refilled", "moved-pct", "copy-ns", "dense-ns", "null-ns"},
 		"frag/go-make":  {"filled", "evicted", "refilled"},
 		"drift/offheap": {"peak", "last"},
 		"drift/go-make": {"peak", "last"},
