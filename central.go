@@ -42,8 +42,9 @@ type centralLists struct {
 	// spanFree counts the blocks of the class's spans that no one holds:
 	// on a span's free list or not yet carved (Stats.SpanFreeBytes).
 	// reloc is the span Relocate fills (relocate.go), 0 for none chosen;
-	// cands are the spans it fills next, fullest last, and scanBudget the
-	// choices left before the partial list is scanned again (target).
+	// cands are the spans it may fill next, a heap by their live blocks,
+	// and scanBudget the looks at them left before the partial list is
+	// scanned again (target).
 	spanFree   uint64
 	reloc      uint32
 	scanBudget uint32

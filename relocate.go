@@ -373,10 +373,11 @@ func (c *central) scan(h *Heap) {
 }
 
 // spanOrder is Relocate's candidate targets, a heap of the spans' live
-// blocks << 32 | their ids, the fullest first (container/heap). A span's
-// key is its live blocks at the scan, or fewer: spans other than the
-// target only lose blocks to a pass, so the first is the fullest once its
-// own key is brought up to date (target).
+// blocks << 32 | their ids, the fullest first (container/heap). A key is
+// its span's live blocks at the scan. Spans other than the target only
+// lose blocks to a pass, so once the first's key is brought down to what
+// it holds, it is the fullest (target); a span that a refill took blocks
+// from since is fuller than its key, and chosen later than a scan would.
 type spanOrder []uint64
 
 func (o spanOrder) Len() int           { return len(o) }
