@@ -369,7 +369,7 @@ func (c *central) scan(h *Heap) {
 		id = t.next
 	}
 	heap.Init(&c.cands)
-	c.scanBudget = uint32(min(max(len(c.cands), 1), math.MaxUint32))
+	c.scanBudget = uint32(min(uint64(max(len(c.cands), 1)), math.MaxUint32))
 }
 
 // spanOrder is Relocate's candidate targets, a heap of the spans' live
