@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
-	"unsafe"
 )
 
 // Relocate moves b's bytes to a block in a denser span and frees b when b's
@@ -82,10 +81,10 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 	// pass's cost over a heap with nothing to move.
 	a := addrOf(b)
 	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
-		e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
-		if k := uint8(e) - 1; k < numClasses-1 {
-			ci := &(*[numClasses - 1]classInfo)(classInfos[1:])[k] // classInfos[c], no bounds check
-			if blockStart(a, e, ci) && (!h.central[k+1].movable.Load() ||
+		e := *h.pages.entry(uint32(off >> pageShift))
+		if c := uint8(e); c-1 < numClasses-1 {
+			ci := &classInfos[c]
+			if blockStart(a, e, ci) && (!h.central[c].movable.Load() ||
 				!sparseSpan(spanLive(h.pages.span(uint32(e>>32))), ci.blocks)) {
 				return b, false
 			}
