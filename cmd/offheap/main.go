@@ -32,7 +32,7 @@ import (
 
 // defaultRunTime is what a default run takes on a 2-core machine, as the
 // README states it.
-const defaultRunTime = "90 s (85-98 s measured, more on a loaded machine)"
+const defaultRunTime = "75 s (74-76 s measured, more on a loaded machine)"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -71,7 +71,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	shapes := fs.String("shapes", "", "comma-separated shapes to run (default: every quick shape)")
 	arms := fs.String("arms", "", "comma-separated arms to compare (default: every default arm)")
 	workers := fs.String("workers", "", "comma-separated worker counts (default: 1,2,4 and 2x GOMAXPROCS)")
-	runs := fs.Int("runs", bench.DefaultRuns, "runs of every measurement, rows interleaved; the min and median are reported\n(benchstat needs 6 or more for intervals)")
+	runs := fs.Int("runs", bench.DefaultRuns, "runs of every measurement, rows interleaved; the min and median are reported\n(benchstat needs 6 or more for intervals; the gc shape makes at most 3 but with -long)")
 	long := fs.Bool("long", false, "seed-scale sizes (minutes, not seconds)")
 	out := fs.String("out", "offheap-report", "directory for results.txt, results.json, the SVG plots and index.html (\"\" for none)")
 	jsonOut := fs.Bool("json", false, "write the JSON report to stdout instead of the tables")

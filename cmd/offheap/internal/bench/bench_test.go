@@ -287,6 +287,14 @@ func init() {
 		},
 	})
 	bench.RegisterArmShape(bench.ArmShape{
+		Spec: bench.Spec{Name: "test-contended", Doc: "a trial that takes a microsecond per op per worker, as a contended lock's does",
+			Work: bench.FixedTotal, Runs: 2},
+		Run: func(t *bench.Trial, _ bench.Allocator) (bench.Sample, error) {
+			n := t.Size(1_000_000, 1_000_000)
+			return bench.Sample{Ops: int64(n), Elapsed: time.Duration(n*t.Workers) * time.Microsecond}, nil
+		},
+	})
+	bench.RegisterArmShape(bench.ArmShape{
 		Spec: bench.Spec{Name: "test-miscount", Doc: "says it allocated twice as often as it did", Work: bench.FixedPerWorker},
 		Run: func(_ *bench.Trial, a bench.Allocator) (bench.Sample, error) {
 			el := bench.Parallel(1, func(int) { a.Free(a.Alloc(100)) })
@@ -316,6 +324,62 @@ func TestFirstWorkers(t *testing.T) {
 	}
 	if last.Done != len(r.Samples) || last.Total != len(r.Samples) || !last.ShapeDone {
 		t.Errorf("last progress %+v, want %d of %d trials, shape done", last, len(r.Samples), len(r.Samples))
+	}
+}
+
+// TestCalibrateSlowestWorkers: a shape whose trials take longer at more
+// workers is sized so that its slowest worker count's trial takes about
+// TrialTime, not its one-worker trial (which would make the three-worker
+// trial take three TrialTimes), and the size is one for every count.
+func TestCalibrateSlowestWorkers(t *testing.T) {
+	cfg := config("test-contended")
+	cfg.Arms = []string{"null"}
+	cfg.TrialTime = time.Millisecond
+	r, err := bench.Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := map[int64]bool{}
+	for _, m := range r.Samples {
+		if m.Shape != "test-contended" {
+			continue // the compute control, which a shape of fixed total work brings
+		}
+		ops[m.Ops] = true
+		if m.Workers == 3 && (m.Elapsed < 800*time.Microsecond || m.Elapsed > 1250*time.Microsecond) {
+			t.Errorf("the 3-worker trial took %v, want about the TrialTime, %v", m.Elapsed, cfg.TrialTime)
+		}
+	}
+	if len(ops) != 1 {
+		t.Errorf("trials of %v ops, want one size for every worker count", ops)
+	}
+}
+
+// TestShapeRuns: a shape that caps its runs (Spec.Runs) makes that many in
+// a quick run, says so in its table, and makes -runs in a -long one.
+func TestShapeRuns(t *testing.T) {
+	for _, long := range []bool{false, true} {
+		cfg := config("test-contended")
+		cfg.Arms = []string{"null"}
+		cfg.Workers = []int{1}
+		cfg.Runs, cfg.Long = 3, long
+		var last bench.Progress
+		cfg.Progress = func(p bench.Progress) { last = p }
+		r, err := bench.Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 2
+		if long {
+			want = 3
+		}
+		if len(r.Samples) != want || r.Shapes[0].Runs != want || last.Total != want {
+			t.Errorf("long %v: %d trials, the shape says %d runs, progress counted %d; want %d", long, len(r.Samples), r.Shapes[0].Runs, last.Total, want)
+		}
+		var text strings.Builder
+		bench.WriteText(&text, r)
+		if w := "min and median of " + strconv.Itoa(want) + " runs"; !strings.Contains(text.String(), w) {
+			t.Errorf("long %v: the table does not say %q:\n%s", long, w, text.String())
+		}
 	}
 }
 

@@ -138,6 +138,11 @@ type Spec struct {
 	Subs []Sub
 	// Workers, when set, replaces the -workers list for this shape.
 	Workers []int
+	// Runs, when set, caps the runs of a quick run for this shape: a
+	// shape whose trials take a second each and vary little (gc) runs
+	// fewer, so that the default run keeps its length. -long runs every
+	// shape -runs times.
+	Runs int
 	// Unit is what one op is, for table headers ("pair", "block").
 	Unit string
 	// CrossFrees marks an arm shape that frees blocks through another

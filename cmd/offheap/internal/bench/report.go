@@ -50,6 +50,7 @@ type ShapeInfo struct {
 	Subs    []string `json:"subs"`
 	Rows    []string `json:"rows"`
 	Workers []int    `json:"workers"`
+	Runs    int      `json:"runs"` // the runs made: Report.Runs, or fewer (Spec.Runs)
 	Metrics []Metric `json:"metrics,omitempty"`
 	Plot    string   `json:"plot,omitempty"` // the metric plotted instead of ns per op
 	Control bool     `json:"control,omitempty"`

@@ -24,9 +24,10 @@ type Config struct {
 	Scale float64
 	// TrialTime is what one trial should take, at least roughly: before
 	// the first run of each (shape, sub, row) the runner times a trial at
-	// 1/16 size and shrinks the quick sizes (never below 1/500, never up)
-	// so that slow arms do not take minutes. ns/op stays comparable, and
-	// the size is then fixed over workers and runs. 0 means 50ms; negative
+	// 1/16 size, on one worker and on the most workers it runs, and
+	// shrinks the quick sizes (never below 1/500, never up) so that the
+	// slower takes about TrialTime: slow arms do not take minutes. ns/op
+	// stays comparable, and the size is then fixed over workers and runs. 0 means 50ms; negative
 	// turns calibration off. -long never calibrates.
 	TrialTime time.Duration
 	// Progress, when set, is called after every trial.
@@ -156,7 +157,7 @@ func (p *plan) probeArms(r *Report) {
 	}
 	p.arms = live
 	for _, s := range p.shapes {
-		p.total += p.runs * len(p.rows(s)) * trialsPerRow(s.Subs, p.workersOf(s))
+		p.total += p.runsOf(s) * len(p.rows(s)) * trialsPerRow(s.Subs, p.workersOf(s))
 	}
 }
 
@@ -175,6 +176,15 @@ func trialsPerRow(subs []Sub, ws []int) int {
 	return n
 }
 
+// runsOf is how many runs s makes: -runs, or fewer where its spec caps a
+// quick run's (Spec.Runs).
+func (p *plan) runsOf(s *shape) int {
+	if s.Runs > 0 && !p.cfg.Long {
+		return min(p.runs, s.Runs)
+	}
+	return p.runs
+}
+
 func (p *plan) workersOf(s *shape) []int {
 	if len(s.Workers) > 0 {
 		return s.Workers
@@ -190,13 +200,13 @@ func (p *plan) runShape(r *Report, i int, s *shape) (ShapeInfo, error) {
 	settle(p.goroutines)
 	start := time.Now()
 	info := ShapeInfo{Name: s.Name, Doc: s.Doc, Work: s.Work, Unit: s.Unit, RowKey: s.rowKey,
-		Rows: p.rows(s), Workers: p.workersOf(s), Metrics: s.Metrics, Plot: s.Plot, Control: s.control}
+		Rows: p.rows(s), Workers: p.workersOf(s), Runs: p.runsOf(s), Metrics: s.Metrics, Plot: s.Plot, Control: s.control}
 	for _, sub := range s.Subs {
 		info.Subs = append(info.Subs, sub.Name)
 	}
 	scales := map[calKey]float64{}
-	left := p.runs * len(info.Rows) * trialsPerRow(s.Subs, info.Workers)
-	for run := range p.runs {
+	left := info.Runs * len(info.Rows) * trialsPerRow(s.Subs, info.Workers)
+	for run := range info.Runs {
 		for _, row := range info.Rows {
 			err := p.runRow(s, row, info.Workers, run, scales, func(m Measurement) {
 				r.Samples = append(r.Samples, m)
@@ -234,7 +244,7 @@ func (p *plan) runRow(s *shape, row string, workers []int, run int, scales map[c
 		t := Trial{Sub: sub, Row: row, Long: p.cfg.Long, HeapSize: p.cfg.HeapSize, scale: p.scale}
 		key := calKey{sub.Name, row}
 		if run == 0 && p.calibrates(s) {
-			if scales[key], err = p.calibrate(s, t, a); err != nil {
+			if scales[key], err = p.calibrate(s, t, a, sub.workers(workers)); err != nil {
 				return err
 			}
 		}
@@ -267,22 +277,32 @@ func (p *plan) calibrates(s *shape) bool {
 	return !p.cfg.Long && !s.FixedSize && p.cfg.TrialTime >= 0
 }
 
-// calibrate runs t at 1/calibDiv of its size on one worker, which also
-// warms the arm, and returns the scale at which a trial takes about
-// Config.TrialTime.
-func (p *plan) calibrate(s *shape, t Trial, a Allocator) (float64, error) {
-	probe := t
-	probe.Workers, probe.scale = 1, t.scale/calibDiv
-	m, err := runTrial(s, &probe, a)
-	if err != nil {
-		return 0, fmt.Errorf("calibrating: %w", err)
+// calibrate times t at 1/calibDiv of its size on one worker, which also
+// warms the arm, and on the most workers of ws, and returns the scale at
+// which the slower of the two trials takes about Config.TrialTime. The size
+// is one for every worker count (a shape with fixed total work must hold
+// it), so the slowest count sets it: an arm whose lock contends, slower at
+// four workers than at one, would otherwise take several TrialTimes there.
+func (p *plan) calibrate(s *shape, t Trial, a Allocator, ws []int) (float64, error) {
+	probes := []int{1}
+	if len(ws) > 0 && slices.Max(ws) > 1 {
+		probes = append(probes, slices.Max(ws))
+	}
+	var est time.Duration
+	for _, w := range probes {
+		probe := t
+		probe.Workers, probe.scale = w, t.scale/calibDiv
+		m, err := runTrial(s, &probe, a)
+		if err != nil {
+			return 0, fmt.Errorf("calibrating: %w", err)
+		}
+		est = max(est, m.Elapsed*calibDiv)
 	}
 	target := p.cfg.TrialTime
 	if target == 0 {
 		target = 50 * time.Millisecond
 	}
-	est := float64(m.Elapsed) * calibDiv
-	return t.scale * min(1, max(minCalib, float64(target)/est)), nil
+	return t.scale * min(1, max(minCalib, float64(target)/float64(est))), nil
 }
 
 // settle brings the process back to the state every shape starts from, so

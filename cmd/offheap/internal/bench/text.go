@@ -161,7 +161,7 @@ func writeShape(w io.Writer, r *Report, sh ShapeInfo) {
 		if sub != "" {
 			title += " " + sub
 		}
-		fmt.Fprintf(w, "-- %s: ns/%s, min and median of %d runs\n", title, sh.Unit, r.Runs)
+		fmt.Fprintf(w, "-- %s: ns/%s, min and median of %d runs\n", title, sh.Unit, sh.Runs)
 		cols := columns(r, sh, sub)
 		table := [][]string{nil} // the heads, then a row of cells per summary
 		for _, c := range cols {

@@ -23,6 +23,10 @@ func init() {
 			Order:   80,
 			Unit:    "churn-op",
 			Workers: []int{1},
+			// A trial takes 0.2-1.1 s, building a million values, and its
+			// GC CPU share moves little run to run: three runs keep the
+			// default run's length (docs/benchmarks.md).
+			Runs: 3,
 			Metrics: []bench.Metric{
 				{Name: gcCPU, Doc: "GC CPU share, % of all CPU time during the churn", Label: "GC CPU share, % of all CPU time"},
 				{Name: "gc-cycles", Doc: "garbage collections during the churn"},
