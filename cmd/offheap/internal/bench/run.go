@@ -27,8 +27,9 @@ type Config struct {
 	// 1/16 size, on one worker and on the most workers it runs, and
 	// shrinks the quick sizes (never below 1/500, never up) so that the
 	// slower takes about TrialTime: slow arms do not take minutes. ns/op
-	// stays comparable, and the size is then fixed over workers and runs. 0 means 50ms; negative
-	// turns calibration off. -long never calibrates.
+	// stays comparable, and the size is then fixed over workers and runs.
+	// 0 means 50ms; negative turns calibration off. -long never
+	// calibrates.
 	TrialTime time.Duration
 	// Progress, when set, is called after every trial.
 	Progress func(Progress)
