@@ -3,6 +3,7 @@
 package arms
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/offheap/offheap/cmd/offheap/internal/bench"
@@ -14,6 +15,12 @@ import (
 // after a delay of its own, which Trim does not cut short: only the first
 // reading is checked for it).
 func TestCgoResident(t *testing.T) {
+	// One OS thread for every call: Trim flushes the calling thread's
+	// cache only (jemalloc's tcache, mimalloc's heap is per thread), so a
+	// goroutine that moved between threads, as it does on a loaded
+	// machine, would leave blocks in another thread's cache.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	const n, size = 1 << 17, 256
 	for _, name := range []string{"jemalloc", "cgo-malloc", "mimalloc"} {
 		as, err := bench.LookupArms([]string{name})
