@@ -13,7 +13,7 @@ import (
 // test holds: 32 MiB of 256-byte blocks read as about 32 MiB resident, and,
 // all freed and trimmed, as next to nothing (mimalloc gives its memory back
 // after a delay of its own, which Trim does not cut short: only the first
-// reading is checked for it).
+// reading is checked for it; nor is glibc's in a race build, below).
 func TestCgoResident(t *testing.T) {
 	// One OS thread for every call: Trim flushes the calling thread's
 	// cache only (jemalloc's tcache, mimalloc's heap is per thread), so a
@@ -50,7 +50,12 @@ func TestCgoResident(t *testing.T) {
 		for _, b := range bs {
 			a.Free(b)
 		}
-		if got := read(); got > n*size/8 && name != "mimalloc" {
+		// Nor is glibc's figure in a race build: it is the process's RSS
+		// beyond Go, which there counts the race detector's own memory
+		// outside Go (its shadow, goroutines' histories). With glibc
+		// holding 3-22 KiB in blocks, it read 5 MiB in 1 of 20 race runs
+		// here, and stayed under 4 MiB in 20 of 20 runs without -race.
+		if got := read(); got > n*size/8 && name != "mimalloc" && !(raceBuild && name == "cgo-malloc") {
 			t.Errorf("%s: %d MiB resident with every block freed, want under %d MiB", name, got>>20, n*size/8>>20)
 		}
 		if c, ok := a.(bench.Closer); ok {
