@@ -482,13 +482,15 @@ func BenchmarkRelocateDense(b *testing.B) {
 // BenchmarkRelocatePass: one Relocate pass over the survivors of a random
 // eviction of nine values in ten (200k or 2M values of 16-512 B), per
 // block moved, against moving the same survivors by hand (Alloc, copy,
-// Free), per block; with the default ReleaseDelay and with -1, where every
+// Free), per block, through the magazines and with them off (by-hand-nomag:
+// Alloc and Free then take the central path to a span's free blocks, as
+// Relocate does); with the default ReleaseDelay and with -1, where every
 // span the pass empties goes back to the operating system at once. The two
 // sizes show whether a pass's cost per block grows with the heap.
 func BenchmarkRelocatePass(b *testing.B) {
 	for _, values := range []int{200_000, 2_000_000} {
 		for _, rd := range []time.Duration{0, -1} {
-			for _, way := range []string{"relocate", "by-hand"} {
+			for _, way := range []string{"relocate", "by-hand", "by-hand-nomag"} {
 				b.Run(fmt.Sprintf("values=%d/release=%v/way=%s", values, rd, way), func(b *testing.B) {
 					benchRelocatePass(b, values, rd, way)
 				})
@@ -502,46 +504,73 @@ func benchRelocatePass(b *testing.B, values int, rd time.Duration, way string) {
 	var el time.Duration
 	var blocks int
 	for i := range b.N {
-		h, err := NewHeap(unprofiled(Options{ReleaseDelay: rd}))
+		opts := Options{ReleaseDelay: rd}
+		if way == "by-hand-nomag" {
+			opts.MagazineDepth = -1
+		}
+		h, err := NewHeap(unprofiled(opts))
 		if err != nil {
 			b.Fatal(err)
 		}
-		rng := rand.New(rand.NewPCG(uint64(i), 5))
-		var all, keep [][]byte
-		for range values {
-			all = append(all, h.Alloc(16+rng.IntN(497)))
-		}
-		for _, v := range all {
-			if rng.IntN(10) == 0 {
-				keep = append(keep, v)
-			} else {
-				h.Free(v)
-			}
-		}
-		h.Trim()
+		keep := evictNineInTen(h, values, uint64(i))
 		b.StopTimer()
 		t0 := time.Now()
 		if way == "relocate" {
-			for k, v := range keep {
-				var moved bool
-				if keep[k], moved = h.Relocate(v); moved {
-					blocks++
-				}
-			}
+			blocks += relocateAll(h, keep)
 		} else {
-			for k, v := range keep {
-				nv := h.AllocUnzeroed(cap(v))
-				copy(nv, v)
-				h.Free(v)
-				keep[k] = nv
-			}
-			blocks += len(keep)
+			blocks += moveByHand(h, keep)
 		}
 		el += time.Since(t0)
 		b.StartTimer()
 		h.Close()
 	}
 	b.ReportMetric(float64(el.Nanoseconds())/float64(max(blocks, 1)), "ns/block")
+}
+
+// evictNineInTen fills h with values of 16-512 B drawn from seed, frees
+// nine in ten at random, trims, and returns the survivors in the order
+// they were allocated, as newFloorHeap does for its heap
+// (relocate_floor_test.go).
+func evictNineInTen(h *Heap, values int, seed uint64) [][]byte {
+	rng := rand.New(rand.NewPCG(seed, 5))
+	all := make([][]byte, values)
+	for i := range all {
+		all[i] = h.Alloc(16 + rng.IntN(497))
+		all[i][0] = byte(i)
+	}
+	var keep [][]byte
+	for _, v := range all {
+		if rng.IntN(10) == 0 {
+			keep = append(keep, v)
+		} else {
+			h.Free(v)
+		}
+	}
+	h.Trim()
+	return keep
+}
+
+// relocateAll offers every block to Relocate, keeps what it returns, and
+// says how many moved.
+func relocateAll(h *Heap, keep [][]byte) (moved int) {
+	for k, v := range keep {
+		var ok bool
+		if keep[k], ok = h.Relocate(v); ok {
+			moved++
+		}
+	}
+	return moved
+}
+
+// moveByHand moves every block with AllocUnzeroed, copy and Free.
+func moveByHand(h *Heap, keep [][]byte) int {
+	for k, v := range keep {
+		nv := h.AllocUnzeroed(cap(v))
+		copy(nv, v)
+		h.Free(v)
+		keep[k] = nv
+	}
+	return len(keep)
 }
 
 // TestSpanFreeBytes: each class's SpanFreeBytes is what its spans hold
