@@ -117,6 +117,9 @@ type floorValue struct {
 // frees the same nine in ten.
 func newFloorHeap(b *testing.B, values int, seed uint64) *floorHeap {
 	rng := rand.New(rand.NewPCG(seed, 5))
+	// A value takes at most 512 bytes of a span, and each class's last
+	// span at most a span's pages: 1 KiB a value covers both from some
+	// thousands of values up.
 	f := &floorHeap{size: uintptr(values) * 1024}
 	var err error
 	if f.mem, err = osmem.Map(f.size); err != nil {
