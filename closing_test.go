@@ -118,6 +118,8 @@ func TestAfterClose(t *testing.T) {
 			wantClosed(t, "Realloc in place", func() error { h.Realloc(block, 60); return nil })
 			wantClosed(t, "ReallocUnzeroed", func() error { h.ReallocUnzeroed(block, 100); return nil })
 			wantClosed(t, "ReallocUnzeroed of a large block", func() error { h.ReallocUnzeroed(big, 100); return nil })
+			wantClosed(t, "Relocate", func() error { h.Relocate(block); return nil })
+			wantClosed(t, "RelocateAll", func() error { h.RelocateAll([][]byte{block, big}); return nil })
 			wantClosed(t, "NewShared", func() error { h.NewShared(10); return nil })
 			if _, ok := h.Lookup(addrOf(block)); ok {
 				t.Error("Lookup after Close found a block")
@@ -229,10 +231,13 @@ func closeRacingWorker(h *Heap, arena *Arena, hot Shared, rng *rand.Rand, ops *a
 			live = live[:len(live)-1]
 		case k < 12 && len(live) > 0:
 			j := rng.IntN(len(live))
-			if rng.IntN(2) == 0 {
+			switch rng.IntN(3) {
+			case 0:
 				live[j] = h.Realloc(live[j], size())
-			} else {
+			case 1:
 				live[j], _ = h.Relocate(live[j]) // its dense check unpinned, as Free's
+			default:
+				h.RelocateAll(live[j:min(j+8, len(live))])
 			}
 		case k < 14:
 			if _, err := arena.TryAlloc(size()); err != nil {

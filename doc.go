@@ -20,9 +20,9 @@
 //
 //   - Heap, for blocks that live and die one by one (a cache's values, a
 //     database's pages): NewHeap, then Alloc, Free and Realloc, from any
-//     goroutine; Relocate moves a value out of a span its neighbours'
-//     frees left sparse, so that a cache that evicts can give the memory
-//     back. Most programs need one Heap.
+//     goroutine; Relocate (RelocateAll, for a batch) moves a value out of
+//     a span its neighbours' frees left sparse, so that a cache that evicts
+//     can give the memory back. Most programs need one Heap.
 //   - Cache, for a goroutine that allocates and frees many blocks over a
 //     long life (a worker of a pool, a connection's loop): Heap.NewCache
 //     gives it a stock of free blocks of its own, which it reaches without

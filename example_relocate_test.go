@@ -22,9 +22,10 @@ type relocCache struct {
 	h     *offheap.Heap
 	index map[uint64]offheap.Ref
 	todo  []uint64 // keys the pass has yet to visit
+	vals  [][]byte // the pass's batch, kept from call to call
 }
 
-// defrag offers up to n values to Relocate, under the cache's lock, and
+// defrag offers up to n values to RelocateAll, under the cache's lock, and
 // reports whether the pass is over. A pass begins with a Trim, so that the
 // blocks freed into magazines count as free, and a list of the keys.
 func (c *relocCache) defrag(n int) (done bool) {
@@ -37,17 +38,25 @@ func (c *relocCache) defrag(n int) (done bool) {
 			c.todo = append(c.todo, k)
 		}
 	}
-	for ; n > 0 && len(c.todo) > 0; n-- {
-		k := c.todo[len(c.todo)-1]
-		c.todo = c.todo[:len(c.todo)-1]
-		r, ok := c.index[k]
-		if !ok {
-			continue // deleted since the pass began
+	keys := c.todo[max(0, len(c.todo)-n):]
+	c.todo = c.todo[:len(c.todo)-len(keys)]
+	vals := c.vals[:0]
+	for _, k := range keys {
+		var b []byte // nil, skipped, for a key deleted since the pass began
+		if r, ok := c.index[k]; ok {
+			b = c.h.Bytes(r)
 		}
-		if b, moved := c.h.Relocate(c.h.Bytes(r)); moved {
-			c.index[k] = c.h.Ref(b)
+		vals = append(vals, b)
+	}
+	if c.h.RelocateAll(vals) > 0 {
+		for i, k := range keys {
+			if vals[i] != nil {
+				c.index[k] = c.h.Ref(vals[i]) // the Ref it had, if it stayed
+			}
 		}
 	}
+	clear(vals) // no slice of the heap's kept past the call
+	c.vals = vals
 	if len(c.todo) > 0 {
 		return false
 	}
@@ -56,10 +65,10 @@ func (c *relocCache) defrag(n int) (done bool) {
 }
 
 // After an eviction at random, every span keeps a few values and the heap
-// holds ten times its live bytes; an incremental Relocate pass, a thousand
-// values per call, moves the survivors together and the emptied spans go
-// back.
-func ExampleHeap_Relocate() {
+// holds ten times its live bytes; an incremental pass, a batch of a
+// thousand values per call, moves the survivors together and the emptied
+// spans go back.
+func ExampleHeap_RelocateAll() {
 	h, _ := offheap.NewHeap(offheap.Options{})
 	defer h.Close()
 	c := &relocCache{h: h, index: make(map[uint64]offheap.Ref)}
@@ -99,5 +108,49 @@ func ExampleHeap_Relocate() {
 	// calls: 21
 	// mapped at most a third of before: true
 	// most survivors moved: true
+	// values intact: true
+}
+
+// A pass one value at a time: each survivor of a span mostly freed moves
+// into a fuller span of its size, and the emptied spans go back.
+func ExampleHeap_Relocate() {
+	h, _ := offheap.NewHeap(offheap.Options{})
+	defer h.Close()
+	all := make([][]byte, 100_000)
+	for i := range all {
+		all[i] = h.Alloc(100)
+		binary.LittleEndian.PutUint64(all[i], uint64(i))
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	var vals [][]byte
+	for _, b := range all {
+		if r.IntN(10) == 0 { // an eviction at random keeps one in ten
+			vals = append(vals, b)
+		} else {
+			h.Free(b)
+		}
+	}
+	h.Trim()
+	before := h.Stats()
+	moved := 0
+	for i, b := range vals {
+		var ok bool
+		if vals[i], ok = h.Relocate(b); ok {
+			moved++
+		}
+	}
+	h.Trim()
+	after := h.Stats()
+	fmt.Println("most moved:", moved > len(vals)/2)
+	fmt.Println("mapped at most a third of before:", after.MappedBytes*3 < before.MappedBytes)
+	intact := true
+	for i, b := range vals {
+		intact = intact && (i == 0 || binary.LittleEndian.Uint64(b) > binary.LittleEndian.Uint64(vals[i-1]))
+		h.Free(b)
+	}
+	fmt.Println("values intact:", intact)
+	// Output:
+	// most moved: true
+	// mapped at most a third of before: true
 	// values intact: true
 }

@@ -17,7 +17,9 @@ import (
 // live blocks overlap, Realloc and ReallocUnzeroed keep what they must, and
 // the census counts what the model did. Bit 5 of an operation's byte sends
 // a small Alloc, a Free or a check through a Cache of the heap (a check
-// then flushes it); bit 6 makes a resize ReallocUnzeroed.
+// then flushes it); bit 6 makes a resize ReallocUnzeroed; bit 7 makes a
+// resize a relocation of up to four live blocks, by RelocateAll (with bit
+// 6, by Relocate one at a time), which must keep their bytes.
 // A check's byte from 0xe0 up is a write after free instead: an attacker's
 // word written into a small block freed earlier (writeFreed), after which
 // an Alloc may panic with the corruption it finds (freelist.go), and no
@@ -31,6 +33,19 @@ func FuzzHeap(f *testing.F) {
 	// Writes after free (0xe4, 0xe9, ...: op%5 == 3) between frees and allocs.
 	f.Add([]byte{0, 64, 0, 0, 0, 64, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 0xe4, 0, 0, 0, 0xe9, 1, 0, 0, 0, 64, 0, 0, 0, 64, 0, 0, 3, 0, 0, 0}, int8(-1))
 	f.Add([]byte{0, 16, 0, 0, 2, 0, 0, 0, 0xee, 0x12, 0, 0, 0, 16, 0, 0, 0xf3, 0x23, 0, 0, 0, 16, 0, 0, 3, 0, 0, 0}, int8(1))
+	// Relocations (0x86: RelocateAll; 0xc2, with bit 6: Relocate): fifteen
+	// blocks of 3000 bytes, five to a span, the first span's first four
+	// freed and one more, then both ways over the lowest blocks.
+	var reloc []byte
+	for range 15 {
+		reloc = append(reloc, 0, 0xb8, 0x0b, 0) // Alloc(3000)
+	}
+	for _, i := range []byte{0, 0, 0, 0, 5} {
+		reloc = append(reloc, 2, i, 0, 0) // Free, by address order
+	}
+	reloc = append(reloc, 0x86, 0, 0, 0, 3, 0, 0, 0, 0xc2, 0, 0, 0, 3, 0, 0, 0)
+	f.Add(reloc, int8(-1))
+	f.Add(reloc, int8(0))
 	f.Fuzz(func(t *testing.T, ops []byte, depth int8) {
 		// At most maxFuzzOps operations: each free sorts the live blocks,
 		// so the cost of an input grows faster than its length.
@@ -108,7 +123,13 @@ func FuzzHeap(f *testing.F) {
 				}
 				want.frees++
 				want.inUse -= blockBytes(len(b))
-			case 4: // resize a live block
+			case 4: // resize a live block, or relocate some
+				if op&0x80 != 0 {
+					if err := fuzzRelocate(h, model, freed, &want, arg, op&0x40 != 0); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
 				a, b, ok := pickLive(model, arg)
 				if !ok {
 					continue
@@ -242,6 +263,73 @@ func TestCheckModelControl(t *testing.T) {
 		t.Fatal("checkModel accepted overlapping blocks")
 	}
 	h.Free(b)
+}
+
+// fuzzRelocate relocates up to four live blocks of the model from the
+// arg'th on, through RelocateAll or, one at a time, Relocate, and updates
+// the model and census by what moved: each block must keep its bytes, and
+// one that moved must be fresh. A corrupt free list (a write after free)
+// may stop it with a panic, which leaves the block it met as it was.
+func fuzzRelocate(h *Heap, model map[uintptr][]byte, freed map[uintptr]int, want *census, arg uint32, each bool) error {
+	keys := slices.Sorted(maps.Keys(model))
+	if len(keys) == 0 {
+		return nil
+	}
+	k := int(arg) % len(keys)
+	keys = keys[k:min(k+4, len(keys))]
+	bs := make([][]byte, len(keys))
+	olds := make([][]byte, len(keys))
+	caps := make([]int, len(keys))
+	for i, a := range keys {
+		bs[i], olds[i], caps[i] = model[a], slices.Clone(model[a]), cap(model[a])
+	}
+	moved := -1 // not known when a panic stopped it
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				if msg, ok := r.(string); !ok || !corruptRE.MatchString(msg) {
+					panic(r)
+				}
+			}
+		}()
+		if !each {
+			moved = h.RelocateAll(bs)
+			return
+		}
+		n := 0
+		for i, b := range bs {
+			var ok bool
+			if bs[i], ok = h.Relocate(b); ok {
+				n++
+			}
+		}
+		moved = n
+	}()
+	n := 0
+	for i, a := range keys {
+		nb := bs[i]
+		if !bytes.Equal(nb, olds[i]) || cap(nb) != caps[i] {
+			return fmt.Errorf("relocating %d bytes at %#x: the bytes or the capacity changed", len(nb), a)
+		}
+		if addrOf(nb) == a {
+			continue
+		}
+		n++
+		delete(model, a)
+		if err := checkFresh(h, model, nb); err != nil {
+			return err
+		}
+		delete(freed, addrOf(nb))
+		freed[a] = len(nb)
+		fill(nb)
+		model[addrOf(nb)] = nb
+		want.allocs++
+		want.frees++
+	}
+	if moved >= 0 && moved != n {
+		return fmt.Errorf("relocation said %d moved, %d did", moved, n)
+	}
+	return nil
 }
 
 // tryRealloc is h.Realloc, or h.ReallocUnzeroed without zero, returning

@@ -19,25 +19,27 @@ import (
 // hand move freed in the class, as a magazine gives it, or else a hole of
 // the survivor's own span. The null arms, read-heap and read-floor, load
 // the word of each survivor that Relocate loads first, and nothing else:
-// what the survivors' memory costs a loop that does no other work. Each
-// iteration builds the six heaps alike, then times the arms in an order
-// that turns with the iteration. It reports each arm's ns per block moved
-// (per block read, for the null arms) and two ratios: relocate/by-hand is
-// the frag shape's pass-cost figure, floor/floor-hand what the same two
-// jobs cost with nothing of offheap around them (docs/DESIGN.md, "A pass
-// is bound by memory latency").
+// what the survivors' memory costs a loop that does no other work; the
+// relocate-all arm runs the heap's pass through RelocateAll, a thousand
+// survivors a call. Each iteration builds the seven heaps alike, then times
+// the arms in an order that turns with the iteration. It reports each
+// arm's ns per block moved (per block read, for the null arms) and three
+// ratios: relocate-all/by-hand is the frag shape's pass-cost figure,
+// relocate/by-hand the same pass with a Relocate per block, and
+// floor/floor-hand what the two jobs cost with nothing of offheap around
+// them (docs/DESIGN.md, "A pass is bound by memory latency").
 func BenchmarkRelocateFloor(b *testing.B) {
 	if buildChecked {
 		b.Skip("checked build: every Relocate moves, through the checker")
 	}
 	const values = 200_000
-	arms := [...]string{"relocate", "by-hand", "read-heap", "floor", "floor-hand", "read-floor"}
+	arms := [...]string{"relocate", "by-hand", "read-heap", "floor", "floor-hand", "read-floor", "relocate-all"}
 	var el [len(arms)]time.Duration
 	var moved [len(arms)]int
 	b.StopTimer() // the builds are most of an iteration: each arm times itself
 	for i := range b.N {
-		var heaps [3]*Heap
-		var keeps [3][][]byte
+		var heaps [4]*Heap
+		var keeps [4][][]byte
 		var floors [3]*floorHeap
 		for k := range heaps {
 			h, err := NewHeap(unprofiled(Options{}))
@@ -45,14 +47,16 @@ func BenchmarkRelocateFloor(b *testing.B) {
 				b.Fatal(err)
 			}
 			heaps[k], keeps[k] = h, evictNineInTen(h, values, uint64(i))
-			floors[k] = newFloorHeap(b, values, uint64(i))
+			if k < len(floors) {
+				floors[k] = newFloorHeap(b, values, uint64(i))
+			}
 		}
 		for j := range arms {
 			arm := (i + j) % len(arms)
 			t0 := time.Now()
 			switch arm {
 			case 0:
-				moved[arm] += relocateAll(heaps[0], keeps[0])
+				moved[arm] += relocateEach(heaps[0], keeps[0])
 			case 1:
 				moved[arm] += moveByHand(heaps[1], keeps[1])
 			case 2:
@@ -69,12 +73,16 @@ func BenchmarkRelocateFloor(b *testing.B) {
 					sinkWord += *word(v.addr + 8)
 				}
 				moved[arm] += len(floors[2].keep)
+			case 6:
+				moved[arm] += relocateBatches(heaps[3], keeps[3])
 			}
 			el[arm] += time.Since(t0)
 		}
-		for k := range heaps {
-			heaps[k].Close()
-			floors[k].release(b)
+		for _, h := range heaps {
+			h.Close()
+		}
+		for _, f := range floors {
+			f.release(b)
 		}
 	}
 	per := func(arm int) float64 { return float64(el[arm].Nanoseconds()) / float64(max(moved[arm], 1)) }
@@ -82,6 +90,7 @@ func BenchmarkRelocateFloor(b *testing.B) {
 		b.ReportMetric(per(arm), name+"-ns/block")
 	}
 	b.ReportMetric(per(0)/per(1), "relocate/by-hand")
+	b.ReportMetric(per(6)/per(1), "relocate-all/by-hand")
 	b.ReportMetric(per(3)/per(4), "floor/floor-hand")
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -375,8 +376,8 @@ func spanOf(h *Heap, b []byte) uint32 {
 	return uint32(*h.pages.entry(page) >> 32)
 }
 
-// TestRelocateConcurrent: goroutines relocate their own blocks while others
-// allocate and free the same classes; every block keeps its pattern, and the
+// TestRelocateConcurrent: goroutines relocate their own blocks, one by one
+// and in batches, while others allocate and free the same classes; every block keeps its pattern, and the
 // census holds once they stop. Run it with -race.
 func TestRelocateConcurrent(t *testing.T) {
 	for _, arm := range modeArms {
@@ -397,6 +398,8 @@ func TestRelocateConcurrent(t *testing.T) {
 					rng := rand.New(rand.NewPCG(uint64(w), 9))
 					var want census
 					live := make(map[int][]byte)
+					var keys []int
+					var batch [][]byte
 					for i := range rounds {
 						switch r := rng.IntN(10); {
 						case r < 5 || len(live) == 0:
@@ -414,7 +417,7 @@ func TestRelocateConcurrent(t *testing.T) {
 								want.frees++
 								break
 							}
-						default:
+						case r < 9:
 							for k, b := range live {
 								nb, moved := h.Relocate(b)
 								if !hasMark(nb, k) {
@@ -427,6 +430,22 @@ func TestRelocateConcurrent(t *testing.T) {
 								}
 								break
 							}
+						default: // a batch of up to 8, through RelocateAll
+							keys, batch = keys[:0], batch[:0]
+							for k, b := range live {
+								if keys, batch = append(keys, k), append(batch, b); len(keys) == 8 {
+									break
+								}
+							}
+							moved := h.RelocateAll(batch)
+							for j, k := range keys {
+								if !hasMark(batch[j], k) {
+									t.Errorf("block %d lost its pattern in RelocateAll", k)
+								}
+								live[k] = batch[j]
+							}
+							want.allocs += uint64(moved)
+							want.frees += uint64(moved)
 						}
 					}
 					for k, b := range live {
@@ -490,7 +509,7 @@ func BenchmarkRelocateDense(b *testing.B) {
 func BenchmarkRelocatePass(b *testing.B) {
 	for _, values := range []int{200_000, 2_000_000} {
 		for _, rd := range []time.Duration{0, -1} {
-			for _, way := range []string{"relocate", "by-hand", "by-hand-nomag"} {
+			for _, way := range []string{"relocate", "relocate-all", "by-hand", "by-hand-nomag"} {
 				b.Run(fmt.Sprintf("values=%d/release=%v/way=%s", values, rd, way), func(b *testing.B) {
 					benchRelocatePass(b, values, rd, way)
 				})
@@ -515,9 +534,12 @@ func benchRelocatePass(b *testing.B, values int, rd time.Duration, way string) {
 		keep := evictNineInTen(h, values, uint64(i))
 		b.StopTimer()
 		t0 := time.Now()
-		if way == "relocate" {
-			blocks += relocateAll(h, keep)
-		} else {
+		switch way {
+		case "relocate":
+			blocks += relocateEach(h, keep)
+		case "relocate-all":
+			blocks += relocateBatches(h, keep)
+		default:
 			blocks += moveByHand(h, keep)
 		}
 		el += time.Since(t0)
@@ -550,14 +572,23 @@ func evictNineInTen(h *Heap, values int, seed uint64) [][]byte {
 	return keep
 }
 
-// relocateAll offers every block to Relocate, keeps what it returns, and
+// relocateEach offers every block to Relocate, keeps what it returns, and
 // says how many moved.
-func relocateAll(h *Heap, keep [][]byte) (moved int) {
+func relocateEach(h *Heap, keep [][]byte) (moved int) {
 	for k, v := range keep {
 		var ok bool
 		if keep[k], ok = h.Relocate(v); ok {
 			moved++
 		}
+	}
+	return moved
+}
+
+// relocateBatches offers every block to RelocateAll, a thousand at a time,
+// and says how many moved.
+func relocateBatches(h *Heap, keep [][]byte) (moved int) {
+	for part := range slices.Chunk(keep, 1000) {
+		moved += h.RelocateAll(part)
 	}
 	return moved
 }

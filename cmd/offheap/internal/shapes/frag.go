@@ -29,10 +29,10 @@ func init() {
 			{Name: fragRelocated, Doc: "resident / live bytes after the eviction, the survivors moved by hand, and one Relocate pass (arms with Relocate)"},
 			{Name: fragRefilled, Doc: "resident / live bytes after the refill (after the Relocate pass, where the arm has one)"},
 			{Name: fragMoved, Doc: "% of the survivors the Relocate pass moved"},
-			{Name: fragPassNs, Doc: "the Relocate pass's time per block moved, in ns"},
+			{Name: fragPassNs, Doc: "the Relocate pass's time per block moved, in ns: RelocateAll over batches of 1000 survivors, gathered and scattered back"},
 			{Name: fragCopyNs, Doc: "Alloc + copy + Free of the same survivors after the eviction, before the pass, per block, in ns: what moving them by hand costs (arms with Relocate)"},
-			{Name: fragDenseNs, Doc: "the fastest of twenty more Relocate passes, after the refill and a second, per block, in ns: the cost over spans with nothing to gain"},
-			{Name: fragNullNs, Doc: "the fastest of twenty passes of the same loop over the same values, interleaved with those, calling a method that moves nothing in place of Relocate, per block, in ns: the harness's share of dense-ns"},
+			{Name: fragDenseNs, Doc: "the fastest of twenty more RelocateAll passes, after the refill and a second, per block, in ns: the cost over spans with nothing to gain"},
+			{Name: fragNullNs, Doc: "the fastest of twenty passes of the same loop over the same values, interleaved with those, calling a method that moves nothing in place of RelocateAll, per block, in ns: the harness's share of dense-ns"},
 		},
 		Verdicts: fragVerdicts,
 	}, runFrag))
@@ -55,11 +55,16 @@ const (
 // dense-ns figure is the fastest of.
 const fragDensePasses = 20
 
-// relocater is an arm that can move a block to a denser span
-// (offheap.Heap.Relocate).
+// relocater is an arm that can move a block to a denser span, a batch at
+// a time: offheap's heap, and its Cache arm.
 type relocater interface {
-	Relocate(b []byte) ([]byte, bool)
+	RelocateAll(bs [][]byte) int
 }
+
+// fragBatch is how many values a pass hands RelocateAll at once: what a
+// cache's pass would visit under one hold of its own lock
+// (docs/storing-values.md).
+const fragBatch = 1000
 
 // runFrag: what an eviction at random does to a heap of small values, and
 // what one Relocate pass gives back. The timed ops are the fill's, the
@@ -69,6 +74,7 @@ func runFrag(t *bench.Trial, row bench.Allocator) (bench.Sample, error) {
 	n := t.Size(200_000, 2_000_000)
 	vals := make([][]byte, n)
 	refill := make([][]byte, 0, n/8)
+	batch := make([][]byte, fragBatch)
 	bench.Touch(vals)
 	bench.Touch(refill)
 	var survivors []int
@@ -124,7 +130,7 @@ func runFrag(t *bench.Trial, row bench.Allocator) (bench.Sample, error) {
 		}
 		m[fragCopyNs] = float64(time.Since(t0).Nanoseconds()) / float64(max(len(survivors), 1))
 		allocs += int64(len(survivors))
-		moved, pass := relocatePass(rl, vals, survivors)
+		moved, pass := relocatePass(rl, vals, survivors, batch)
 		allocs += int64(moved)
 		probe.Record(m, fragRelocated, live)
 		m[fragMoved] = 100 * float64(moved) / float64(max(len(survivors), 1))
@@ -156,12 +162,12 @@ func runFrag(t *bench.Trial, row bench.Allocator) (bench.Sample, error) {
 		runtime.GC()
 		dense, null := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
 		for pass := range 1 + fragDensePasses {
-			moved, took := relocatePass(rl, vals, survivors)
+			moved, took := relocatePass(rl, vals, survivors, batch)
 			if pass > 0 {
 				dense = min(dense, took)
 			}
 			allocs += int64(moved)
-			_, took = relocatePass(nullRelocater{}, vals, survivors)
+			_, took = relocatePass(nullRelocater{}, vals, survivors, batch)
 			null = min(null, took)
 		}
 		per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(max(len(survivors), 1)) }
@@ -213,22 +219,29 @@ func fragVerdicts(r *bench.Report) []bench.Verdict {
 	return vs
 }
 
-// nullRelocater is the dense passes' null arm: a Relocate that moves
+// nullRelocater is the dense passes' null arm: a RelocateAll that moves
 // nothing, called through the same interface, so that the pass's loop, its
-// loads of the survivors' slices and its stores, is timed alone.
+// loads and stores of the survivors' slices, is timed alone.
 type nullRelocater struct{}
 
 //go:noinline
-func (nullRelocater) Relocate(b []byte) ([]byte, bool) { return b, false }
+func (nullRelocater) RelocateAll([][]byte) int { return 0 }
 
-// relocatePass offers every survivor to Relocate, keeps the slices it
-// returns, and says how many moved and how long the pass took.
-func relocatePass(rl relocater, vals [][]byte, survivors []int) (moved int, took time.Duration) {
+// relocatePass offers every survivor to RelocateAll, fragBatch at a time,
+// keeps the slices it returns, and says how many moved and how long the
+// pass took, its gathering and scattering of the batches included.
+func relocatePass(rl relocater, vals [][]byte, survivors []int, batch [][]byte) (moved int, took time.Duration) {
 	t0 := time.Now()
-	for _, i := range survivors {
-		if nb, ok := rl.Relocate(vals[i]); ok {
-			vals[i] = nb
-			moved++
+	for len(survivors) > 0 {
+		part := survivors[:min(fragBatch, len(survivors))]
+		survivors = survivors[len(part):]
+		batch = batch[:len(part)]
+		for j, i := range part {
+			batch[j] = vals[i]
+		}
+		moved += rl.RelocateAll(batch)
+		for j, i := range part {
+			vals[i] = batch[j]
 		}
 	}
 	return moved, time.Since(t0)
