@@ -99,8 +99,9 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 // RelocateAll offers each slice of bs to Relocate and replaces it, in
 // place, with the slice Relocate returns; it returns how many moved. A
 // block moves or stays as Relocate would move or keep it, and each move is
-// counted as Relocate counts it. A nil or empty slice is skipped, so a pass
-// can leave a hole for a value deleted since it was listed. Blocks that move
+// counted as Relocate counts it. A slice of capacity 0, such as nil, is
+// skipped, so a pass can leave a hole for a value deleted since it was
+// listed. Blocks that move
 // keep their length and capacity; to store their Refs, take the Ref of every
 // slice of bs afterwards (a block that stayed gives the Ref it had).
 //
@@ -113,8 +114,9 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 //
 // A slice that Relocate refuses makes RelocateAll panic as Relocate does,
 // with no lock held: the slices before it hold what Relocate returned for
-// them, and it and the slices after it are as they were. In checked mode,
-// RelocateAll calls Relocate for each slice in turn.
+// them, and it and the slices after it are as they were. On a closed heap
+// it panics with an error that wraps ErrClosed. In checked mode, RelocateAll
+// calls Relocate for each slice in turn.
 //
 // RelocateAll is safe for concurrent use with every other call on the heap,
 // but not with another call that frees or moves a block of bs, nor with a
