@@ -377,8 +377,9 @@ func spanOf(h *Heap, b []byte) uint32 {
 }
 
 // TestRelocateConcurrent: goroutines relocate their own blocks, one by one
-// and in batches, while others allocate and free the same classes; every block keeps its pattern, and the
-// census holds once they stop. Run it with -race.
+// and in batches, while others allocate and free the same classes; every
+// block keeps its pattern, and the census holds once they stop. Run it with
+// -race.
 func TestRelocateConcurrent(t *testing.T) {
 	for _, arm := range modeArms {
 		t.Run(arm.name, func(t *testing.T) {
