@@ -62,12 +62,17 @@ func (h *Heap) checkFree(a uintptr, c uint8) {
 	case blockCorrupt:
 		panic(bad.Error())
 	case blockFree:
-		panic(fmt.Sprintf("offheap: double free of %#x (%d bytes): the block is already free; free each block once "+
-			"(Options.Checked, or the offheapchecked build tag, reports where it was allocated and first freed)",
-			a, classSize[c]))
+		panic(doubleFree(a, uintptr(classSize[c])))
 	case blockUncarved:
 		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which is not allocated (never handed out)", a, classSize[c]))
 	}
+}
+
+// doubleFree is the panic of a fast heap's Free, or Realloc, of the block
+// of size bytes at a that it found free.
+func doubleFree(a, size uintptr) string {
+	return fmt.Sprintf("offheap: double free of %#x (%d bytes): the block is already free; free each block once "+
+		"(Options.Checked, or the offheapchecked build tag, reports where it was allocated and first freed)", a, size)
 }
 
 // A block's state, as freeState finds it.

@@ -191,32 +191,32 @@ func TestDoubleFreeCensus(t *testing.T) {
 	for _, arm := range arms {
 		t.Run(arm.name, func(t *testing.T) {
 			h := newTestHeap(t, arm.opts)
-			refused := func(f func()) {
+			refused := func(what string, n int, f func()) {
 				t.Helper()
 				if msg := sharedPanic(f); !strings.HasPrefix(msg, "offheap:") {
-					t.Errorf("a second free was not refused: %q", msg)
+					t.Errorf("%s after the free of %d bytes was not refused: %q", what, n, msg)
 				}
 			}
 			for _, n := range []int{16, 64, 5000, maxSmall + 1, 1 << 20} {
 				b := h.Alloc(n)
 				h.Free(b)
-				refused(func() { h.Free(b) })
-				refused(func() { h.Free(b[:0]) })
-				refused(func() { h.Realloc(b, n) })
-				refused(func() { h.Realloc(b, n+1) })
-				refused(func() { h.Realloc(b, 0) })
-				refused(func() { h.ReallocUnzeroed(b, n) })
-				refused(func() { h.ReallocUnzeroed(b, n+1) })
+				refused("Free", n, func() { h.Free(b) })
+				refused("Free(b[:0])", n, func() { h.Free(b[:0]) })
+				refused("Realloc(b, n)", n, func() { h.Realloc(b, n) })
+				refused("Realloc(b, n+1)", n, func() { h.Realloc(b, n+1) })
+				refused("Realloc(b, 0)", n, func() { h.Realloc(b, 0) })
+				refused("ReallocUnzeroed(b, n)", n, func() { h.ReallocUnzeroed(b, n) })
+				refused("ReallocUnzeroed(b, n+1)", n, func() { h.ReallocUnzeroed(b, n+1) })
 				s := MakeSlice[uint64](h, n/8)
 				FreeSlice(h, s)
-				refused(func() { FreeSlice(h, s) })
+				refused("FreeSlice", n, func() { FreeSlice(h, s) })
 				p := New[[2]uint64](h)
 				Free(h, p)
-				refused(func() { Free(h, p) })
+				refused("Free[T]", 16, func() { Free(h, p) })
 			}
 			sh := h.NewShared(10)
 			sh.Release()
-			refused(sh.Release)
+			refused("Shared.Release", 10, sh.Release)
 			if !buildChecked {
 				// An 8-byte block's double free goes unseen in fast mode:
 				// its Frees outnumber its Allocs.

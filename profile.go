@@ -199,9 +199,7 @@ func (h *Heap) freeSampled(a uintptr) {
 			return
 		}
 	} else if h.prof.kept(a) {
-		panic(fmt.Sprintf("offheap: double free of %#x (%d bytes): the block is already free; free each block once "+
-			"(Options.Checked, or the offheapchecked build tag, reports where it was allocated and first freed)",
-			a, h.pages.runPages(a)<<pageShift))
+		panic(doubleFree(a, uintptr(h.pages.runPages(a))<<pageShift))
 	}
 	start, _, _ := h.pages.runHolding(a)
 	if sharedBlock(start, a) {

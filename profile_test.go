@@ -2,6 +2,7 @@ package offheap
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -66,6 +67,46 @@ func TestSampledBlock(t *testing.T) {
 	}
 	if allocs != 3 || frees != 3 { // Alloc, Realloc's move, the Shared
 		t.Errorf("the profile counts %d allocs and %d frees, want 3 and 3", allocs, frees)
+	}
+}
+
+// TestSampledReallocAfterFree: a Realloc of a sampled block already freed
+// panics as a second Free does and changes nothing, though the freed run
+// waits in the profile's stash, where the new block's own sample would take
+// it back and hand the caller a block the stash still holds.
+func TestSampledReallocAfterFree(t *testing.T) {
+	if buildChecked {
+		t.Skip("a checked heap does not profile")
+	}
+	h := newTestHeap(t, Options{ProfileRate: 1}) // every block sampled
+	for _, n := range []int{16, 100, 5000} {
+		b := h.Alloc(n)
+		a := addrOf(b)
+		h.Free(b)
+		if !h.prof.kept(a) {
+			t.Fatalf("the freed %d-byte sample's run is not in the stash", n)
+		}
+		for _, re := range []struct {
+			name string
+			f    func([]byte, int) []byte
+		}{{"Realloc", h.Realloc}, {"ReallocUnzeroed", h.ReallocUnzeroed}} {
+			for _, m := range []int{n, n + 1, 2 * maxSmall} {
+				msg := sharedPanic(func() { re.f(b, m) })
+				if want := fmt.Sprintf("offheap: double free of %#x (", a); !strings.HasPrefix(msg, want) {
+					t.Errorf("%s(%d) of a freed %d-byte sample: panic %q, want one starting %q", re.name, m, n, msg, want)
+				}
+			}
+		}
+		if bytes, blocks := h.InUse(); bytes != 0 || blocks != 0 {
+			t.Fatalf("InUse after the refused Reallocs of a freed %d-byte sample: %d bytes, %d blocks", n, bytes, blocks)
+		}
+		// The stash holds the run once: two samples do not get it.
+		x, y := h.Alloc(n), h.Alloc(n)
+		if addrOf(x) == addrOf(y) {
+			t.Fatalf("two %d-byte samples at %#x", n, addrOf(x))
+		}
+		h.Free(x)
+		h.Free(y)
 	}
 }
 

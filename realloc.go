@@ -142,8 +142,8 @@ func (h *Heap) reallocSlow(b []byte, n int, zero bool) []byte {
 		return h.reallocCopy(b, n, zero)
 	}
 	old, onp := h.pages.ownRun(a) // realloc_pages.go
-	if old == 0 {
-		h.checkNotFree(a, zero) // a run of its own is allocated: its first page says so
+	if old != classLarge {
+		h.checkNotFree(a, zero) // a large run is allocated: its first page says so
 	}
 	if n > maxSmall {
 		if np, ok := pagesFor(n); old == classLarge && ok && np == onp {
@@ -206,6 +206,12 @@ func (h *Heap) checkNotFree(a uintptr, zero bool) {
 	case c-1 < numClasses-1 && c != 1:
 		if _, into := blockIn(a, e, &classInfos[c]); into == 0 && *(*uint64)(ptr(a + 8)) == h.key {
 			h.checkFree(a, c) // the key: free, or live data that holds it
+		}
+	case c == classSampled:
+		// A freed sample's run may wait in the profile's stash with its
+		// word unchanged, and the new block's sample may take it back.
+		if h.prof != nil && h.prof.kept(a) {
+			panic(doubleFree(a, uintptr(e>>32)<<pageShift))
 		}
 	}
 }
