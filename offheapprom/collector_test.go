@@ -7,6 +7,7 @@ package offheapprom
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -80,7 +81,13 @@ offheap_mapped_bytes{heap="test"} %d
 # HELP offheap_released_bytes Address space given back to the operating system and kept reserved for reuse.
 # TYPE offheap_released_bytes gauge
 offheap_released_bytes{heap="test"} 1.048576e+06
-`, s.MappedBytes)
+# HELP offheap_relocations_total Blocks Relocate moved.
+# TYPE offheap_relocations_total counter
+offheap_relocations_total{heap="test"} 0
+# HELP offheap_span_free_bytes Free bytes of small-block spans that no magazine, depot or Cache holds: what a Relocate pass could give back.
+# TYPE offheap_span_free_bytes gauge
+offheap_span_free_bytes{heap="test"} %d
+`, s.MappedBytes, s.SpanFreeBytes)
 	if s.MappedBytes == 0 || s.MappedBytes == s.ReleasedBytes {
 		t.Fatalf("MappedBytes %d, ReleasedBytes %d: the test needs them apart", s.MappedBytes, s.ReleasedBytes)
 	}
@@ -261,5 +268,48 @@ func TestDocNamesEveryMetric(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// missing returns the uint64 fields of t that stats does not export and
+// summed does not name, and the stats whose field t lacks.
+func missing(t reflect.Type, stats []stat, summed map[string]bool) []string {
+	exported := make(map[string]bool)
+	var out []string
+	for _, st := range stats {
+		exported[st.field] = true
+		if f, ok := t.FieldByName(st.field); !ok || f.Type.Kind() != reflect.Uint64 {
+			out = append(out, "no uint64 field "+st.field)
+		}
+	}
+	for f := range t.Fields() {
+		if f.Type.Kind() == reflect.Uint64 && !exported[f.Name] && !summed[f.Name] {
+			out = append(out, "field "+f.Name+" not exported")
+		}
+	}
+	return out
+}
+
+// TestEveryStatsField holds the tables to offheap.Stats and
+// offheap.ClassStats: a field added to either without a metric fails here.
+func TestEveryStatsField(t *testing.T) {
+	if m := missing(reflect.TypeFor[offheap.Stats](), heapStats, summed); m != nil {
+		t.Errorf("offheap.Stats: %v", m)
+	}
+	if m := missing(reflect.TypeFor[offheap.ClassStats](), classStats, nil); m != nil {
+		t.Errorf("offheap.ClassStats: %v", m)
+	}
+	// The positive control: a Stats with one field more, and a table with
+	// a field that Stats lacks, are both caught.
+	type grown struct {
+		offheap.Stats
+		NewFigure uint64
+	}
+	if m := missing(reflect.TypeFor[grown](), heapStats, summed); len(m) != 1 || !strings.Contains(m[0], "NewFigure") {
+		t.Errorf("a Stats with a field more: missing reports %v, want NewFigure", m)
+	}
+	stale := append(classStats[:len(classStats):len(classStats)], stat{field: "Gone", metric: "class_gone"})
+	if m := missing(reflect.TypeFor[offheap.ClassStats](), stale, nil); len(m) != 1 || !strings.Contains(m[0], "Gone") {
+		t.Errorf("a table naming a field ClassStats lacks: missing reports %v, want Gone", m)
 	}
 }
