@@ -44,7 +44,7 @@
 // is fixed (Work), the Unit of one op, and optionally Subs (row groups such as
 // sizes: adding a size is adding a Sub; FirstWorkers runs one at the first
 // worker count only), Workers, Metrics (extra columns, each with a line for
-// the legend), Plot (a metric to plot instead of ns per op) and Verdicts
+// the legend), Plot (the metrics to plot instead of ns per op) and Verdicts
 // (figures judged against targets; see internal/shapes/judge.go).
 //
 //   - RegisterArmShape, when every arm runs it the same way: a row per arm.

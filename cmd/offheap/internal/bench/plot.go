@@ -81,15 +81,28 @@ func rowColor(i int) color.Color { return palette[i%len(palette)] }
 // WritePlot draws one shape as an SVG, one panel per sub. A sub measured
 // at several worker counts gets a line per row: workers on x, ns per op on
 // a log y axis (minimum of the runs). A sub measured at one worker count
-// gets a horizontal bar per row, of ns per op or of the metric the shape
-// plots (Spec.Plot, median of the runs). Every value axis says whether
-// lower or higher is better; a row has one colour in every plot.
+// gets a horizontal bar per row, of ns per op, or a panel of bars for each
+// metric the shape plots (Spec.Plot, median of the runs). Every value axis
+// says whether lower or higher is better; a row has one colour in every
+// plot.
 func WritePlot(w io.Writer, r *Report, sh ShapeInfo) error {
 	var panels []*plot.Plot
 	var legends []plot.Legend
 	var lined []bool
+	// A panel per sub, or per sub and plotted metric; "" is ns per op.
+	type panel struct{ sub, metric string }
+	var want []panel
 	for _, sub := range sh.Subs {
-		lines := sh.Plot == "" && len(measuredWorkers(r, sh, sub)) > 1
+		if len(sh.Plot) == 0 {
+			want = append(want, panel{sub, ""})
+		}
+		for _, m := range sh.Plot {
+			want = append(want, panel{sub, m})
+		}
+	}
+	for _, pn := range want {
+		sub := pn.sub
+		lines := pn.metric == "" && len(measuredWorkers(r, sh, sub)) > 1
 		p := plot.New()
 		p.X.Label.TextStyle.Font.Size = labelSize
 		p.Y.Label.TextStyle.Font.Size = labelSize
@@ -101,7 +114,7 @@ func WritePlot(w io.Writer, r *Report, sh ShapeInfo) error {
 		if lines {
 			err = linePanel(p, r, sh, sub)
 		} else {
-			err = barPanel(p, r, sh, sub)
+			err = barPanel(p, r, sh, sub, pn.metric)
 		}
 		if err != nil {
 			return err
@@ -199,57 +212,92 @@ func measuredWorkers(r *Report, sh ShapeInfo, sub string) []int {
 }
 
 // barPanel draws one sub as a horizontal bar per row, at the shape's first
-// worker count; the row names are the y axis labels, where they have the
-// room they need.
-func barPanel(p *plot.Plot, r *Report, sh ShapeInfo, sub string) error {
+// worker count: of ns per op, or of metric where it is not "" (a row
+// without that metric has no bar). The row names are the y axis labels,
+// where they have the room they need.
+func barPanel(p *plot.Plot, r *Report, sh ShapeInfo, sub, metric string) error {
 	nw := sh.Workers[0]
 	stat, label := "min", fmt.Sprintf("ns per %s: lower is better", sh.Unit)
-	value := func(s *Summary) float64 { return s.MinNs }
-	if sh.Plot != "" {
-		m := metricOf(sh, sh.Plot)
+	value := func(s *Summary) (float64, bool) { return s.MinNs, true }
+	if metric != "" {
+		m := metricOf(sh, metric)
 		stat = "median"
 		label = fmt.Sprintf("%s: %s is better", m.Label, map[bool]string{true: "higher", false: "lower"}[m.HigherIsBetter])
-		value = func(s *Summary) float64 { return s.Metrics[sh.Plot] }
+		value = func(s *Summary) (float64, bool) { v, ok := s.Metrics[metric]; return v, ok }
 	}
 	p.Title.Text += fmt.Sprintf(" (%d worker, %s of the runs)", nw, stat)
+	// Bottom to top, so that the first row is at the top, as in the table.
 	var names []string
-	// Bottom to top, so that the first row is at the top, as in the table;
-	// a bar per row, in the row's colour.
+	var values []float64
 	for i := len(sh.Rows) - 1; i >= 0; i-- {
-		s := r.Find(sh.Name, sub, sh.Rows[i], nw)
-		if s == nil {
-			continue
+		if s := r.Find(sh.Name, sub, sh.Rows[i], nw); s != nil {
+			if v, ok := value(s); ok {
+				names = append(names, sh.Rows[i])
+				values = append(values, v)
+			}
 		}
-		bar, err := plotter.NewBarChart(plotter.Values{value(s)}, vg.Points(18))
+	}
+	p.X.Label.Text = label
+	if len(values) == 0 {
+		return nil
+	}
+	p.NominalY(names...)
+	// Bars that span decades are drawn on a log axis, where a linear one
+	// would leave all but the longest invisible; each then starts at base,
+	// below the shortest, since a log axis has no 0.
+	var base *plotter.BarChart
+	if lo, hi := slices.Min(values), slices.Max(values); lo > 0 && hi/lo >= 20 {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = logTicks{}
+		p.X.Label.Text += " (log scale)"
+		p.X.Min, p.X.Max = lo/2, hi*1.5
+		var err error
+		if base, err = plotter.NewBarChart(plotter.Values{lo / 2}, vg.Points(18)); err != nil {
+			return err
+		}
+	} else {
+		p.X.Tick.Marker = linearTicks{}
+		p.X.Min, p.X.Max = 0, hi*1.1
+	}
+	// A bar per row, in the row's colour.
+	for i, v := range values {
+		if base != nil {
+			v -= base.Values[0]
+		}
+		bar, err := plotter.NewBarChart(plotter.Values{v}, vg.Points(18))
 		if err != nil {
 			return err
 		}
+		if base != nil {
+			bar.StackOn(base) // base is not drawn: it only lifts the bar's start
+		}
 		bar.Horizontal = true
-		bar.XMin = float64(len(names))
-		bar.Color = rowColor(rowStyle(r, sh, sh.Rows[i]))
+		bar.XMin = float64(i)
+		bar.Color = rowColor(rowStyle(r, sh, names[i]))
 		bar.LineStyle.Width = 0
 		p.Add(bar)
-		names = append(names, sh.Rows[i])
 	}
-	p.NominalY(names...)
-	p.X.Label.Text = label
-	p.X.Tick.Marker = linearTicks{}
-	p.X.Min = 0
-	p.X.Max *= 1.1
 	return nil
 }
 
+// metricOf returns the shape's metric called name, with its name for a
+// label where it has none.
 func metricOf(sh ShapeInfo, name string) Metric {
-	for _, m := range sh.Metrics {
-		if m.Name == name {
-			return m
+	m := Metric{Name: name}
+	for _, sm := range sh.Metrics {
+		if sm.Name == name {
+			m = sm
 		}
 	}
-	return Metric{Name: name, Label: name}
+	if m.Label == "" {
+		m.Label = name
+	}
+	return m
 }
 
-// linearTicks labels six to twelve steps of 1, 2 or 5 times a power of ten
-// (plot.DefaultTicks aims at three).
+// linearTicks labels four to seven steps of 1, 2 or 5 times a power of
+// ten (plot.DefaultTicks aims at three): few enough that labels of five
+// digits never touch on a panel's width.
 type linearTicks struct{}
 
 // Ticks implements plot.Ticker.
@@ -257,10 +305,10 @@ func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
 	if hi <= lo {
 		return []plot.Tick{{Value: lo, Label: tickLabel(lo)}}
 	}
-	mag := math.Pow(10, math.Floor(math.Log10((hi-lo)/6)))
+	mag := math.Pow(10, math.Floor(math.Log10((hi-lo)/4)))
 	step := mag
 	for _, m := range []float64{1, 2, 5, 10} {
-		if step = m * mag; (hi-lo)/step <= 12 {
+		if step = m * mag; (hi-lo)/step <= 7 {
 			break
 		}
 	}
@@ -273,22 +321,31 @@ func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
 }
 
 // tickLabel writes a tick's value as briefly as it can: 0.5, 2, 20, 200,
-// 50000 (not 5e+04).
+// 5000, 50k, 2M (not 5e+04).
 func tickLabel(v float64) string {
-	if v >= 1 && v < 1e7 && v == math.Trunc(v) {
+	switch {
+	case v >= 1e6 && v == math.Trunc(v/1e5)*1e5:
+		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+	case v >= 1e4 && v == math.Trunc(v/100)*100:
+		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
+	case v >= 1 && v < 1e7 && v == math.Trunc(v):
 		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
 	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 
-// logTicks labels 1, 2 and 5 times each power of ten within the range, and
-// marks the other integer multiples as minor ticks: an axis that spans less
+// logTicks labels 1, 2 and 5 times each power of ten within the range (the
+// powers alone past two decades), and marks the other integer multiples as
+// minor ticks: an axis that spans less
 // than two decades still gets several labels (plot.LogTicks labels only the
 // powers of ten).
 type logTicks struct{}
 
 // Ticks implements plot.Ticker.
 func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	// Past two decades, 2 and 5 would crowd the labels of a panel's width
+	// into each other: label the powers of ten alone.
+	wide := hi/lo > 200
 	var ts []plot.Tick
 	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
 		for m := 1.0; m < 10; m++ {
@@ -297,7 +354,7 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 				continue
 			}
 			t := plot.Tick{Value: v}
-			if m == 1 || m == 2 || m == 5 {
+			if m == 1 || (!wide && (m == 2 || m == 5)) {
 				t.Label = tickLabel(v)
 			}
 			ts = append(ts, t)

@@ -151,9 +151,10 @@ type Spec struct {
 	CrossFrees bool
 	// Metrics lists the extra metrics the table shows, in order.
 	Metrics []Metric
-	// Plot, when set, names the metric the shape's plot shows instead of
-	// ns per op (the gc shape plots the collector's CPU share).
-	Plot string
+	// Plot, when set, names the metrics the shape's plot shows instead of
+	// ns per op, a panel each: the figure the shape exists for (the gc
+	// shape's collector CPU share, frag's resident / live by phase).
+	Plot []string
 	// FixedSize keeps the shape's sizes as they are: the runner does not
 	// shrink them for slow arms (the gc shape's live set is the point of
 	// it; the lines shape's line counts are fixed by its spec).

@@ -52,7 +52,7 @@ type ShapeInfo struct {
 	Workers []int    `json:"workers"`
 	Runs    int      `json:"runs"` // the runs made: Report.Runs, or fewer (Spec.Runs)
 	Metrics []Metric `json:"metrics,omitempty"`
-	Plot    string   `json:"plot,omitempty"` // the metric plotted instead of ns per op
+	Plot    []string `json:"plot,omitempty"` // the metrics plotted instead of ns per op
 	Control bool     `json:"control,omitempty"`
 }
 

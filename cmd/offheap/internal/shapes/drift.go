@@ -20,9 +20,10 @@ func init() {
 		Workers:   []int{1},
 		FixedSize: true, // the live size against the spans is the point
 		Metrics: []bench.Metric{
-			{Name: driftPeak, Doc: "the largest resident / live bytes of the readings"},
+			{Name: driftPeak, Doc: "the largest resident / live bytes of the readings", Label: "peak resident / live bytes"},
 			{Name: driftLast, Doc: "resident / live bytes at the end, the sizes back where they started"},
 		},
+		Plot:     []string{driftPeak},
 		Verdicts: driftVerdicts,
 	}, runDrift))
 }

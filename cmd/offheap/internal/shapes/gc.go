@@ -34,7 +34,7 @@ func init() {
 				{Name: "p99-ns", Doc: "99th percentile of one churn op (replace a value, make 128 B of garbage), in ns"},
 				{Name: "total-ms", Doc: "the whole trial, building the live set included, in ms"},
 			},
-			Plot:      gcCPU,
+			Plot:      []string{gcCPU},
 			FixedSize: true,
 			Verdicts:  gcVerdicts,
 		},
