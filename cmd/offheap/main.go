@@ -21,6 +21,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -71,9 +72,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	shapes := fs.String("shapes", "", "comma-separated shapes to run (default: every quick shape)")
 	arms := fs.String("arms", "", "comma-separated arms to compare (default: every default arm)")
 	workers := fs.String("workers", "", "comma-separated worker counts (default: 1,2,4 and 2x GOMAXPROCS)")
-	runs := fs.Int("runs", bench.DefaultRuns, "runs of every measurement, rows interleaved; the min and median are reported\n(benchstat needs 6 or more for intervals; the gc shape makes at most 3 but with -long)")
+	runs := fs.Int("runs", bench.DefaultRuns, "runs of every measurement, rows interleaved; the min and median are reported\n(benchstat needs 6 or more for intervals;\nthe gc shape makes at most 3 but with -long)")
 	long := fs.Bool("long", false, "seed-scale sizes (minutes, not seconds)")
-	out := fs.String("out", "offheap-report", "directory for results.txt, results.json, the SVG plots and index.html (\"\" for none)")
+	out := fs.String("out", "offheap-report", "directory for results.txt, results.json, the SVG plots and index.html\n(\"\" for none)")
 	jsonOut := fs.Bool("json", false, "write the JSON report to stdout instead of the tables")
 	scale := fs.Float64("scale", 1, "shrink every size by this factor, 0 < scale <= 1 (for smoke tests)")
 	var heapSize byteSize
@@ -153,13 +154,25 @@ func progress(stdout, stderr io.Writer) func(bench.Progress) {
 			}
 		}
 	}
+	last := time.Now()
 	return func(p bench.Progress) {
-		if p.ShapeDone {
+		switch {
+		case p.ShapeDone:
 			fmt.Fprintf(stderr, "offheap bench: shape %d of %d, %s, done in %.1fs (%d of %d trials)\n",
 				p.ShapeIndex, p.Shapes, p.Shape, p.ShapeElapsed.Seconds(), p.Done, p.Total)
+		case time.Since(last) >= progressEvery:
+			fmt.Fprintf(stderr, "offheap bench: shape %d of %d, %s, %.1fs in (%d of %d trials)\n",
+				p.ShapeIndex, p.Shapes, p.Shape, p.ShapeElapsed.Seconds(), p.Done, p.Total)
+		default:
+			return
 		}
+		last = time.Now()
 	}
 }
+
+// progressEvery is how long a run without a terminal goes between lines:
+// under the 5 s after which a silent command looks hung.
+const progressEvery = 4 * time.Second
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
