@@ -32,21 +32,7 @@ func (h *Heap) Alloc(n int) []byte {
 //
 //go:nosplit
 func (h *Heap) AllocUnzeroed(n int) []byte {
-	// allocFast written out for a block left as it is: a call level costs
-	// a pair a nanosecond or two (BenchmarkPair64). TestAllocUnzeroedAgrees
-	// holds the two together.
-	if uint(n)-1 < maxSmall && n > 8 { // an 8-byte block has no word for the key: zeroing it costs no more
-		c := sizeClass(n)
-		pid := pin.Pin()
-		if m := h.mag(pid); m != nil {
-			if a := m.pop(c); a != 0 {
-				(*[2]uint64)(ptr(a))[1] = 0 // the double-free key (doublefree.go)
-				pin.Unpin()
-				return bytesAt(a, n)
-			}
-		}
-		pin.Unpin()
-	} else if a := h.allocFast(n); a != 0 {
+	if a := h.allocFastUnzeroed(n); a != 0 {
 		return bytesAt(a, n)
 	}
 	b, err := h.allocSlow(n, false, kindHeap)
@@ -54,6 +40,28 @@ func (h *Heap) AllocUnzeroed(n int) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// allocFastUnzeroed is allocFast for a block left as it is: it pops a
+// block for a small request from the current P's magazine and clears
+// only its double-free key (doublefree.go), or returns 0.
+//
+//go:nosplit
+func (h *Heap) allocFastUnzeroed(n int) uintptr {
+	if uint(n)-1 >= maxSmall || n <= 8 { // an 8-byte block has no word for the key: zeroing it costs no more
+		return h.allocFast(n)
+	}
+	c := sizeClass(n)
+	pid := pin.Pin()
+	if m := h.mag(pid); m != nil {
+		if a := m.pop(c); a != 0 {
+			(*[2]uint64)(ptr(a))[1] = 0
+			pin.Unpin()
+			return a
+		}
+	}
+	pin.Unpin()
+	return 0
 }
 
 // allocShared is Alloc for a Shared's block, which the profile labels
@@ -76,6 +84,15 @@ func (h *Heap) TryAlloc(n int) ([]byte, error) {
 		return bytesAt(a, n), nil
 	}
 	return h.allocSlow(n, true, kindHeap)
+}
+
+// TryAllocUnzeroed is AllocUnzeroed returning an error instead of
+// panicking, as TryAlloc is Alloc's.
+func (h *Heap) TryAllocUnzeroed(n int) ([]byte, error) {
+	if a := h.allocFastUnzeroed(n); a != 0 {
+		return bytesAt(a, n), nil
+	}
+	return h.allocSlow(n, false, kindHeap)
 }
 
 // allocFast pops a block for a small request from the current P's magazine

@@ -8,9 +8,17 @@ import (
 	"unsafe"
 )
 
-// Allocator is what New and MakeSlice allocate from: a *Heap or an *Arena.
+// Allocator is what New and MakeSlice allocate from: a *Heap, a *Cache or
+// an *Arena.
 type Allocator interface {
 	Alloc(n int) []byte
+}
+
+// Freer is what Free and FreeSlice give memory back to: the *Heap or a
+// *Cache of the heap that allocated it (an Arena's memory is freed whole,
+// by Reset or Release).
+type Freer interface {
+	Free(b []byte)
 }
 
 // New allocates a zeroed T from a and returns a pointer to it. T must not
@@ -48,23 +56,25 @@ func MakeSlice[T any](a Allocator, n int) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
-// Free returns *p, allocated by New from h, to h. A nil p is ignored.
-func Free[T any](h *Heap, p *T) {
+// Free returns *p, allocated by New from a heap or one of its Caches, to
+// f: the heap or any of its Caches. A nil p is ignored.
+func Free[T any](f Freer, p *T) {
 	size := unsafe.Sizeof(*p)
 	if p == nil || size == 0 {
 		return
 	}
-	h.Free(unsafe.Slice((*byte)(unsafe.Pointer(p)), size))
+	f.Free(unsafe.Slice((*byte)(unsafe.Pointer(p)), size))
 }
 
-// FreeSlice returns s, allocated by MakeSlice from h, to h. s must start
-// where MakeSlice's result started; an empty s is ignored.
-func FreeSlice[T any](h *Heap, s []T) {
+// FreeSlice returns s, allocated by MakeSlice from a heap or one of its
+// Caches, to f: the heap or any of its Caches. s must start where
+// MakeSlice's result started; an empty s is ignored.
+func FreeSlice[T any](f Freer, s []T) {
 	size := unsafe.Sizeof(*new(T))
 	if cap(s) == 0 || size == 0 {
 		return
 	}
-	h.Free(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), uintptr(cap(s))*size))
+	f.Free(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), uintptr(cap(s))*size))
 }
 
 // ReallocSlice resizes s, allocated by MakeSlice (or ReallocSlice) from h, to

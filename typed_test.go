@@ -1,6 +1,7 @@
 package offheap
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -76,5 +77,39 @@ func TestTypedRefusesPointers(t *testing.T) {
 	New[fine](h) // no panic
 	if st := h.Stats(); st.InUseBytes != 0 {
 		t.Fatalf("refused allocations left %d bytes in use", st.InUseBytes)
+	}
+}
+
+// TestTypedThroughCache makes a value and a slice from a Cache and frees
+// them through it, and through the Heap, as Free takes what Alloc took.
+func TestTypedThroughCache(t *testing.T) {
+	h := newTestHeap(t, Options{})
+	c := h.NewCache()
+	defer c.Close()
+	p, s := New[plain](c), MakeSlice[plain](c, 100)
+	Free(c, p)
+	FreeSlice(c, s)
+	q := New[plain](c)
+	Free(h, q)
+	if st := h.Stats(); st.InUseBytes != 0 || st.LiveBlocks != 0 {
+		t.Fatalf("after freeing through the Cache and the Heap: %d bytes in %d blocks in use", st.InUseBytes, st.LiveBlocks)
+	}
+}
+
+func TestTryAllocUnzeroed(t *testing.T) {
+	h := newTestHeap(t, Options{Limit: 1 << 20})
+	b, err := h.TryAllocUnzeroed(100)
+	if err != nil || len(b) != 100 {
+		t.Fatalf("TryAllocUnzeroed(100) = %d bytes, %v", len(b), err)
+	}
+	h.Free(b)
+	if _, err := h.TryAllocUnzeroed(-1); !errors.Is(err, ErrSize) {
+		t.Errorf("TryAllocUnzeroed(-1): %v, want ErrSize", err)
+	}
+	if _, err := h.TryAllocUnzeroed(2 << 20); !errors.Is(err, ErrLimit) {
+		t.Errorf("TryAllocUnzeroed past the limit: %v, want ErrLimit", err)
+	}
+	if st := h.Stats(); st.InUseBytes != 0 {
+		t.Errorf("%d bytes in use after the refusals", st.InUseBytes)
 	}
 }
