@@ -16,7 +16,7 @@ var faultSink byte
 // into a *MemoryError with the stacks of the block's Alloc and Free and of
 // the access. (A race build has no guard pages that fault.)
 func ExampleFaultError() {
-	h, err := offheap.NewHeap(offheap.Options{Checked: true, GuardPages: true})
+	h, err := offheap.NewHeap(offheap.Options{GuardPages: true})
 	if err != nil {
 		fmt.Println(err)
 		return

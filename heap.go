@@ -46,13 +46,12 @@ type Options struct {
 	// blocks.
 	Checked bool
 
-	// GuardPages, with Checked, puts every allocation on pages of its own
-	// with an inaccessible page after it, and makes its pages inaccessible
-	// once freed: a use after free or past the end faults at once. NewHeap
-	// refuses it without Checked (or the offheapchecked build tag): a fast
-	// heap guards every allocation with SampleRate 1. Not in
-	// a race build, where nothing faults (see the package doc, Race
-	// detector).
+	// GuardPages puts every allocation on pages of its own with an
+	// inaccessible page after it, and makes its pages inaccessible once
+	// freed: a use after free or past the end faults at once. It implies
+	// Checked, whose records name the block behind a fault; a fast heap
+	// guards every allocation with SampleRate 1. Not in a race build,
+	// where nothing faults (see the package doc, Race detector).
 	GuardPages bool
 
 	// SampleRate, when positive, gives one allocation in SampleRate (on
@@ -243,7 +242,7 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
-	opts.Checked = opts.Checked || buildChecked
+	opts.Checked = opts.Checked || opts.GuardPages || buildChecked
 	h := &Heap{opts: opts, key: newKey(), ref: newRefKey(), links: newListKeys()}
 	h.mags.init(opts.MagazineDepth, &h.central)
 	h.caches.init(opts.MagazineDepth)
@@ -253,7 +252,7 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 	if err := h.mapBusy(); err != nil {
 		return nil, err
 	}
-	checked := opts.Checked || opts.SampleRate > 0 // GuardPages needs Checked (check)
+	checked := opts.Checked || opts.SampleRate > 0 // GuardPages set Checked above
 	if !opts.Checked {
 		h.startProfile(opts.ProfileRate) // sampling.go
 	}
@@ -276,9 +275,6 @@ func (opts *Options) check() error {
 		return fmt.Errorf("offheap: negative Limit %d", opts.Limit)
 	case opts.SampleRate < 0:
 		return fmt.Errorf("offheap: negative SampleRate %d", opts.SampleRate)
-	case opts.GuardPages && !opts.Checked && !buildChecked:
-		return errors.New("offheap: GuardPages without Checked: set Checked too, for every block guarded with its stacks, " +
-			"or SampleRate 1 instead, for every block guarded in a fast heap")
 	}
 	return nil
 }
