@@ -1,6 +1,7 @@
 package offheap
 
 import (
+	"sync/atomic"
 	"testing"
 	"unsafe"
 )
@@ -50,5 +51,30 @@ func TestCentralLayout(t *testing.T) {
 	h := newTestHeap(t, Options{})
 	if a := uintptr(unsafe.Pointer(&h.central[0])); a%line != 0 {
 		t.Errorf("h.central[0] at %#x, %d bytes into a line", a, a%line)
+	}
+}
+
+// BenchmarkCentralNeighbours: two goroutines, each an Alloc+Free pair of
+// its own class through the central lists (magazines off), the two classes
+// next to each other in Heap.central (arm=neighbours: classes 14 and 15,
+// where a 200-byte central put class 15's lock on the line of class 14's
+// census) or far apart (arm=apart: classes 14 and 40, the control, which
+// no layout puts on one line).
+func BenchmarkCentralNeighbours(b *testing.B) {
+	for _, arm := range []struct {
+		name   string
+		cl, c2 int
+	}{{"neighbours", 14, 15}, {"apart", 14, 40}} {
+		b.Run("arm="+arm.name, func(b *testing.B) {
+			h := newTestHeap(b, Options{MagazineDepth: -1, ProfileRate: -1})
+			sizes := [2]int{int(classSize[arm.cl]), int(classSize[arm.c2])}
+			var next atomic.Uint32
+			b.RunParallel(func(pb *testing.PB) {
+				n := sizes[next.Add(1)%2]
+				for pb.Next() {
+					h.Free(h.AllocUnzeroed(n))
+				}
+			})
+		})
 	}
 }

@@ -77,7 +77,7 @@ func (h *Heap) placeOf(a uintptr) place {
 		p := place{kind: placeInRun, class: c}
 		if start, _, ok := h.pages.runHolding(a); ok {
 			p.start, p.size = start, uintptr(h.pages.runPages(start))<<pageShift
-			if c == classSampled && sharedBlock(start, a) { // a sampled Shared's block
+			if sharedBlock(start, a) { // a large or sampled Shared's block
 				p.kind = placeShared
 			}
 		}

@@ -13,10 +13,10 @@ import (
 // every block, and a freed sample's run waits in the profile's stash with
 // its pagemap word unchanged), a freed large block, Go memory, an interior
 // address, an address inside a large block, Arena memory and a Shared's
-// bytes. Each refusal leaves the heap as it was: the live blocks, and no
-// freed block handed out twice. Before the fix, with ProfileRate 1, a
-// second Free and a Realloc panicked as double frees, but Relocate returned
-// the freed block and RelocateAll took it.
+// bytes (of a small block or a large one). Each refusal leaves the heap as
+// it was: the live blocks, and no freed block handed out twice. Before the
+// fix, with ProfileRate 1, a second Free and a Realloc panicked as double
+// frees, but Relocate returned the freed block and RelocateAll took it.
 func TestRefusalsAgree(t *testing.T) {
 	if buildChecked {
 		t.Skip("fast mode's decision: every heap is checked under the offheapchecked tag")
@@ -33,8 +33,9 @@ func TestRefusalsAgree(t *testing.T) {
 			h := newTestHeap(t, arm.opts)
 			ar := h.NewArena()
 			defer ar.Release()
-			sh := h.NewShared(100)
+			sh, shBig := h.NewShared(100), h.NewShared(maxSmall+10)
 			defer sh.Release()
+			defer shBig.Release()
 			live, big, arenaMem := h.Alloc(100), h.Alloc(maxSmall+10), ar.Alloc(100)
 			copy(live, "live")
 			// A class with something to move, so that Relocate's dense
@@ -60,6 +61,7 @@ func TestRefusalsAgree(t *testing.T) {
 				{"inside a large block", "not the start of a block", big[pageSize:]},
 				{"an arena's memory", "belongs to an Arena", arenaMem},
 				{"a Shared's bytes", "bytes of a Shared", sh.Bytes()},
+				{"a large Shared's bytes", "bytes of a Shared", shBig.Bytes()},
 			}
 			s0 := h.Stats()
 			for _, c := range cases {
