@@ -3,9 +3,9 @@ package offheap
 import "sync/atomic"
 
 // What Ref, Buffer and ReallocSlice need of the heap's internals, in one
-// place: where a block starts and how long it is, the size of the block an
-// allocation gets, and how an address becomes the compact offset a Ref
-// stores and back. Each function states its contract; they read the
+// place (where a block starts and how long it is is placeOf's, place.go):
+// the size of the block an allocation gets, and how an address becomes the
+// compact offset a Ref stores and back. Each function states its contract; they read the
 // regions (region.go), the pagemap and classInfos. When the
 // address space or the classes change, these change, and nothing that
 // calls them does.

@@ -46,7 +46,7 @@ type centralLists struct {
 
 	// spanFree counts the blocks of the class's spans that no one holds:
 	// on a span's free list or not yet carved (Stats.SpanFreeBytes).
-	// reloc is the span Relocate fills (relocate.go), 0 for none chosen;
+	// reloc is the span Relocate fills (relocate_class.go), 0 for none chosen;
 	// cands are the spans it may fill next, a heap by their live blocks,
 	// and scanBudget the looks at them left before the partial list is
 	// scanned again (target).
@@ -55,7 +55,7 @@ type centralLists struct {
 	scanBudget uint32
 	cands      spanOrder
 
-	// Relocate's summary of the class (relocate.go): nsparse counts the
+	// Relocate's summary of the class (relocate_class.go): nsparse counts the
 	// spans with a live block and at most half their blocks live, nheld
 	// the listed spans with a live block, and movable, read without mu,
 	// says whether a move may be possible (publish). Kept exact under mu

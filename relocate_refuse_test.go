@@ -145,3 +145,74 @@ func TestRelocateCheckedAtLimit(t *testing.T) {
 		h.Free(b)
 	}
 }
+
+// TestRelocateRefuses: Relocate panics as Free does for what Free refuses
+// (Go memory, an interior address, Arena memory, a Shared's bytes, a freed
+// block, a slice longer than its block) and leaves the heap as it was: a
+// census that still holds, and the block still Free's.
+func TestRelocateRefuses(t *testing.T) {
+	for _, arm := range modeArms {
+		t.Run(arm.name, func(t *testing.T) {
+			h := newTestHeap(t, unprofiled(arm.opts))
+			a := h.NewArena()
+			defer a.Release()
+			sh := h.NewShared(100)
+			defer sh.Release()
+			b := h.Alloc(100)
+			big := h.Alloc(maxSmall + 10)
+			// Each case's class with something to move (spans a quarter
+			// full): where nothing can, Relocate reads the pagemap and not
+			// the block, and a freed block comes back as it is.
+			for _, n := range []int{100, cap(b) - 16, cap(sh.Bytes())} {
+				defer freeAll(h, movableClass(h, n))
+			}
+			freed := h.Alloc(100)
+			h.Free(freed)
+			h.Trim() // back in its span, which the refill left sparse again
+			cases := map[string]struct {
+				b    []byte
+				want string
+			}{
+				"Go memory":         {make([]byte, 100), "did not allocate"},
+				"an interior slice": {b[16:], "not the start of a block"},
+				"an arena's memory": {a.Alloc(100), "Arena"},
+				"a Shared's bytes":  {sh.Bytes(), "Shared"},
+				"a freed block":     {freed, "free"},
+				"inside a large":    {big[pageSize : pageSize+100 : pageSize+100], "not"},
+			}
+			s0 := h.Stats()
+			for what, c := range cases {
+				if arm.name == "checked" && what == "inside a large" {
+					continue // checked mode does not move large blocks, nor look at them
+				}
+				msg := mustPanic(t, func() { h.Relocate(c.b) })
+				if !strings.Contains(msg, c.want) {
+					t.Errorf("%s: %q, want it to say %q", what, msg, c.want)
+				}
+			}
+			// Checked mode allocates the new block first, and frees it
+			// when Free refuses b, as Realloc does.
+			if s := h.Stats(); s.LiveBlocks != s0.LiveBlocks || s.InUseBytes != s0.InUseBytes || s.Relocations != 0 ||
+				h.chk == nil && (s.Allocs != s0.Allocs || s.Frees != s0.Frees) {
+				t.Errorf("a refused Relocate counted: %v, then %v", s0, s)
+			}
+			h.Free(b)
+			h.Free(big)
+		})
+	}
+}
+
+// movableClass leaves n bytes' class with spans a quarter full, for a
+// Relocate of it to look at its block, and returns the blocks it keeps.
+func movableClass(h *Heap, n int) (keep [][]byte) {
+	var rest [][]byte
+	for i := range 3 * classBlocks[sizeClass(n)] {
+		if x := h.Alloc(n); i%4 == 0 {
+			keep = append(keep, x)
+		} else {
+			rest = append(rest, x)
+		}
+	}
+	freeAll(h, rest)
+	return keep
+}
