@@ -42,9 +42,10 @@ func (a *Arena) Alloc(n int) []byte {
 }
 
 // TryAlloc is Alloc returning an error instead of panicking: errors.Is(err,
-// ErrLimit) or ErrClosed when the heap cannot supply a chunk, ErrSize for a
-// negative or impossible n, ErrClosed after Release. What the arena handed
-// out before stays valid.
+// ErrLimit), ErrAddressSpace (the heap's address space is full) or
+// ErrClosed when the heap cannot supply a chunk, ErrSize for a negative or
+// impossible n, ErrClosed after Release. What the arena handed out before
+// stays valid.
 func (a *Arena) TryAlloc(n int) ([]byte, error) {
 	if x := a.allocFast(n); x != 0 {
 		return bytesAt(x, n), nil

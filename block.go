@@ -1,14 +1,11 @@
 package offheap
 
-import (
-	"fmt"
-	"sync/atomic"
-)
+import "sync/atomic"
 
 // What Ref, Buffer and ReallocSlice need of the heap's internals, in one
-// place: where a block starts and how long it is, the size of the block an
-// allocation gets, and how an address becomes the compact offset a Ref
-// stores and back. Each function states its contract; they read the
+// place (where a block starts and how long it is is placeOf's, place.go):
+// the size of the block an allocation gets, and how an address becomes the
+// compact offset a Ref stores and back. Each function states its contract; they read the
 // regions (region.go), the pagemap and classInfos. When the
 // address space or the classes change, these change, and nothing that
 // calls them does.
@@ -53,55 +50,6 @@ func (h *Heap) refAddr(off, n uint64) (uintptr, bool) {
 // Refs go to bytesSlow. One compare, no call: it must inline into Bytes.
 func (h *Heap) refFast(off, n uint64) (uintptr, bool) {
 	return h.base + uintptr(off), off+n-1 < uint64(atomic.LoadUintptr(&h.fastSize)) // Close stores it atomically (closing.go)
-}
-
-// blockKind is what the pagemap says about an address (blockAt).
-type blockKind uint8
-
-const (
-	notBlock     blockKind = iota // not the start of a block in use: see the reason
-	plainBlock                    // the start of a small or large block
-	guardedBlock                  // on a guarded run's pages: only the checker knows its blocks (guard.go)
-)
-
-// blockAt reports what the pagemap says about address a: whether it is the
-// start of a block in use and the block's usable size in bytes (its class
-// size, or the whole pages of a large block); otherwise why not, as a phrase
-// that completes "... of %#x, which ...". The pagemap cannot tell a freed
-// small block from a live one while its span is in use, nor a block from an
-// Arena's chunk or a Shared's block; the checker can (checked_ref.go).
-//
-// The word of a page that holds a live block does not change while the
-// block lives, so for a live block the answer is exact; for memory the
-// caller does not own it is a snapshot, as Free's is. Call it on an open
-// heap.
-func (h *Heap) blockAt(a uintptr) (kind blockKind, usable uintptr, why string) {
-	page, ok := h.pages.pageOf(a)
-	if !ok {
-		return notBlock, 0, "this heap did not allocate (Go memory, or another heap's)"
-	}
-	e := *h.pages.entry(page)
-	switch c := uint8(e); {
-	case c == classLarge || c == classSampled:
-		if uint32(e)>>8 != 0 || a&(pageSize-1) != 0 {
-			return notBlock, 0, "is not the start of a block: it is inside a large block"
-		}
-		return plainBlock, uintptr(e>>32) << pageShift, ""
-	case c == classGuarded:
-		return guardedBlock, 0, ""
-	case c == 0 || c >= numClasses:
-		return notBlock, 0, "is not allocated (already freed, or never handed out)"
-	default:
-		ci := &classInfos[c]
-		q, into := blockIn(a, e, ci)
-		if into != 0 {
-			return notBlock, 0, fmt.Sprintf("is not the start of a block: it is %s into the %d-byte block at %#x", count(int(into), "byte"), ci.size, a-uintptr(into))
-		}
-		if q >= uint64(ci.blocks) {
-			return notBlock, 0, "is not allocated: it is past the last block of its span"
-		}
-		return plainBlock, uintptr(ci.size), ""
-	}
 }
 
 // tryAllocUnzeroed is AllocUnzeroed returning the error instead of

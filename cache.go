@@ -143,8 +143,9 @@ func (c *Cache) AllocUnzeroed(n int) []byte {
 }
 
 // TryAlloc is Alloc returning an error instead of panicking, as
-// Heap.TryAlloc does: errors.Is(err, ErrLimit), ErrClosed or ErrSize. It
-// panics, as Alloc does, after the Cache's Close.
+// Heap.TryAlloc does: errors.Is(err, ErrLimit), ErrClosed, ErrSize or
+// ErrAddressSpace (the heap's address space is full). It panics, as Alloc
+// does, after the Cache's Close.
 //
 //go:nosplit
 //go:noinline

@@ -22,11 +22,16 @@ import (
 // Invariant: a block is in exactly one place: the caller's hands, a magazine,
 // a depot batch, or a span's free list (or not yet carved). Blocks in
 // magazines and depot batches count as live for their span.
+//
+// Layout: three cache lines a class, so that no class's lock shares a line
+// with another class's state (Heap starts the array on a line,
+// centralPad). The pad leads: a zero-length array as a struct's last field
+// costs a word after it (Go keeps a pointer to it inside the struct), which
+// would put each lock on the line of the previous class's census whenever
+// centralLists fills the three lines exactly. TestCentralLayout holds it.
 type central struct {
-	centralLists
-	// Three cache lines a class, the lock and the list on the first two, so
-	// that no two classes share a line: Heap starts the array on a line.
 	_ [3*64 - unsafe.Sizeof(centralLists{})]byte
+	centralLists
 }
 
 // centralLists is a central's state, which central pads.
@@ -41,7 +46,7 @@ type centralLists struct {
 
 	// spanFree counts the blocks of the class's spans that no one holds:
 	// on a span's free list or not yet carved (Stats.SpanFreeBytes).
-	// reloc is the span Relocate fills (relocate.go), 0 for none chosen;
+	// reloc is the span Relocate fills (relocate_class.go), 0 for none chosen;
 	// cands are the spans it may fill next, a heap by their live blocks,
 	// and scanBudget the looks at them left before the partial list is
 	// scanned again (target).
@@ -50,7 +55,7 @@ type centralLists struct {
 	scanBudget uint32
 	cands      spanOrder
 
-	// Relocate's summary of the class (relocate.go): nsparse counts the
+	// Relocate's summary of the class (relocate_class.go): nsparse counts the
 	// spans with a live block and at most half their blocks live, nheld
 	// the listed spans with a live block, and movable, read without mu,
 	// says whether a move may be possible (publish). Kept exact under mu

@@ -13,10 +13,11 @@ import (
 // AllocUnzeroed clears it: a free block holds the key, a live one does not
 // unless the program put it there. Free reads the word before it writes it.
 // If the key is there, the block is probably free already, and Free makes
-// an exact check before it panics (checkFree): it looks for the block
-// wherever a free block can be. A live block whose second word happens to
-// hold the key (once in 2^64 for random data) is found nowhere and is freed
-// as usual; it costs that Free a stop of the world, no false report.
+// an exact check before it panics (freeState, through freeable in place.go,
+// which Realloc and Relocate take too): it looks for the block wherever a
+// free block can be. A live block whose second word happens to hold the key
+// (once in 2^64 for random data) is found nowhere and is freed as usual; it
+// costs that Free a stop of the world, no false report.
 //
 // Why the second word: a free block waits in a magazine (untouched), a
 // depot batch (untouched) or its span's free list, which links blocks
@@ -53,23 +54,8 @@ func newKey() uint64 {
 	return rand.Uint64()&^(1<<62) | 1<<63 | 1
 }
 
-// checkFree panics if the block of class c at a, whose second word holds the
-// key, is already free; it returns if the block is live. Called between
-// enter and exit, with no lock held.
-func (h *Heap) checkFree(a uintptr, c uint8) {
-	var bad *corruptError
-	switch h.freeState(a, c, &bad) {
-	case blockCorrupt:
-		panic(bad.Error())
-	case blockFree:
-		panic(doubleFree(a, uintptr(classSize[c])))
-	case blockUncarved:
-		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which is not allocated (never handed out)", a, classSize[c]))
-	}
-}
-
 // doubleFree is the panic of a fast heap's Free, or Realloc, of the block
-// of size bytes at a that it found free.
+// of size bytes at a that freeable found free.
 func doubleFree(a, size uintptr) string {
 	return fmt.Sprintf("offheap: double free of %#x (%d bytes): the block is already free; free each block once "+
 		"(Options.Checked, or the offheapchecked build tag, reports where it was allocated and first freed)", a, size)

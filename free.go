@@ -78,7 +78,8 @@ slow:
 // samples, a sampled heap's guarded blocks, small blocks of the regions
 // after the first (region.go), the key found, a closed heap, and the
 // addresses that are not a block start of this heap, which panic. Past
-// checked mode it reads a's pagemap word once and switches on its class.
+// checked mode it takes what freeable (place.go) says is at a: the one
+// decision of what Free, Realloc and Relocate take.
 func (h *Heap) freeSlow(b []byte) {
 	a := addrOf(b)
 	if c := h.chk; c != nil && c.all {
@@ -93,36 +94,24 @@ func (h *Heap) freeSlow(b []byte) {
 		panic(fmt.Errorf("%w: Free of %#x", ErrClosed, a))
 	}
 	defer h.exit()
-	page, ok := h.pages.pageOf(a)
-	if !ok {
-		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which this heap did not allocate: %s", a, cap(b), appendMoved))
-	}
-	e := *h.pages.entry(page)
-	switch c := uint8(e); {
-	case c-1 < numClasses-1: // a small block, found as Free's fast path finds one
-		ci := &classInfos[c]
-		if blockStart(a, e, ci) {
-			h.freeSmall(a, c)
+	switch p := h.freeable(a); p.kind {
+	case placeSmall: // live: freeable found no key, or looked and found it nowhere free
+		h.freeSmall(a, p.class)
+	case placeRun:
+		if p.class == classSampled {
+			h.freeSampled(a) // the profile's (profile.go)
+		} else {
+			h.freeLarge(a, classLarge)
+		}
+	case placeGuarded:
+		if h.chk != nil { // a sampled heap's sample: the checker's (guard.go)
+			var s stack // as above
+			h.chk.freeRun(a, intern(&s, s.fill(fpStack(&s.pcs))))
 			return
 		}
-		_, into := blockIn(a, e, ci)
-		start := a - uintptr(into)
-		if sharedBlock(start, a) {
-			panic(sharedFree(a))
-		}
-		panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %s into the %d-byte block at %#x",
-			a, count(int(a-start), "byte"), ci.size, start))
-	case c == classLarge:
-		h.freeLarge(a, classLarge)
-	case c == classSampled: // the profile's (profile.go)
-		h.freeSampled(a)
-	case c == classGuarded && h.chk != nil: // a sampled heap's sample: the checker's (guard.go)
-		var s stack // as above
-		h.chk.freeRun(a, intern(&s, s.fill(fpStack(&s.pcs))))
-	case c == classArena:
-		panic(arenaFree(a))
-	default: // a free page
-		panic(fmt.Sprintf("offheap: Free of %#x (%d bytes), which is not allocated (already freed, or never handed out)", a, cap(b)))
+		fallthrough
+	default:
+		panic(p.refusal("Free", a, cap(b)))
 	}
 }
 
@@ -136,16 +125,12 @@ func arenaFree(a uintptr) string {
 	return fmt.Sprintf("offheap: Free of %#x, which belongs to an Arena: an arena's memory is freed all at once, by the arena's Reset or Release", a)
 }
 
-// freeSmall frees the verified start a of a block of class c whose second
-// word holds the key: the exact check, then the key and the block's way to
-// the magazine or the central list. Called between enter and exit.
+// freeSmall frees the start a of a live block of class c, as freeable
+// found it: the key written, and the block on its way to the magazine or
+// the central list. Called between enter and exit.
 func (h *Heap) freeSmall(a uintptr, c uint8) {
 	if c != 1 {
-		kw := (*uint64)(ptr(a + 8))
-		if *kw == h.key {
-			h.checkFree(a, c) // panics if the block is already free
-		}
-		*kw = h.key
+		*(*uint64)(ptr(a + 8)) = h.key
 	}
 	raceRelease(ptr(a)) // as in Free
 	h.freeToCentral(a, c)

@@ -1,7 +1,6 @@
 package offheap
 
 import (
-	"fmt"
 	"sync/atomic"
 
 	"github.com/offheap/offheap/internal/pin"
@@ -143,7 +142,7 @@ func (h *Heap) reallocSlow(b []byte, n int, zero bool) []byte {
 	}
 	old, onp := h.pages.ownRun(a) // realloc_pages.go
 	if old != classLarge {
-		h.checkNotFree(a, zero) // a large run is allocated: its first page says so
+		h.checkNotFree(b, zero) // a large run is allocated: its first page says so
 	}
 	if n > maxSmall {
 		if np, ok := pagesFor(n); old == classLarge && ok && np == onp {
@@ -187,32 +186,20 @@ func reallocName(zero bool) string {
 	return "ReallocUnzeroed"
 }
 
-// checkNotFree panics, as Free would, if a fast heap's block at a is free,
-// before Realloc allocates: the new block could be that very block. (Free
-// says what else is wrong with a; a checked heap never hands out a block
-// that waits in its quarantine.) Called between enter and exit.
-func (h *Heap) checkNotFree(a uintptr, zero bool) {
+// checkNotFree panics, as Free would, unless a fast heap's b is a block
+// Free takes (freeable, place.go), before Realloc allocates: a free block
+// could be the new block itself, and a refused one costs no allocation. (A
+// checked heap never hands out a block that waits in its quarantine, and
+// its Free refuses the rest.) Called between enter and exit.
+func (h *Heap) checkNotFree(b []byte, zero bool) {
 	if h.checked() {
 		return
 	}
-	page, ok := h.pages.pageOf(a)
-	if !ok {
-		return
-	}
-	e := *h.pages.entry(page)
-	switch c := uint8(e); {
-	case c == 0:
-		panic(fmt.Sprintf("offheap: %s of %#x, which is not allocated (already freed, or never handed out)", reallocName(zero), a))
-	case c-1 < numClasses-1 && c != 1:
-		if _, into := blockIn(a, e, &classInfos[c]); into == 0 && *(*uint64)(ptr(a + 8)) == h.key {
-			h.checkFree(a, c) // the key: free, or live data that holds it
-		}
-	case c == classSampled:
-		// A freed sample's run may wait in the profile's stash with its
-		// word unchanged, and the new block's sample may take it back.
-		if h.prof != nil && h.prof.kept(a) {
-			panic(doubleFree(a, uintptr(e>>32)<<pageShift))
-		}
+	a := addrOf(b)
+	switch p := h.freeable(a); p.kind {
+	case placeSmall, placeRun, placeGuarded: // a guarded block: the checker's Free judges it
+	default:
+		panic(p.refusal(reallocName(zero), a, cap(b)))
 	}
 }
 

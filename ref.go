@@ -133,16 +133,15 @@ func (h *Heap) checkRef(a uintptr, n uint64, op string) {
 		h.checkRecordRef(a, n, op)
 		return
 	}
-	kind, usable, why := h.blockAt(a)
-	switch kind {
-	case guardedBlock: // a sampled heap's guarded block: the checker has its record
+	switch p := h.placeOf(a); p.kind { // what Free's refusals take too (place.go)
+	case placeGuarded: // a sampled heap's guarded block: the checker has its record
 		h.checkRecordRef(a, n, op)
-	case notBlock:
-		panic(fmt.Sprintf("offheap: %s of %#x (%d bytes), which %s%s", op, a, n, why, refHint))
-	default:
-		if n > uint64(usable) {
-			panic(fmt.Sprintf("offheap: %s of %d bytes at %#x, past the end of its %d-byte block%s", op, n, a, usable, refHint))
+	case placeSmall, placeRun:
+		if n > uint64(p.size) {
+			panic(fmt.Sprintf("offheap: %s of %d bytes at %#x, past the end of its %d-byte block%s", op, n, a, p.size, refHint))
 		}
+	default:
+		panic(fmt.Sprintf("offheap: %s of %#x (%d bytes), which %s%s", op, a, n, p.why(a), refHint))
 	}
 }
 
