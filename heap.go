@@ -104,10 +104,10 @@ type Options struct {
 	// HugePages puts the heap's memory on 2 MiB transparent huge pages
 	// where it is dense, which makes random access over a large heap
 	// faster (fewer TLB misses; docs/DESIGN.md has the figures). A block
-	// of 2 MiB or more is on huge pages when Alloc returns: each whole
-	// 2 MiB of it is made a huge page then (MADV_COLLAPSE), before the
-	// program touches it, so it is never read through small pages first.
-	// That Alloc takes a few ms per 2 MiB (about 0.3-8 s per GiB on a busy
+	// of 2 MiB or more is on huge pages when Alloc (or a Realloc that
+	// grows or moves it) returns: each whole 2 MiB of it is made a huge
+	// page then (MADV_COLLAPSE), before the program touches it, so it is
+	// never read through small pages first. That Alloc takes a few ms per 2 MiB (about 0.3-8 s per GiB on a busy
 	// 2-core VM), in place of the faults of the first touch, which then
 	// costs nothing, and puts the whole block in memory at once (the
 	// memory MappedBytes counts for it anyway). Smaller blocks are faulted

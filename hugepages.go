@@ -15,8 +15,9 @@ import (
 // the kernel fault in (and khugepaged fill in) whole huge pages where the
 // heap counts a few small pages as mapped.
 //
-// A run allocated for a block (allocLarge) has its whole huge-page ranges
-// collapsed before Alloc returns (collapseRun): the run is allocated whole,
+// A run allocated for a block (allocLarge), or grown or moved for one by
+// Realloc (reallocLarge), has its whole huge-page ranges collapsed before
+// Alloc or Realloc returns (collapseRun): the run is allocated whole,
 // so its huge pages hold no memory the heap does not count already, and
 // the block is on huge pages before the program first touches it; the
 // allocating goroutine pays for it, a few ms per range, in place of the
@@ -266,14 +267,17 @@ func (ph *pageHeap) collapse(k uint32, vec []byte) (closed, collapsed bool) {
 	return false, collapsed
 }
 
-// collapseRun puts the whole ranges of the new run of np pages at a (a
-// block of the caller's, not yet handed out) on huge pages now: the run is
-// allocated whole, so a huge page there holds no memory the heap does not
-// count as mapped already. Ranges already held are left as they are; a
-// range the kernel does not collapse stays a candidate of the background
-// pass. Called by the allocating goroutine, without mu: the collapse takes
-// milliseconds a range, and no other goroutine touches the run's pages
-// meanwhile (the release timer and Trim release free pages only).
+// collapseRun puts the whole ranges of the run of np pages at a, a block
+// being allocated or reallocated, on huge pages now: the run is allocated
+// whole, so a huge page there holds no memory the heap does not count as
+// mapped already. Ranges already held are left as they are; a range the
+// kernel refuses stays a candidate of the background pass. (The kernel
+// answers success and makes no huge page for a range that lies across two
+// of its mappings, as a Realloc's page move can leave one: that range is
+// held, on small pages, until its next release.) Called by the allocating
+// goroutine, without mu: the collapse takes milliseconds a range, and no
+// other goroutine touches the run's pages meanwhile (the release timer and
+// Trim release free pages only).
 func (ph *pageHeap) collapseRun(a uintptr, np uint32) {
 	if !ph.huge.on || np < hugeSpan {
 		return

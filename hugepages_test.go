@@ -197,6 +197,58 @@ func TestHugePagesAtAlloc(t *testing.T) {
 	h.Free(z)
 }
 
+// TestHugePagesRealloc: a block Realloc grows, in place or onto a new
+// run, is on huge pages for its whole 2 MiB ranges when Realloc returns,
+// with its bytes. (The move here is of whole ranges: a range that the
+// moved pages fill only in part lies across two of the kernel's mappings,
+// mremap's and the region's, and no huge page can span them.)
+// Positive control: without the collapse in reallocLarge's two paths this
+// test failed:
+//
+//	hugepages_test.go:223: grown in place from 1 to 4 MiB: 0 bytes on huge pages, want 4 MiB
+//	hugepages_test.go:245: moved and grown to 8 MiB: 0 bytes on huge pages, want 8 MiB
+func TestHugePagesRealloc(t *testing.T) {
+	var now int64
+	h := hugeHeap(t, &now)
+	b := h.Alloc(1 << 20)
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	a := addrOf(b)
+	b = h.Realloc(b, 4<<20)
+	if addrOf(b) != a || a&(2<<20-1) != 0 {
+		t.Fatalf("setup: grown from %#x to %#x, want in place on a huge page's start", a, addrOf(b))
+	}
+	if got := hugeBytes(t, h); got != 4<<20 {
+		t.Errorf("grown in place from 1 to 4 MiB: %d bytes on huge pages, want 4 MiB", got)
+	}
+	check := func(b []byte, what string) {
+		t.Helper()
+		for i, c := range b {
+			want := byte(i * 7)
+			if i >= 1<<20 {
+				want = 0
+			}
+			if c != want {
+				t.Fatalf("%s: byte %d is %#x, want %#x", what, i, c, want)
+			}
+		}
+	}
+	check(b, "grown in place")
+	fence := h.Alloc(1 << 20) // right after b: b cannot grow in place
+	// b's pages move, whole ranges, so they stay whole.
+	b = h.Realloc(b, 8<<20)
+	if addrOf(b) == a {
+		t.Fatalf("setup: grown in place past a fence")
+	}
+	if got := hugeBytes(t, h); got < 8<<20 {
+		t.Errorf("moved and grown to 8 MiB: %d bytes on huge pages, want 8 MiB", got)
+	}
+	check(b, "moved")
+	h.Free(fence)
+	h.Free(b)
+}
+
 // TestHugePagesReleaseWhole: the release timer gives back a free huge page
 // whole and keeps a partly used one whole; Trim breaks it. Positive
 // control: with holdsPage true for every held range, the free huge pages
