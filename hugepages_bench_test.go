@@ -119,3 +119,38 @@ func BenchmarkHugePagesFresh(b *testing.B) {
 	b.ReportMetric(huge30/n, "huge-pct-30s")
 	b.ReportMetric(write/n, "write-ratio")
 }
+
+// BenchmarkHugePagesGrow is what a program growing a table with Realloc
+// pays, with HugePages off and on: a 1 MiB block, written, doubled by
+// Realloc up to 256 MiB, each new half written after its Realloc (the
+// program's first touch of it). Metrics: realloc-ms, the Reallocs alone;
+// total-ms, the Reallocs and the writes; per sequence.
+//
+//	go test -run '^$' -bench HugePagesGrow -count 4 .
+func BenchmarkHugePagesGrow(b *testing.B) {
+	if raceEnabled || buildChecked {
+		b.Skip("a race or checked build's heap is not the one measured")
+	}
+	for _, huge := range []bool{false, true} {
+		b.Run(map[bool]string{false: "huge=off", true: "huge=on"}[huge], func(b *testing.B) {
+			var re, all time.Duration
+			for range b.N {
+				h := newTestHeap(b, Options{HugePages: huge, ProfileRate: -1})
+				x := h.Alloc(1 << 20)
+				touch(x)
+				for n := 2 << 20; n <= 256<<20; n *= 2 {
+					t0 := time.Now()
+					x = h.Realloc(x, n)
+					t1 := time.Now()
+					touch(x[n/2:])
+					re += t1.Sub(t0)
+					all += time.Since(t0)
+				}
+				h.Free(x)
+				h.Close()
+			}
+			b.ReportMetric(float64(re.Milliseconds())/float64(b.N), "realloc-ms")
+			b.ReportMetric(float64(all.Milliseconds())/float64(b.N), "total-ms")
+		})
+	}
+}
