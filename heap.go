@@ -115,7 +115,10 @@ type Options struct {
 	// 200 ms (or 2 s after it began), collapses each 2 MiB range whose
 	// small pages are all in memory into a huge page, copying its 2 MiB: a
 	// few ms of one CPU per huge page, during which the process's page
-	// faults wait, so the pass rests four times as long between collapses.
+	// faults wait, so the pass rests four times as long between collapses;
+	// while it works, random reads of the ranges it collapses can take
+	// several times as long as without HugePages (docs/DESIGN.md, Huge
+	// pages at allocation), which blocks of 2 MiB or more never see.
 	// New spans and blocks go first into the fullest 2 MiB ranges that
 	// have room, and blocks of 2 MiB or more start on a range, so that free
 	// memory gathers in whole ranges (docs/DESIGN.md, Big heaps). The
