@@ -2,15 +2,14 @@ package offheap_test
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/offheap/offheap"
 )
 
-// A heap with HugePages: a large table written whole moves onto huge pages
-// in the background, once allocation pauses; HugePageBytes says how much
-// of the heap is on them. (No output is checked: it depends on the kernel,
-// Linux 6.1 or later, and on how busy the machine is.)
+// A heap with HugePages: a large table is on huge pages when Alloc
+// returns, before the program writes it; HugePageBytes says how much of the
+// heap is on them. (No output is checked: it depends on the kernel, Linux
+// 6.1 or later, and on the memory the system has free in 2 MiB pieces.)
 func ExampleOptions_hugePages() {
 	h, err := offheap.NewHeap(offheap.Options{HugePages: true})
 	if err != nil {
@@ -20,16 +19,15 @@ func ExampleOptions_hugePages() {
 	defer h.Close()
 
 	table := h.Alloc(64 << 20)
-	for i := range table {
-		table[i] = byte(i)
-	}
-	time.Sleep(time.Second) // the collapse pass runs after a lull
 	huge, err := h.HugePageBytes()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Printf("%d of %d MiB on huge pages\n", huge>>20, len(table)>>20)
+	for i := range table {
+		table[i] = byte(i)
+	}
 	h.Free(table)
 }
 

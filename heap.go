@@ -102,23 +102,31 @@ type Options struct {
 
 	// HugePages puts the heap's memory on 2 MiB transparent huge pages
 	// where it is dense, which makes random access over a large heap
-	// faster (fewer TLB misses; docs/DESIGN.md has the figures). Memory is
-	// faulted in as small pages, so no allocation waits for the kernel to
-	// find and clear a huge page; a background pass, once allocation
-	// pauses for 200 ms (or 2 s after it began), collapses each 2 MiB range
-	// whose small pages are all in memory into a huge page (MADV_COLLAPSE),
-	// copying its 2 MiB: a few ms of one CPU per huge page, during which
-	// the process's page faults wait, so the pass rests four times as long
-	// between collapses (2 GiB takes it some 40 s). New spans and blocks
-	// go first into the fullest 2 MiB ranges that have room, and blocks of
-	// 2 MiB or more start on a range, so that free memory gathers in whole
-	// ranges (docs/DESIGN.md, Big heaps). The release timer then
-	// gives back a huge page's free pages only once all of it is free, so
-	// a partly used huge page keeps its free pages mapped (they count in
-	// MappedBytes and against the Limit) until Trim, the Limit or its last
-	// page's Free. HugePageBytes says how much of the heap is on huge
-	// pages. It does nothing on kernels before Linux 6.1 (no
-	// MADV_COLLAPSE), with THP disabled (transparent_hugepage/enabled
+	// faster (fewer TLB misses; docs/DESIGN.md has the figures). A block
+	// of 2 MiB or more is on huge pages when Alloc (or a Realloc that
+	// grows or moves it) returns: each whole 2 MiB of it is made a huge
+	// page then (MADV_COLLAPSE), before the program touches it, so it is
+	// never read through small pages first. That Alloc takes a few ms per 2 MiB (about 0.3-8 s per GiB on a busy
+	// 2-core VM), in place of the faults of the first touch, which then
+	// costs nothing, and puts the whole block in memory at once (the
+	// memory MappedBytes counts for it anyway). Smaller blocks are faulted
+	// in as small pages; a background pass, once allocation pauses for
+	// 200 ms (or 2 s after it began), collapses each 2 MiB range whose
+	// small pages are all in memory into a huge page, copying its 2 MiB: a
+	// few ms of one CPU per huge page, during which the process's page
+	// faults wait, so the pass rests four times as long between collapses;
+	// while it works, random reads of the ranges it collapses can take
+	// several times as long as without HugePages (docs/DESIGN.md, Huge
+	// pages at allocation), which blocks of 2 MiB or more never see.
+	// New spans and blocks go first into the fullest 2 MiB ranges that
+	// have room, and blocks of 2 MiB or more start on a range, so that free
+	// memory gathers in whole ranges (docs/DESIGN.md, Big heaps). The
+	// release timer then gives back a huge page's free pages only once all
+	// of it is free, so a partly used huge page keeps its free pages mapped
+	// (they count in MappedBytes and against the Limit) until Trim, the
+	// Limit or its last page's Free. HugePageBytes says how much of the
+	// heap is on huge pages. It does nothing on kernels before Linux 6.1
+	// (no MADV_COLLAPSE), with THP disabled (transparent_hugepage/enabled
 	// "never"), where huge pages are not 2 MiB, and in race builds. Off by
 	// default: the collapse costs CPU, and the kept free pages memory.
 	HugePages bool

@@ -3,23 +3,31 @@ package offheap
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/offheap/offheap/internal/osmem"
 )
 
-// Transparent huge pages (Options.HugePages). A heap's memory is faulted in
-// as small pages, always: a fault in a range marked MADV_HUGEPAGE makes the
-// faulting thread find and clear a whole huge page, which on the VM of
-// docs/DESIGN.md made the first touch of 2 GiB take 5.5-15 s instead of
-// 1.9-3 s, with single faults of 50-130 ms. Instead, a background pass
-// (collapsePass, on a timer as the release of free pages is) looks at every
-// huge-page range that allocations touched and, where all of the range's
-// small pages are in memory (mincore: so the huge page costs no memory the
-// small ones did not), collapses it into a huge page with MADV_COLLAPSE
-// (Linux 6.1). The copy and any compaction are the
-// pass's, off every allocating goroutine (though not off their faults:
-// below).
+// Transparent huge pages (Options.HugePages). Memory is put on 2 MiB huge
+// pages in two ways, both with MADV_COLLAPSE (Linux 6.1), neither by
+// marking the heap's mappings MADV_HUGEPAGE, which would split them and let
+// the kernel fault in (and khugepaged fill in) whole huge pages where the
+// heap counts a few small pages as mapped.
+//
+// A run allocated for a block (allocLarge), or grown or moved for one by
+// Realloc (reallocLarge), has its whole huge-page ranges collapsed before
+// Alloc or Realloc returns (collapseRun): the run is allocated whole,
+// so its huge pages hold no memory the heap does not count already, and
+// the block is on huge pages before the program first touches it; the
+// allocating goroutine pays for it, a few ms per range, in place of the
+// faults of 512 small pages it would take on its first touch. A range of
+// smaller runs (spans, blocks under 2 MiB) is faulted in as small pages and
+// collapsed by a background pass (collapsePass, on a timer as the release
+// of free pages is) once all of its small pages are in memory (mincore: so
+// the huge page costs no memory the small ones did not). The copy and any
+// compaction are the pass's, off every allocating goroutine (though not
+// off their faults: below).
 //
 // Ranges are the huge-page-aligned stretches of hugeSpan pages of a region,
 // whose base is aligned for them (mapRegion); a region's partial last
@@ -41,12 +49,14 @@ import (
 // as each collapse took before the next, so that it takes at most a fifth
 // of one CPU and of the faults' time.
 //
-// A collapse runs without the page heap's lock, which allocations need: a
-// page released between the pass's mincore and its collapse is made
-// resident again by the collapse (zero-filled, as the heap expects of it),
-// so the heap's count of mapped memory can fall short of the truth by up
-// to a huge page per such race, until the range's next release; the range
-// is then not held (huge.broken), so its pages go back as usual.
+// A collapse by the pass runs without the page heap's lock, which
+// allocations need: a page released between the pass's mincore and its
+// collapse is made resident again by the collapse (zero-filled, as the
+// heap expects of it), so the heap's count of mapped memory can fall short
+// of the truth by up to a huge page per such race, until the range's next
+// release; the range is then not held (huge.broken), so its pages go back
+// as usual. collapseRun's ranges are allocated, so nothing releases them
+// meanwhile.
 
 // hugeSpan is the number of heap pages in a 2 MiB huge page, the only huge
 // page size HugePages uses.
@@ -228,6 +238,10 @@ func (ph *pageHeap) collapse(k uint32, vec []byte) (closed, collapsed bool) {
 		ph.mu.Unlock()
 		return true, false
 	}
+	if _, ok := ph.huge.cand[k]; !ok { // taken by collapseRun since the pass began
+		ph.mu.Unlock()
+		return false, false
+	}
 	if !ph.inUseIn(k) {
 		delete(ph.huge.cand, k)
 		ph.mu.Unlock()
@@ -251,6 +265,65 @@ func (ph *pageHeap) collapse(k uint32, vec []byte) (closed, collapsed bool) {
 	ph.huge.busy = noRange
 	ph.mu.Unlock()
 	return false, collapsed
+}
+
+// collapseRun puts the whole ranges of the run of np pages at a, a block
+// being allocated or reallocated, on huge pages now: the run is allocated
+// whole, so a huge page there holds no memory the heap does not count as
+// mapped already. Ranges already held are left as they are; a range the
+// kernel refuses stays a candidate of the background pass. (The kernel
+// answers success and makes no huge page for a range that lies across two
+// of its mappings, as a Realloc's page move can leave one: that range is
+// held, on small pages, until its next release.) Called by the allocating
+// goroutine, without mu: the collapse takes milliseconds a range, and no
+// other goroutine touches the run's pages meanwhile (the release timer and
+// Trim release free pages only).
+func (ph *pageHeap) collapseRun(a uintptr, np uint32) {
+	if !ph.huge.on || np < hugeSpan {
+		return
+	}
+	lo, hi := alignUp(a, 2<<20), (a+uintptr(np)<<pageShift)&^(2<<20-1)
+	if hi <= lo {
+		return
+	}
+	first, _ := ph.pageOf(lo)
+	end := first + uint32((hi-lo)>>pageShift)
+	var todo []uint32
+	ph.mu.Lock()
+	for k := first; k < end; k += hugeSpan {
+		if _, held := ph.huge.held[k]; !held {
+			delete(ph.huge.cand, k) // this goroutine's, not the pass's
+			todo = append(todo, k)
+		}
+	}
+	ph.mu.Unlock()
+	ok := todo[:0]
+	var failed []uint32
+	for _, k := range todo {
+		p := ptr(lo + uintptr(k-first)<<pageShift)
+		// A write that keeps the word (the caller's bytes, zero or not):
+		// MADV_COLLAPSE refuses a range with no page table yet, and a
+		// fault makes one. The rest of the range needs no fault: the
+		// collapse fills the pages not in memory with zeros, which they
+		// read as already.
+		atomic.AddUint32((*uint32)(p), 0)
+		if collapseRegion(p, 2<<20) == nil {
+			ok = append(ok, k)
+		} else {
+			failed = append(failed, k)
+		}
+	}
+	ph.mu.Lock()
+	for _, k := range ok {
+		ph.huge.held[k] = struct{}{}
+	}
+	for _, k := range failed {
+		ph.huge.cand[k] = struct{}{}
+	}
+	if len(failed) > 0 && ph.huge.timer == nil && !ph.closed {
+		ph.huge.timer = time.AfterFunc(collapseRetry, ph.collapsePass)
+	}
+	ph.mu.Unlock()
 }
 
 // inUseIn reports whether any page of range k is allocated. Called with mu

@@ -50,15 +50,15 @@ func touch(b []byte) {
 	}
 }
 
-// TestHugePagesCollapse: a large block and a span's worth of small ones,
-// written, are on huge pages after the collapse pass; a heap without
-// HugePages has none (THP's madvise mode: the kernel makes none on its
-// own), and neither has a range whose small pages are not all in memory,
-// until they are: a later pass collapses it.
+// TestHugePagesCollapse: a large block is on huge pages, and a span's
+// worth of small blocks, written, is after the collapse pass; a heap
+// without HugePages has none (THP's madvise mode: the kernel makes none on
+// its own); a range of small runs whose small pages are not all in memory
+// is not collapsed, until they are: a later pass collapses it.
 // Positive control: with collapseRegion doing nothing, the heap had no
 // huge pages and this test failed:
 //
-//	hugepages_test.go:57: 8 MiB block written and collapsed: 0 bytes on huge pages, want 8 MiB
+//	hugepages_test.go:69: 8 MiB block written and collapsed: 0 bytes on huge pages, want 8 MiB
 func TestHugePagesCollapse(t *testing.T) {
 	var now int64
 	h := hugeHeap(t, &now)
@@ -68,8 +68,11 @@ func TestHugePagesCollapse(t *testing.T) {
 	if got := hugeBytes(t, h); got < 8<<20 {
 		t.Fatalf("8 MiB block written and collapsed: %d bytes on huge pages, want 8 MiB", got)
 	}
-	sparse := h.Alloc(4 << 20) // 2 ranges, half written
-	touch(sparse[:3<<20])
+	x, y := h.Alloc(1<<20), h.Alloc(1<<20) // one range, half written
+	if addrOf(y) != addrOf(x)+1<<20 || addrOf(x)&(2<<20-1) != 0 {
+		t.Fatalf("setup: blocks at %#x and %#x do not share one huge page", addrOf(x), addrOf(y))
+	}
+	touch(x)
 	var small [][]byte
 	for range 4 << 10 { // 4 MiB of 1 KiB blocks
 		s := h.Alloc(1 << 10)
@@ -81,18 +84,25 @@ func TestHugePagesCollapse(t *testing.T) {
 	if got < 8<<20+2<<20 {
 		t.Fatalf("after 4 MiB of 1 KiB blocks: %d bytes on huge pages, want at least 10 MiB", got)
 	}
-	if got >= 16<<20 {
-		t.Fatalf("%d bytes on huge pages: the half-written block's second range collapsed too", got)
+	ph := &h.pages
+	k, _ := ph.pageOf(addrOf(x))
+	ph.mu.Lock()
+	_, held := ph.huge.held[k]
+	_, cand := ph.huge.cand[k]
+	ph.mu.Unlock()
+	if held || !cand {
+		t.Fatalf("the half-written range: held %v, candidate %v; want a candidate, not collapsed", held, cand)
 	}
-	touch(sparse) // written whole since: a later pass collapses its last range
+	touch(y) // written whole since: a later pass collapses it
 	h.collapseNow()
 	if later := hugeBytes(t, h); later < got+2<<20 {
-		t.Fatalf("the rest of a block written after the pass: %d bytes on huge pages, want at least %d", later, got+2<<20)
+		t.Fatalf("the rest of a range written after the pass: %d bytes on huge pages, want at least %d", later, got+2<<20)
 	}
 	for _, s := range small {
 		h.Free(s)
 	}
-	h.Free(sparse)
+	h.Free(x)
+	h.Free(y)
 	h.Free(b)
 
 	plain := newTestHeap(t, Options{ProfileRate: -1})
@@ -102,6 +112,141 @@ func TestHugePagesCollapse(t *testing.T) {
 		t.Logf("a heap without HugePages has %d bytes on huge pages (THP not in madvise mode?)", got)
 	}
 	plain.Free(pb)
+}
+
+// TestHugePagesAtAlloc: a block's whole 2 MiB ranges are on huge pages
+// when Alloc returns, before anything touches it and with the background
+// pass never run (its clock stands still): they are held, not candidates;
+// the part of the block short of a whole range is not collapsed, so the
+// heap's memory in the system stays within what it counts as mapped. A
+// run of dirty small pages keeps its bytes through the collapse
+// (AllocUnzeroed), and Alloc's zeros stay zeros.
+// Positive control: without the collapse in allocLarge this test failed:
+//
+//	hugepages_test.go:135: a 5 MiB block just allocated, untouched: 0 bytes on huge pages, want 4 MiB (its two whole ranges)
+func TestHugePagesAtAlloc(t *testing.T) {
+	var now int64
+	h := hugeHeap(t, &now)
+	b := h.Alloc(5 << 20)
+	if addrOf(b)&(2<<20-1) != 0 {
+		t.Fatalf("setup: a 5 MiB block at %#x, not on a huge page's start", addrOf(b))
+	}
+	if got := hugeBytes(t, h); got != 4<<20 {
+		t.Fatalf("a 5 MiB block just allocated, untouched: %d bytes on huge pages, want 4 MiB (its two whole ranges)", got)
+	}
+	ph := &h.pages
+	first, _ := ph.pageOf(addrOf(b))
+	ph.mu.Lock()
+	for k := first; k < first+3*hugeSpan; k += hugeSpan {
+		_, held := ph.huge.held[k]
+		_, cand := ph.huge.cand[k]
+		if want := k < first+2*hugeSpan; held != want || cand == want {
+			t.Errorf("range %d of the block: held %v, candidate %v; want held %v", (k-first)/hugeSpan, held, cand, want)
+		}
+	}
+	ph.mu.Unlock()
+	res, err := h.ResidentBytes()
+	if m := h.Stats().MappedBytes; err != nil || res > m {
+		t.Fatalf("%d bytes resident (%v), more than the %d the heap counts as mapped", res, err, m)
+	}
+	h.Free(b)
+	h.Trim() // every page back: no range held
+
+	// Two 1 MiB blocks fill a range with written small pages; freed, the
+	// range is a dirty free run that a 2 MiB block takes whole.
+	dirtyRange := func(fill byte) uintptr {
+		x, y := h.AllocUnzeroed(1<<20), h.AllocUnzeroed(1<<20)
+		if addrOf(y) != addrOf(x)+1<<20 || addrOf(x)&(2<<20-1) != 0 {
+			t.Fatalf("setup: blocks at %#x and %#x do not fill one huge page", addrOf(x), addrOf(y))
+		}
+		for i := range x {
+			x[i], y[i] = fill+byte(i), fill-byte(i)
+		}
+		h.Free(x)
+		h.Free(y)
+		return addrOf(x)
+	}
+	before := hugeBytes(t, h)
+	at := dirtyRange(0x41)
+	u := h.AllocUnzeroed(2 << 20)
+	if addrOf(u) != at {
+		t.Fatalf("setup: a 2 MiB block at %#x, not on the freed range at %#x", addrOf(u), at)
+	}
+	if got := hugeBytes(t, h); got != before+2<<20 {
+		t.Fatalf("a 2 MiB block of dirty small pages: %d bytes on huge pages, want %d", got, before+2<<20)
+	}
+	for i := range 1 << 20 {
+		if u[i] != 0x41+byte(i) || u[1<<20+i] != 0x41-byte(i) {
+			t.Fatalf("AllocUnzeroed's bytes changed by the collapse at %d: %#x, %#x", i, u[i], u[1<<20+i])
+		}
+	}
+	at = dirtyRange(0x61)
+	z := h.Alloc(2 << 20)
+	if addrOf(z) != at {
+		t.Fatalf("setup: a 2 MiB block at %#x, not on the freed range at %#x", addrOf(z), at)
+	}
+	for i, c := range z {
+		if c != 0 {
+			t.Fatalf("Alloc's byte %d is %#x after the collapse, want 0", i, c)
+		}
+	}
+	if got := hugeBytes(t, h); got != before+4<<20 {
+		t.Fatalf("two 2 MiB blocks of dirty small pages: %d bytes on huge pages, want %d", got, before+4<<20)
+	}
+	h.Free(u)
+	h.Free(z)
+}
+
+// TestHugePagesRealloc: a block Realloc grows, in place or onto a new
+// run, is on huge pages for its whole 2 MiB ranges when Realloc returns,
+// with its bytes. (The move here is of whole ranges: a range that the
+// moved pages fill only in part lies across two of the kernel's mappings,
+// mremap's and the region's, and no huge page can span them.)
+// Positive control: without the collapse in reallocLarge's two paths this
+// test failed:
+//
+//	hugepages_test.go:223: grown in place from 1 to 4 MiB: 0 bytes on huge pages, want 4 MiB
+//	hugepages_test.go:245: moved and grown to 8 MiB: 0 bytes on huge pages, want 8 MiB
+func TestHugePagesRealloc(t *testing.T) {
+	var now int64
+	h := hugeHeap(t, &now)
+	b := h.Alloc(1 << 20)
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	a := addrOf(b)
+	b = h.Realloc(b, 4<<20)
+	if addrOf(b) != a || a&(2<<20-1) != 0 {
+		t.Fatalf("setup: grown from %#x to %#x, want in place on a huge page's start", a, addrOf(b))
+	}
+	if got := hugeBytes(t, h); got != 4<<20 {
+		t.Errorf("grown in place from 1 to 4 MiB: %d bytes on huge pages, want 4 MiB", got)
+	}
+	check := func(b []byte, what string) {
+		t.Helper()
+		for i, c := range b {
+			want := byte(i * 7)
+			if i >= 1<<20 {
+				want = 0
+			}
+			if c != want {
+				t.Fatalf("%s: byte %d is %#x, want %#x", what, i, c, want)
+			}
+		}
+	}
+	check(b, "grown in place")
+	fence := h.Alloc(1 << 20) // right after b: b cannot grow in place
+	// b's pages move, whole ranges, so they stay whole.
+	b = h.Realloc(b, 8<<20)
+	if addrOf(b) == a {
+		t.Fatalf("setup: grown in place past a fence")
+	}
+	if got := hugeBytes(t, h); got < 8<<20 {
+		t.Errorf("moved and grown to 8 MiB: %d bytes on huge pages, want 8 MiB", got)
+	}
+	check(b, "moved")
+	h.Free(fence)
+	h.Free(b)
 }
 
 // TestHugePagesReleaseWhole: the release timer gives back a free huge page

@@ -49,6 +49,7 @@ func (h *Heap) allocLarge(n int, zero bool, class uint8) (uintptr, error) {
 	if zero && dirty {
 		zeroPages(a, uintptr(n))
 	}
+	h.pages.collapseRun(a, np) // HugePages: hugepages.go
 	return a, nil
 }
 

@@ -85,6 +85,7 @@ func (h *Heap) reallocLarge(b []byte, n int, zero bool, old uint8, onp uint32) [
 			if prof {
 				h.prof.record(a, sampleSize(n), st, kindHeap)
 			}
+			h.pages.collapseRun(a, np) // HugePages: hugepages.go
 			return bytesAt(a, n)
 		}
 	}
@@ -117,6 +118,7 @@ func (h *Heap) reallocLarge(b []byte, n int, zero bool, old uint8, onp uint32) [
 	if prof {
 		h.prof.record(na, sampleSize(n), st, kindHeap)
 	}
+	h.pages.collapseRun(na, np)
 	if old == 0 { // a small block, or no block of this heap at all
 		h.freeOld(b, nb)
 		return nb
