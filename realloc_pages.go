@@ -281,19 +281,11 @@ func (ph *pageHeap) resizeRun(a uintptr, from, to uint8, np uint32) (dirty, ok b
 // held; the caller marks them.
 func (ph *pageHeap) extend(first, n uint32) (dirty, ok bool) {
 	if r, ok := ph.free[first]; ok && r.pages >= n {
-		d := uint32(0)
-		if r.dirty {
-			for i := range n {
-				if *ph.entry(first + i)&pageDirty != 0 {
-					d++
-				}
-			}
-		}
-		if ph.limit != 0 && ph.mappedPages()+uint64(n-d) > ph.limit {
+		d, err := ph.reuse(first, n, r) // the rule alloc's runs follow (freerun.go)
+		if err != nil {
 			return false, false
 		}
 		ph.split(first, r, n)
-		ph.released -= uint64(n - d)
 		return d > 0, true
 	}
 	rs := ph.regions.Load()
