@@ -181,3 +181,10 @@ func (h *Heap) collapseNow() bool {
 
 // corruptBytes is Stats().CorruptBytes (freelist_test.go).
 func corruptBytes(h *Heap) uint64 { return h.Stats().CorruptBytes }
+
+// movedRanges is how many ranges the heap keeps moved pages in (mappings.go).
+func (h *Heap) movedRanges() int {
+	h.pages.mu.Lock()
+	defer h.pages.mu.Unlock()
+	return len(h.pages.moved)
+}

@@ -93,7 +93,8 @@ func (h *Heap) reallocLarge(b []byte, n int, zero bool, old uint8, onp uint32) [
 	// The pages that hold b's bytes, in whole OS pages of b's own (an OS
 	// page larger than a heap page may hold a neighbour's bytes: ospage.go).
 	mp := int(alignUp(uintptr(k), osPageBytes))
-	if old != 0 && mp >= moveMin && mp <= int(uintptr(onp)<<pageShift&^(osPageBytes-1)) && moveOnto(na, mp, dirty) {
+	if old != 0 && mp >= moveMin && mp <= int(uintptr(onp)<<pageShift&^(osPageBytes-1)) && moveOnto(na, mp, dirty) &&
+		h.pages.claimMove(na, a, uintptr(mp)) { // room among the kernel's mappings (mappings.go)
 		switch err := movePages(ptr(na), ptr(a), uintptr(mp)); {
 		case err == nil:
 			moved = mp
@@ -358,6 +359,7 @@ func (ph *pageHeap) freeMoved(a uintptr, moved uint32) {
 		ph.release(page+moved, np-moved)
 	}
 	if moved > 0 {
+		ph.renewMoved(page, page+moved) // a range moved into before, now empty
 		for i := range moved {
 			*ph.entry(page + i) = 0
 		}
