@@ -95,9 +95,14 @@ type pageHeap struct {
 	timer         *time.Timer           // pending release of dirty pages; nil when none
 	timerAt       int64                 // when timer fires, by clock
 	closed        bool
-	huge          hugeState   // huge pages (Options.HugePages): hugepages.go
-	moved         []pageRange // ranges movePages moved pages into, not yet renewed (mappings.go)
-	scarred       bool        // pages have moved: Trim renews the free runs (mappings.go)
+	huge          hugeState // huge pages (Options.HugePages): hugepages.go
+
+	// The mappings this heap's guard pages hold, and whether Close gave
+	// them back: under guardLedger.mu (guard_maps.go).
+	guardHeld   int64
+	guardClosed bool
+	moved       []pageRange // ranges movePages moved pages into, not yet renewed (mappings.go)
+	scarred     bool        // pages have moved: Trim renews the free runs (mappings.go)
 
 	// The census, written under mu and read without it (census.go): large
 	// blocks, the pages they hold, and mapped, which is mappedPages() in

@@ -262,4 +262,5 @@ func (ph *pageHeap) close() {
 	}
 	ph.mu.Unlock()
 	ph.closeHuge()
+	ph.closeGuardMappings()
 }
