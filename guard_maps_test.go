@@ -36,7 +36,7 @@ func TestGuardMappingsDegrade(t *testing.T) {
 		b[n-1] = 1
 		bs = append(bs, b)
 	}
-	if m := heapMaps(t, h); m > before+room {
+	if m := heapMaps(t, h); os.Getenv("OFFHEAP_QEMU_USER") == "" && m > before+room { // qemu-user makes up its maps
 		t.Fatalf("50 guarded blocks: the heap's regions hold %d mappings, %d before them, room for %d more", m, before, room)
 	}
 	held, skipped := guardMappingsHeld()

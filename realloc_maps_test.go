@@ -105,7 +105,7 @@ func heapMaps(t testing.TB, h *Heap) int {
 			continue
 		}
 		for _, r := range h.pages.regions.Load().byPage {
-			if lo < r.base+r.bytes+regionGuard && hi > r.base-regionGuard {
+			if lo < r.base+r.bytes+maxSmall && hi > r.base-maxSmall { // maxSmall: regionGuard, where there is one
 				n++
 				break
 			}

@@ -24,9 +24,10 @@ import (
 //     (the kernel gives them back) and go to the free set clean; the old
 //     address range stays mapped, so the heap's address space keeps no hole
 //     another mapping could take. Below moveMin, onto a new run whose pages
-//     are in memory already (moveOnto: a copy costs less there), and
-//     wherever the kernel refuses the move or the regions are Go memory
-//     (race builds), the bytes are copied.
+//     are in memory already (moveOnto: a copy costs less there), where the
+//     heap has no room for another moved range among the kernel's mappings
+//     (claimMove, mappings.go), and wherever the kernel refuses the move or
+//     the regions are Go memory (race builds), the bytes are copied.
 //
 // Only the bytes Realloc must zero are cleared: those past len(b) that the
 // old block held, and the new pages that may hold old bytes (through
