@@ -181,3 +181,34 @@ func (h *Heap) collapseNow() bool {
 
 // corruptBytes is Stats().CorruptBytes (freelist_test.go).
 func corruptBytes(h *Heap) uint64 { return h.Stats().CorruptBytes }
+
+// movedRanges is how many ranges the heap keeps moved pages in (mappings.go).
+func (h *Heap) movedRanges() int {
+	h.pages.mu.Lock()
+	defer h.pages.mu.Unlock()
+	return len(h.pages.moved)
+}
+
+// setGuardMappingsMost makes the most mappings guard pages may hold, for
+// all heaps, held now plus n, until the test ends (guard_maps.go).
+func setGuardMappingsMost(t testing.TB, n int64) {
+	l := &guardLedger
+	l.mu.Lock()
+	was := l.most
+	l.most = l.held + n
+	l.mu.Unlock()
+	t.Cleanup(func() {
+		l.mu.Lock()
+		l.most = was
+		l.mu.Unlock()
+	})
+}
+
+// guardMappingsHeld is the mappings guard pages hold, all heaps, and the
+// guarded runs left without a guard page, ever.
+func guardMappingsHeld() (held int64, skipped uint64) {
+	l := &guardLedger
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held, l.skipped
+}

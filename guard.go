@@ -51,8 +51,9 @@ package offheap
 // Every guarded block costs two mappings in the kernel's view (its
 // accessible pages and its guard page), and Linux limits a process to about
 // 65,000 (vm.max_map_count): GuardPages suits tests and small heaps; sampling
-// suits production. An Alloc that finds the limit reached fails like any
-// failed mmap.
+// suits production. Past half the limit, or where the kernel refuses the
+// guard page, a guarded block gets none (guard_maps.go): it is still
+// recorded and checked at Free, but does not fault.
 //
 // # Sampling
 //
@@ -196,25 +197,29 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 			if err := ph.reuseRun(slotPages); err != nil {
 				return 0, false, err
 			}
-			if err := commitRegion(ptr(base), osPageBytes); err != nil {
-				// Counted freed, so that Allocs and Frees stay paired.
-				if pool {
-					c.retire(base, 0)
-				} else {
-					c.releaseGuarded(base)
-				}
-				return 0, false, err
+			if commitRegion(ptr(base), osPageBytes) == nil {
+				return base, true, nil
 			}
-			return base, true, nil
+			// The kernel's mapping limit: counted freed, so that Allocs
+			// and Frees stay paired, and a run of its own instead.
+			if pool {
+				c.retire(base, 0)
+			} else {
+				c.releaseGuarded(base)
+			}
 		}
 	}
 	base, dirty, err = ph.allocRun(np+osPagePages, osPagePages, classGuarded)
 	if err != nil {
 		return 0, false, err
 	}
-	if err := protectRegion(ptr(base+uintptr(np)<<pageShift), osPageBytes); err != nil {
-		c.releaseGuarded(base)
-		return 0, false, err
+	if !ph.takeGuardMappings() { // guard_maps.go
+		ph.leaveUnguarded(base)
+		return base, dirty, nil
+	}
+	if protectRegion(ptr(base+uintptr(np)<<pageShift), osPageBytes) != nil {
+		ph.giveGuardMappings()
+		ph.leaveUnguarded(base) // the kernel's limit, reached by others
 	}
 	return base, dirty, nil
 }
@@ -249,6 +254,9 @@ func (c *checker) guardedBlock(base uintptr) (uintptr, *record) {
 // still quarantined, only unprotected.
 func (c *checker) protectFreed(a uintptr) {
 	base := guardBase(a)
+	if c.h.pages.unguarded(base) {
+		return // accessible, as it was allocated (guard_maps.go)
+	}
 	_ = protectRegion(ptr(base), c.guardPage(base)-base)
 }
 
@@ -259,6 +267,10 @@ func (c *checker) protectFreed(a uintptr) {
 func (c *checker) releaseGuarded(a uintptr) {
 	base := guardBase(a)
 	ph := &c.h.pages
+	if ph.unguarded(base) { // accessible whole, and no spare (guard_maps.go)
+		ph.freeRun(base, classGuarded)
+		return
+	}
 	np := ph.runPages(base) // guard page included
 	c.runMu.Lock()
 	spare := np == slotPages && len(c.spareRuns) < maxSpareRuns
@@ -275,6 +287,7 @@ func (c *checker) releaseGuarded(a uintptr) {
 	if err := commitRegion(ptr(base), uintptr(np)<<pageShift); err != nil {
 		return
 	}
+	ph.giveGuardMappings()
 	ph.freeRun(base, classGuarded)
 }
 
@@ -378,6 +391,7 @@ func (c *checker) dropSpareRuns() bool {
 		if commitRegion(ptr(base), uintptr(slotPages)<<pageShift) != nil {
 			continue // stays out of the page heap, as in releaseGuarded
 		}
+		c.h.pages.giveGuardMappings()
 		c.h.pages.dropRun(base)
 	}
 	return len(spares) > 0

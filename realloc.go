@@ -18,7 +18,10 @@ import (
 // system at once; grown, it takes the free pages right after it. Otherwise
 // the bytes move to a new block and b's block is freed, and a large block's
 // pages move with them (mremap, on Linux): the move costs page-table work,
-// not a copy of the bytes, and no more memory than the block's growth. A
+// not a copy of the bytes, and no more memory than the block's growth.
+// Moved pages cost the process kernel mappings while they stay (Linux
+// limits them: vm.max_map_count), so a heap moves the pages of a few
+// blocks at a time and copies the others. A
 // small block moves as Alloc and Free would move it by hand, through the
 // P's magazine. Only what the new block must zero is cleared: never what
 // is copied over, nor pages fresh from the system, which read as zeros

@@ -24,9 +24,10 @@ import (
 //     (the kernel gives them back) and go to the free set clean; the old
 //     address range stays mapped, so the heap's address space keeps no hole
 //     another mapping could take. Below moveMin, onto a new run whose pages
-//     are in memory already (moveOnto: a copy costs less there), and
-//     wherever the kernel refuses the move or the regions are Go memory
-//     (race builds), the bytes are copied.
+//     are in memory already (moveOnto: a copy costs less there), where the
+//     heap has no room for another moved range among the kernel's mappings
+//     (claimMove, mappings.go), and wherever the kernel refuses the move or
+//     the regions are Go memory (race builds), the bytes are copied.
 //
 // Only the bytes Realloc must zero are cleared: those past len(b) that the
 // old block held, and the new pages that may hold old bytes (through
@@ -94,7 +95,8 @@ func (h *Heap) reallocLarge(b []byte, n int, zero bool, old uint8, onp uint32) [
 	// The pages that hold b's bytes, in whole OS pages of b's own (an OS
 	// page larger than a heap page may hold a neighbour's bytes: ospage.go).
 	mp := int(alignUp(uintptr(k), osPageBytes))
-	if old != 0 && mp >= moveMin && mp <= int(uintptr(onp)<<pageShift&^(osPageBytes-1)) && moveOnto(na, mp, dirty) {
+	if old != 0 && mp >= moveMin && mp <= int(uintptr(onp)<<pageShift&^(osPageBytes-1)) && moveOnto(na, mp, dirty) &&
+		h.pages.claimMove(na, a, uintptr(mp)) { // room among the kernel's mappings (mappings.go)
 		switch err := movePages(ptr(na), ptr(a), uintptr(mp)); {
 		case err == nil:
 			moved = mp
@@ -283,19 +285,11 @@ func (ph *pageHeap) resizeRun(a uintptr, from, to uint8, np uint32) (dirty, ok b
 // held; the caller marks them.
 func (ph *pageHeap) extend(first, n uint32) (dirty, ok bool) {
 	if r, ok := ph.free[first]; ok && r.pages >= n {
-		d := uint32(0)
-		if r.dirty {
-			for i := range n {
-				if *ph.entry(first + i)&pageDirty != 0 {
-					d++
-				}
-			}
-		}
-		if ph.limit != 0 && ph.mappedPages()+uint64(n-d) > ph.limit {
+		d, err := ph.reuse(first, n, r) // the rule alloc's runs follow (freerun.go)
+		if err != nil {
 			return false, false
 		}
 		ph.split(first, r, n)
-		ph.released -= uint64(n - d)
 		return d > 0, true
 	}
 	rs := ph.regions.Load()
@@ -368,6 +362,7 @@ func (ph *pageHeap) freeMoved(a uintptr, moved uint32) {
 		ph.release(page+moved, np-moved)
 	}
 	if moved > 0 {
+		ph.renewMoved(page, page+moved) // a range moved into before, now empty
 		for i := range moved {
 			*ph.entry(page + i) = 0
 		}

@@ -85,6 +85,11 @@ func protectRegion(p unsafe.Pointer, n uintptr) error { return osmem.Protect(p, 
 // error is osmem.ErrLost.
 func movePages(dst, src unsafe.Pointer, n uintptr) error { return osmem.Move(dst, src, n) }
 
+// renewRegion makes [p, p+n) of a region, committed, a new mapping that
+// reads as zeros (osmem.Renew), so that the kernel merges it with its
+// neighbours again after movePages split it off.
+func renewRegion(p unsafe.Pointer, n uintptr) error { return osmem.Renew(p, n) }
+
 // collapseRegion makes [p, p+n) of a region, huge-page aligned, huge pages
 // now (osmem.Collapse).
 func collapseRegion(p unsafe.Pointer, n uintptr) error { return osmem.Collapse(p, n) }

@@ -156,6 +156,11 @@ var errRaceNoMove = errors.New("offheap: a race build's regions are Go memory, w
 // caller copies (region_os.go's moves the pages).
 func movePages(dst, src unsafe.Pointer, n uintptr) error { return errRaceNoMove }
 
+// renewRegion gives the pages of [p, p+n) back (osmem.Release): Go memory
+// is never moved, so it is never split off, and a new mapping over it would
+// take it from the Go runtime.
+func renewRegion(p unsafe.Pointer, n uintptr) error { return osmem.Release(p, n) }
+
 // regionsCollapse is false: Go memory's pages are the Go runtime's to
 // arrange, and HugePages does nothing in a race build.
 const regionsCollapse = false

@@ -199,6 +199,7 @@ func (ph *pageHeap) giveBack(from, to uint32) bool {
 		}
 	}
 	ph.noteRelease(from, to-from)
+	ph.renewMoved(from, to) // merged with their neighbours again (mappings.go)
 	ph.releasePagemap(from, to)
 	if ph.shadowed { // their records are all none: zero pages say so too
 		rg := ph.region(from)
@@ -244,6 +245,9 @@ func (ph *pageHeap) zeroWords(lo, hi uint32) bool {
 func (ph *pageHeap) trim() {
 	ph.mu.Lock()
 	ph.releaseAll()
+	if ph.scarred {
+		ph.renewFree() // mappings.go
+	}
 	ph.mu.Unlock()
 }
 
@@ -258,4 +262,5 @@ func (ph *pageHeap) close() {
 	}
 	ph.mu.Unlock()
 	ph.closeHuge()
+	ph.closeGuardMappings()
 }

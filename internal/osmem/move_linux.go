@@ -46,3 +46,28 @@ func Move(dst, src unsafe.Pointer, n uintptr) error {
 	}
 	return err
 }
+
+// Renew replaces [p, p+n), read-write private anonymous memory, with a new
+// mapping of the same kind: its pages read as zeros afterwards and hold no
+// memory, as after Release. Unlike Release, it undoes what Move did to the
+// range: pages Move brought in keep their old place's page offset, so the
+// kernel keeps them a mapping of their own, apart from their neighbours,
+// and so does Move's source range, emptied; a new mapping has the offset of
+// its place and merges with read-write neighbours that have theirs. The
+// range is never unmapped meanwhile (MAP_FIXED replaces it in one call), so
+// no other mapping can take it.
+func Renew(p unsafe.Pointer, n uintptr) error {
+	m, err := pages(p, n)
+	if err == nil {
+		var q unsafe.Pointer
+		q, err = unix.MmapPtr(-1, 0, p, m, unix.PROT_READ|unix.PROT_WRITE,
+			unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE|unix.MAP_FIXED)
+		if err == nil && q != p {
+			err = unix.EINVAL // MAP_FIXED: cannot happen
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("offheap: mmap(MAP_FIXED) %#x+%d: %w", uintptr(p), n, err)
+	}
+	return nil
+}

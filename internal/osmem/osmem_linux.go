@@ -136,3 +136,27 @@ func Memory() uint64 {
 	}
 	return (si.Totalram + si.Totalswap) * uint64(si.Unit)
 }
+
+// MaxMappings is the most mappings the kernel lets a process have
+// (vm.max_map_count), or its default, 65,530, where the system does not
+// say.
+func MaxMappings() int {
+	b, err := os.ReadFile("/proc/sys/vm/max_map_count")
+	if err != nil {
+		return defaultMaxMappings
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n <= 0 {
+		return defaultMaxMappings
+	}
+	return n
+}
+
+// defaultMaxMappings is Linux's default vm.max_map_count.
+const defaultMaxMappings = 65530

@@ -57,3 +57,10 @@ func Collapse(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }
 
 // AnonHugeBytes fails: no backend on this system.
 func AnonHugeBytes(ranges [][2]uintptr) (uint64, error) { return 0, ErrUnsupported }
+
+// Renew fails: no backend on this system.
+func Renew(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }
+
+// MaxMappings is Linux's default limit, for want of one: nothing is mapped
+// on this system.
+func MaxMappings() int { return 65530 }

@@ -1,0 +1,60 @@
+package offheap
+
+// Free runs and the one rule for their old bytes. A free page is dirty
+// (pageDirty in its word: it holds what its last owner wrote, and is counted
+// mapped) or clean (given back, or never touched: it reads as zeros, and is
+// counted released). A dirty page is either waiting for the release timer
+// (freeRun.dirty) or parked, due but sharing an OS page with a page in use
+// (freeRun.parked, release.go): parked pages hold old bytes as much as any
+// dirty page. Every path that takes free pages back into use, a new run
+// (pageHeap.alloc) or a run grown in place over the pages after it
+// (pageHeap.extend), goes through reuse, which reads the pages' own words
+// wherever the run may hold either kind, so that what it reports dirty is
+// what must be zeroed and what it takes out of the released count is what
+// was clean.
+
+// freeRun describes a free run, keyed by its first page.
+type freeRun struct {
+	pages  uint32
+	oldest uint32 // at most the tick of every dirty page of the run but the parked
+	dirty  bool   // the run may hold dirty pages that are not parked
+	parked bool   // the run may hold parked pages (release.go)
+}
+
+// mayHoldOld reports whether any page of r may hold old bytes: dirty, or
+// parked.
+func (r freeRun) mayHoldOld() bool { return r.dirty || r.parked }
+
+// reuse takes the n free pages at first, which free run r described (they
+// are out of the free set now, or about to be), into use: it counts the
+// dirty ones, parked or not, and moves the others from the released count
+// to the mapped one. It returns how many were dirty, or the Limit's
+// refusal, changing nothing. Called with mu held.
+func (ph *pageHeap) reuse(first, n uint32, r freeRun) (dirty uint32, err error) {
+	if r.mayHoldOld() {
+		for i := range n {
+			if *ph.entry(first + i)&pageDirty != 0 {
+				dirty++
+			}
+		}
+	}
+	if ph.limit != 0 && ph.mappedPages()+uint64(n-dirty) > ph.limit {
+		return 0, ph.limitError(n - dirty)
+	}
+	ph.released -= uint64(n - dirty)
+	return dirty, nil
+}
+
+// merged describes the union of the pages of two free runs.
+func merged(a, b freeRun) freeRun {
+	r := a
+	switch {
+	case !a.dirty:
+		r = b
+	case !b.dirty:
+	case before(b.oldest, a.oldest):
+		r = b
+	}
+	r.parked = a.parked || b.parked
+	return r
+}
