@@ -1,0 +1,131 @@
+package cache
+
+// Compaction: the cache moves its own entries out of sparse spans, so that
+// after deletes, evictions and values changing size its heap gives pages
+// back instead of keeping every span a few survivors pin.
+//
+// The rule. Every removal of an entry (Delete, eviction, expiry, a Set that
+// replaced a value with one of another size) is counted; once the count since
+// the last check reaches an eighth of the entries at that check (at least
+// 1024), the next call checks the heap: if the free bytes it holds in spans
+// and stocks exceed an eighth of the bytes in use, a pass begins. A pass
+// visits every shard in turn; each Set and Delete that finds a pass under way
+// (and no other call running one) does one step of it: up to stepEntries
+// entries of one shard, handed to Heap.RelocateAll under the shard's lock,
+// their slots updated to the new addresses. So a call's extra work is bounded
+// by one step; a pass over n entries takes n/stepEntries calls. Before and
+// after a pass the cache's own heap is trimmed, so that the blocks freed in
+// the per-P stocks count as free for the spans and the emptied spans go back
+// to the operating system.
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+const (
+	stepEntries  = 256
+	minCheckGap  = 1024
+	sparseFactor = 8 // a pass runs when free span bytes exceed in-use bytes / sparseFactor
+)
+
+// compactor holds the state of compaction. Its mutex orders the checks and
+// the steps of a pass; a call that finds it held skips its step.
+type compactor struct {
+	removed   atomic.Int64 // removals since the last check
+	threshold atomic.Int64 // removals that trigger the next check
+	active    atomic.Bool  // a pass is under way
+	mu        sync.Mutex
+	// Guarded by mu.
+	shard  int      // the shard the pass is in
+	batch  [][]byte // the blocks of a step
+	slots  []uint64 // their slot numbers
+	passes uint64   // passes begun
+	moved  uint64   // entries moved
+}
+
+// removed counts n removals and, past the threshold, checks whether to
+// start a pass.
+func (c *Cache) removed(n int) {
+	p := &c.compactor
+	if p.removed.Add(int64(n)) < max(p.threshold.Load(), minCheckGap) {
+		return
+	}
+	if !p.mu.TryLock() {
+		return
+	}
+	defer p.mu.Unlock()
+	if c.closed.Load() || p.removed.Load() < max(p.threshold.Load(), minCheckGap) {
+		return
+	}
+	p.removed.Store(0)
+	p.threshold.Store(int64(c.Len() / 8))
+	if p.active.Load() {
+		return
+	}
+	if c.own {
+		c.heap.Trim()
+	}
+	st := c.heap.Stats()
+	if st.SpanFreeBytes*sparseFactor > st.InUseBytes {
+		p.shard = 0
+		p.passes++
+		p.active.Store(true)
+	}
+}
+
+// compactStep does one step of a pass under way, if no other call is.
+func (c *Cache) compactStep() {
+	p := &c.compactor
+	if !p.active.Load() || !p.mu.TryLock() {
+		return
+	}
+	defer p.mu.Unlock()
+	if c.closed.Load() || !p.active.Load() {
+		return
+	}
+	s := &c.shards[p.shard]
+	s.mu.Lock()
+	done := s.closed || c.compactShard(s)
+	s.mu.Unlock()
+	if done {
+		p.shard++
+		if p.shard == len(c.shards) {
+			p.active.Store(false)
+			if c.own {
+				c.heap.Trim()
+			}
+		}
+	}
+}
+
+// compactShard relocates up to stepEntries entries of s from its pass
+// cursor on and reports whether the cursor reached the end of the table.
+func (c *Cache) compactShard(s *shard) bool {
+	p := &c.compactor
+	p.batch, p.slots = p.batch[:0], p.slots[:0]
+	t := &s.index
+	i := s.compact
+	for ; i < uint64(len(t.slots)) && len(p.batch) < stepEntries; i++ {
+		if v := t.slots[i]; slotLive(v) {
+			p.batch = append(p.batch, slotEntry(v).block())
+			p.slots = append(p.slots, i)
+		}
+	}
+	s.compact = i
+	if n := c.heap.RelocateAll(p.batch); n > 0 {
+		p.moved += uint64(n)
+		for j, b := range p.batch {
+			k := p.slots[j]
+			t.slots[k] = t.slots[k]&^addrMask | uint64(addrOf(b))>>3
+		}
+	}
+	for j := range p.batch {
+		p.batch[j] = nil
+	}
+	if i >= uint64(len(t.slots)) {
+		s.compact = 0
+		return true
+	}
+	return false
+}

@@ -1,0 +1,51 @@
+package cache
+
+// The eviction policy: CLOCK with a 2-bit frequency counter, swept over the
+// index's slots (the "clock" is the shard's table itself, so the policy costs
+// no memory beyond two bits of each slot).
+//
+// A new entry starts at frequency 0; each hit raises it by one, up to 3.
+// When a shard needs room, its hand walks the table from where it stopped:
+// an expired entry is removed (an expiration), an entry at 0 is evicted, and
+// any other is lowered by one and passed over. An entry touched once since
+// the hand last passed survives one more sweep; a popular one survives up to
+// three without a hit; an entry inserted once and never read (a scan) goes
+// at the first visit. docs/DESIGN.md, The cache package, compares this with
+// S3-FIFO, SIEVE and W-TinyLFU on Zipf traces with and without scans.
+//
+// Work per eviction is bounded: after four sweeps every counter is 0, so the
+// hand visits at most 4*len(slots) slots (it stops sooner in practice).
+
+// touch raises the frequency of live slot i.
+func (t *table) touch(i uint64) {
+	s := t.slots[i]
+	if slotFreq(s) < freqMax {
+		t.slots[i] = s + 1<<freqShift
+	}
+}
+
+// victim advances the shard's hand to the next slot to remove, skipping
+// keep (a slot the caller is replacing, or ^0), and returns it with whether
+// it had expired. It returns false if the table has no slot other than keep.
+func (s *shard) victim(keep uint64, now int64) (i uint64, expired, ok bool) {
+	t := &s.index
+	if t.live == 0 || (t.live == 1 && keep != ^uint64(0)) {
+		return 0, false, false
+	}
+	for n := 4*len(t.slots) + 1; n > 0; n-- {
+		i = s.hand & t.mask
+		s.hand++
+		v := t.slots[i]
+		if !slotLive(v) || i == keep {
+			continue
+		}
+		if x := slotEntry(v).expiry(); x != 0 && x <= now {
+			return i, true, true
+		}
+		if slotFreq(v) == 0 {
+			return i, false, true
+		}
+		t.slots[i] = v - 1<<freqShift
+	}
+	return 0, false, false
+}

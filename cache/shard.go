@@ -1,0 +1,129 @@
+package cache
+
+// A shard is one lock, one index and the entries it points to. Every access
+// to a shard's index and entries happens under its lock: a Get copies the
+// value out before unlocking, a View calls its function before unlocking,
+// and an entry is freed only after its slot has left the index, under the
+// same lock, so no reader ever holds an entry's address once it is free.
+
+import (
+	"sync"
+	"unsafe"
+)
+
+// shard is one lock and what it guards, padded to a multiple of a cache
+// line so that two shards' locks never share one.
+type shard struct {
+	shardState
+	_ [(64 - unsafe.Sizeof(shardState{})%64) % 64]byte
+}
+
+var _ = [1]struct{}{}[unsafe.Sizeof(shard{})%64]
+
+type shardState struct {
+	mu sync.Mutex
+	// Guarded by mu.
+	closed   bool
+	index    table
+	hand     uint64 // the eviction policy's clock hand (policy.go)
+	bytes    int64  // entries' blocks at class size, plus the index's block
+	expiring int    // live entries with an expiry
+	compact  uint64 // next slot the compaction pass visits (compact.go)
+	counts   counts // the shard's share of Stats (stats.go)
+}
+
+// removeAt takes live slot i out of the index and frees its entry.
+func (c *Cache) removeAt(s *shard, i uint64) {
+	e := slotEntry(s.index.slots[i])
+	s.index.remove(i)
+	c.release(s, e)
+}
+
+// release frees entry e, which no slot holds any more.
+func (c *Cache) release(s *shard, e entry) {
+	if e.expiry() != 0 {
+		s.expiring--
+	}
+	s.bytes -= c.classSize(e.size())
+	c.heap.Free(e.block())
+}
+
+// makeRoom evicts entries until the shard's bytes plus need fit its budget,
+// passing over slot keep. It returns false if they cannot (the shard has
+// nothing left to evict but keep).
+func (c *Cache) makeRoom(s *shard, need int64, keep uint64) bool {
+	var now int64
+	if s.expiring > 0 {
+		now = c.now()
+	}
+	for s.bytes+need > c.shardBudget {
+		i, expired, ok := s.victim(keep, now)
+		if !ok {
+			return false
+		}
+		if expired {
+			s.counts.expirations++
+		} else {
+			s.counts.evictions++
+		}
+		c.removeAt(s, i)
+	}
+	return true
+}
+
+// grow rebuilds the index before an insert that would fill it past three
+// quarters, evicting first where the larger table would not fit the
+// budget. It returns an error from the heap.
+func (c *Cache) grow(s *shard, h uint64, k []byte) (uint64, error) {
+	t := &s.index
+	extra := int64(tableLen(t.live+1))*8 - t.bytes()
+	if extra > 0 && !c.makeRoom(s, extra, ^uint64(0)) {
+		return 0, ErrTooLarge
+	}
+	if err := c.rebuildIndex(s); err != nil {
+		return 0, err
+	}
+	i, _ := t.find(h, k)
+	return i, nil
+}
+
+// rebuildIndex rebuilds the shard's table at the length its live slots
+// need, keeping the bytes count true.
+func (c *Cache) rebuildIndex(s *shard) error {
+	old := s.index.bytes()
+	if err := s.index.rebuild(c.heap, c.hash); err != nil {
+		return err
+	}
+	s.bytes += s.index.bytes() - old
+	s.hand = 0
+	s.compact = 0
+	return nil
+}
+
+// lookup finds k in the shard, removing it if it has expired.
+func (c *Cache) lookup(s *shard, h uint64, k []byte) (entry, bool) {
+	i, found := s.index.find(h, k)
+	if !found {
+		s.counts.misses++
+		return 0, false
+	}
+	e := slotEntry(s.index.slots[i])
+	if x := e.expiry(); x != 0 && x <= c.now() {
+		s.counts.expirations++
+		s.counts.misses++
+		c.removeAt(s, i)
+		c.shrinkAfterRemove(s)
+		return 0, false
+	}
+	s.index.touch(i)
+	s.counts.hits++
+	return e, true
+}
+
+// shrinkAfterRemove rebuilds the index smaller once deletes have left it
+// sparse, so that a cache that shrinks gives its index's memory back too.
+func (c *Cache) shrinkAfterRemove(s *shard) {
+	if s.index.sparse() {
+		_ = c.rebuildIndex(s) // on failure the larger table stays, which is correct
+	}
+}
