@@ -32,7 +32,8 @@ const (
 	minTable  = 16
 )
 
-func tagOf(h uint64) uint64  { return h >> tagShift }
+func tagOf(h uint64) uint64 { return h >> tagShift }
+
 // homeOf is the start of h's probe sequence before masking: bits 20 and up,
 // clear of the shard's low bits and, below 2^27 slots, of the tag.
 func homeOf(h uint64) uint64 { return h >> 20 }
