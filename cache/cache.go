@@ -136,6 +136,11 @@ func (c *Cache) initShard(s *shard) error {
 	return nil
 }
 
+// Heap is the heap the cache allocates from: Options.Heap, or the heap the
+// cache made, which Close closes (do not close it yourself). Its Stats,
+// ResidentBytes and WriteProfile show the cache's memory.
+func (c *Cache) Heap() *offheap.Heap { return c.heap }
+
 // MaxEntryBytes is the largest entry the cache holds: a value may be up to
 // MaxEntryBytes minus 16 minus the key's length (less the rounding to the
 // heap's size classes). It is half a shard's share of MaxBytes.
@@ -249,6 +254,7 @@ func (c *Cache) Delete(k []byte) {
 	s.mu.Unlock()
 	if found {
 		c.removed(1)
+		c.compactStep()
 	}
 }
 
