@@ -63,15 +63,18 @@ type Cache struct {
 	seed        maphash.Seed
 	shards      []shard
 	shardMask   uint64
-	shardBudget int64 // bytes each shard may hold
-	maxEntry    int64 // the largest entry's class size
-	maxBytes    int64
-	defaultTTL  time.Duration
-	epoch       time.Time
-	classes     []int64 // the heap's size classes, ascending
-	closed      atomic.Bool
-	closeMu     sync.Mutex
-	compactor   compactor
+	shardBudget int64 // bytes each shard may hold at most
+	// budget is the bytes each shard may hold now: shardBudget, less
+	// where the heap's slack has grown (compact.go, the bound).
+	budget     atomic.Int64
+	maxEntry   int64 // the largest entry's class size
+	maxBytes   int64
+	defaultTTL time.Duration
+	epoch      time.Time
+	classes    []int64 // the heap's size classes, ascending
+	closed     atomic.Bool
+	closeMu    sync.Mutex
+	compactor  compactor
 }
 
 // New creates a cache.
@@ -106,6 +109,7 @@ func New(opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("offheap/cache: Options.Shards is %d: each shard's share of MaxBytes (%d) would be below 4 KiB; use fewer shards", n, opts.MaxBytes)
 	}
 	c.maxEntry = c.shardBudget / 2
+	c.budget.Store(c.shardBudget)
 	if c.heap == nil {
 		h, err := offheap.NewHeap(offheap.Options{})
 		if err != nil {

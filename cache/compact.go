@@ -17,9 +17,16 @@ package cache
 // after a pass the cache's own heap is trimmed, so that the blocks freed in
 // the per-P stocks count as free for the spans and the emptied spans go back
 // to the operating system.
+//
+// The bound. The same check adjusts the shards' budget (fitBudget) when
+// the cache owns its heap: the heap's footprint, slack included, is held
+// under MaxBytes by evicting more where the slack grows, down to half the
+// nominal budget.
 
 import (
 	"sync"
+
+	"github.com/offheap/offheap"
 	"sync/atomic"
 )
 
@@ -67,11 +74,33 @@ func (c *Cache) removed(n int) {
 		c.heap.Trim()
 	}
 	st := c.heap.Stats()
+	if c.own {
+		c.fitBudget(st)
+	}
 	if st.SpanFreeBytes*sparseFactor > st.InUseBytes {
 		p.shard = 0
 		p.passes++
 		p.active.Store(true)
 	}
+}
+
+// fitBudget adjusts the shards' budget so that the heap's footprint (its
+// blocks in use, and the free blocks its spans and stocks hold) stays within
+// MaxBytes: when the footprint passes 31/32 of MaxBytes, the budget shrinks
+// by the excess (and evictions follow at the next Sets); when it is below,
+// the budget grows back toward shardBudget by half the room.
+func (c *Cache) fitBudget(st offheap.Stats) {
+	foot := int64(st.InUseBytes + st.SpanFreeBytes + st.MagazineBytes + st.DepotBytes + st.CacheBytes)
+	target := c.maxBytes - c.maxBytes/32
+	b := c.budget.Load()
+	n := int64(len(c.shards))
+	switch {
+	case foot > target:
+		b -= (foot - target + n - 1) / n
+	default:
+		b += (target - foot) / n / 2
+	}
+	c.budget.Store(min(max(b, c.shardBudget/2), c.shardBudget))
 }
 
 // compactStep does one step of a pass under way, if no other call is.

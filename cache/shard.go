@@ -56,7 +56,7 @@ func (c *Cache) makeRoom(s *shard, need int64, keep uint64) bool {
 	if s.expiring > 0 {
 		now = c.now()
 	}
-	for s.bytes+need > c.shardBudget {
+	for budget := c.budget.Load(); s.bytes+need > budget; {
 		i, expired, ok := s.victim(keep, now)
 		if !ok {
 			return false
