@@ -84,14 +84,20 @@ func (c *Cache) removed(n int) {
 	}
 }
 
+// fixedReserve is the heap's footprint that does not grow with the cache:
+// for each size class in use, a partly used span and the empty spans it keeps
+// for reuse, and the per-P stocks. fitBudget allows it beyond MaxBytes, so
+// that a small cache is not squeezed by a reserve it cannot shed.
+const fixedReserve = 256 << 10
+
 // fitBudget adjusts the shards' budget so that the heap's footprint (its
 // blocks in use, and the free blocks its spans and stocks hold) stays within
-// MaxBytes: when the footprint passes 31/32 of MaxBytes, the budget shrinks
+// MaxBytes: when the footprint passes 31/32 of MaxBytes (plus fixedReserve), the budget shrinks
 // by the excess (and evictions follow at the next Sets); when it is below,
 // the budget grows back toward shardBudget by half the room.
 func (c *Cache) fitBudget(st offheap.Stats) {
 	foot := int64(st.InUseBytes + st.SpanFreeBytes + st.MagazineBytes + st.DepotBytes + st.CacheBytes)
-	target := c.maxBytes - c.maxBytes/32
+	target := c.maxBytes - c.maxBytes/32 + fixedReserve
 	b := c.budget.Load()
 	n := int64(len(c.shards))
 	switch {
