@@ -71,7 +71,8 @@ type Cache struct {
 	maxBytes   int64
 	defaultTTL time.Duration
 	epoch      time.Time
-	classes    []int64 // the heap's size classes, ascending
+	classes    []int64  // the heap's size classes, ascending
+	small      []uint32 // classSize for n <= smallSizes, by (n+7)/8
 	closed     atomic.Bool
 	closeMu    sync.Mutex
 	compactor  compactor
@@ -120,6 +121,10 @@ func New(opts Options) (*Cache, error) {
 	for _, cl := range c.heap.Stats().Classes {
 		c.classes = append(c.classes, int64(cl.Size))
 	}
+	c.small = make([]uint32, smallSizes/8+1)
+	for i := range c.small {
+		c.small[i] = uint32(c.classSizeSlow(i * 8))
+	}
 	for i := range c.shards {
 		s := &c.shards[i]
 		if err := c.initShard(s); err != nil {
@@ -157,9 +162,19 @@ func (c *Cache) shardOf(h uint64) *shard { return &c.shards[h&c.shardMask] }
 // now is the time on the cache's monotonic clock, in nanoseconds, never 0.
 func (c *Cache) now() int64 { return int64(time.Since(c.epoch)) + 1 }
 
+// smallSizes is the largest block size classSize answers from a table.
+const smallSizes = 1024
+
 // classSize is the bytes the heap gives a block of n bytes: its size class,
 // or whole 8 KiB pages above the largest class.
 func (c *Cache) classSize(n int) int64 {
+	if n <= smallSizes {
+		return int64(c.small[(n+7)/8])
+	}
+	return c.classSizeSlow(n)
+}
+
+func (c *Cache) classSizeSlow(n int) int64 {
 	cl := c.classes
 	if len(cl) == 0 || int64(n) > cl[len(cl)-1] {
 		return (int64(n) + 8191) &^ 8191
@@ -283,7 +298,7 @@ func (c *Cache) Reset() {
 		s.mu.Lock()
 		if !s.closed {
 			c.clearShard(s)
-			if err := c.rebuildIndex(s); err != nil {
+			if err := c.rebuildIndex(s, 0); err != nil {
 				_ = err // the emptied table stays, at its length
 			}
 		}

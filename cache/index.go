@@ -129,11 +129,11 @@ func tableLen(n int) int {
 	return l
 }
 
-// rebuild moves the live slots into a new table of tableLen(live+1) slots,
-// rehashing each key with hash. On an allocation failure the table is
+// rebuild moves the live slots into a new table of tableLen(max(n, live+1))
+// slots, rehashing each key with hash. On an allocation failure the table is
 // unchanged and the error returned.
-func (t *table) rebuild(h *offheap.Heap, hash func([]byte) uint64) error {
-	n := tableLen(t.live + 1)
+func (t *table) rebuild(h *offheap.Heap, hash func([]byte) uint64, n int) error {
+	n = tableLen(max(n, t.live+1))
 	ns, err := allocSlots(h, n)
 	if err != nil {
 		return err

@@ -69,10 +69,11 @@ func (c *Cache) setLocked(s *shard, h uint64, k, v []byte, size int, need, exp i
 		return 1, nil
 	}
 	if s.index.full() {
-		if _, err := c.grow(s, h, k); err != nil {
+		if i, err = c.grow(s, h, k); err != nil {
 			return 0, fmt.Errorf("offheap/cache: growing the index: %w", err)
 		}
 	}
+	seen := s.counts.evictions + s.counts.expirations
 	if !c.makeRoom(s, need, ^uint64(0)) {
 		return 0, fmt.Errorf("%w: an entry of %d bytes does not fit its shard", ErrTooLarge, need)
 	}
@@ -81,9 +82,12 @@ func (c *Cache) setLocked(s *shard, h uint64, k, v []byte, size int, need, exp i
 		return 0, fmt.Errorf("offheap/cache: %w", err)
 	}
 	ne := writeEntry(b, k, v, exp)
-	// Evictions may have emptied slots ahead of the free slot find gave:
-	// look again, so that the entry sits where its probe finds it.
-	i, _ = s.index.find(h, k)
+	if s.counts.evictions+s.counts.expirations != seen {
+		// Evictions may have emptied slots ahead of the free slot find
+		// gave: look again, so that the entry sits where its probe finds
+		// it.
+		i, _ = s.index.find(h, k)
+	}
 	s.index.put(i, slotOf(h, ne))
 	c.account(s, need, exp)
 	return 0, nil

@@ -80,18 +80,18 @@ func (c *Cache) grow(s *shard, h uint64, k []byte) (uint64, error) {
 	if extra > 0 && !c.makeRoom(s, extra, ^uint64(0)) {
 		return 0, ErrTooLarge
 	}
-	if err := c.rebuildIndex(s); err != nil {
+	if err := c.rebuildIndex(s, 0); err != nil {
 		return 0, err
 	}
 	i, _ := t.find(h, k)
 	return i, nil
 }
 
-// rebuildIndex rebuilds the shard's table at the length its live slots
-// need, keeping the bytes count true.
-func (c *Cache) rebuildIndex(s *shard) error {
+// rebuildIndex rebuilds the shard's table at the length its live slots, or
+// n, need, keeping the bytes count true.
+func (c *Cache) rebuildIndex(s *shard, n int) error {
 	old := s.index.bytes()
-	if err := s.index.rebuild(c.heap, c.hash); err != nil {
+	if err := s.index.rebuild(c.heap, c.hash, n); err != nil {
 		return err
 	}
 	s.bytes += s.index.bytes() - old
@@ -124,6 +124,6 @@ func (c *Cache) lookup(s *shard, h uint64, k []byte) (entry, bool) {
 // sparse, so that a cache that shrinks gives its index's memory back too.
 func (c *Cache) shrinkAfterRemove(s *shard) {
 	if s.index.sparse() {
-		_ = c.rebuildIndex(s) // on failure the larger table stays, which is correct
+		_ = c.rebuildIndex(s, 0) // on failure the larger table stays, which is correct
 	}
 }

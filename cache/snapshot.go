@@ -3,15 +3,21 @@ package cache
 // Snapshots: SaveTo writes the cache's entries as a stream, LoadFrom reads
 // one back. The format, all integers little-endian:
 //
-//	header   8 bytes "OHCACHE\x00", uint32 version (1), uint32 0
-//	records  uint32 key length, uint32 value length, int64 expiry (Unix
+//	header   8 bytes "OHCACHE\x00", uint32 version (2), uint32 the largest
+//	         block's length, uint64 the entries when the save began (a hint)
+//	blocks   uint32 the records' length in bytes, uint32 their number,
+//	         uint32 their CRC-32C, then the records
+//	record   uint32 key length, uint32 value length, int64 expiry (Unix
 //	         nanoseconds, 0 for none), the key, the value
-//	trailer  uint32 0xFFFFFFFF, uint64 the number of records, uint32 the
-//	         CRC-32C of every record's bytes
+//	trailer  uint32 0xFFFFFFFF, uint64 the number of records
 //
-// SaveTo writes each shard's entries under its lock, straight from the heap
-// into a bufio.Writer; LoadFrom reads one record at a time into a buffer it
-// reuses, so a load takes memory for the largest entry, not the snapshot.
+// A block holds up to blockBytes of records, or one larger record. Both
+// directions run one worker per P (at most maxWorkers): SaveTo's workers
+// copy shards into blocks under each shard's lock, and the caller writes
+// the blocks in shard order through a bufio.Writer; LoadFrom's caller reads
+// blocks into buffers and its workers check them and Set their records.
+// Either holds a few blocks per worker at a time: memory bounded by the
+// largest block, not by the snapshot.
 
 import (
 	"bufio"
@@ -22,14 +28,20 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"time"
 )
 
 const (
 	snapshotMagic   = "OHCACHE\x00"
-	snapshotVersion = 1
+	snapshotVersion = 2
 	snapshotEnd     = 0xFFFFFFFF
+	headerBytes     = 24
+	blockHeader     = 12
 	recordHeader    = 16
+	blockBytes      = 128 << 10
+	maxWorkers      = 8
 )
 
 // ErrSnapshot is wrapped by the errors LoadFrom returns for a stream that
@@ -39,48 +51,108 @@ var ErrSnapshot = errors.New("offheap/cache: bad snapshot")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+func workers() int { return min(maxWorkers, runtime.GOMAXPROCS(0)) }
+
+// block is a block of records being written or read.
+type block struct {
+	buf   []byte // the block header's 12 bytes, then the records
+	count uint32
+	end   bool // the last block of a shard (SaveTo)
+}
+
 // SaveTo writes the cache's entries to w (the format is in snapshot.go),
-// skipping expired ones. Each shard is written as it is at one moment, under
+// skipping expired ones. Each shard is copied as it is at one moment, under
 // its lock; calls on other shards proceed meanwhile. It returns w's error,
 // or ErrClosed.
 func (c *Cache) SaveTo(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
-	var hdr [16]byte
+	var hdr [headerBytes]byte
 	copy(hdr[:], snapshotMagic)
 	binary.LittleEndian.PutUint32(hdr[8:], snapshotVersion)
+	binary.LittleEndian.PutUint32(hdr[12:], uint32(max(blockBytes, blockHeader+recordHeader+c.maxEntry)))
+	binary.LittleEndian.PutUint64(hdr[16:], uint64(c.Len()))
 	if _, err := bw.Write(hdr[:]); err != nil {
 		return err
 	}
-	var crc crcWriter
+	nw := workers()
+	outs := make([]chan *block, nw)
+	stop := make(chan struct{})
+	pool := make(chan []byte, 3*nw) // buffers the writer is done with
+	var wg sync.WaitGroup
+	for wi := range nw {
+		outs[wi] = make(chan *block, 2)
+		wg.Go(func() {
+			defer close(outs[wi])
+			for i := wi; i < len(c.shards); i += nw {
+				if !c.saveShard(&c.shards[i], outs[wi], stop, pool) {
+					return
+				}
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
 	var count uint64
 	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			return ErrClosed
-		}
-		n, err := c.saveShard(s, bw, &crc)
-		s.mu.Unlock()
-		count += n
-		if err != nil {
-			return err
+		for {
+			b, ok := <-outs[i%nw]
+			if !ok {
+				return ErrClosed
+			}
+			if len(b.buf) > blockHeader {
+				count += uint64(b.count)
+				if _, err := bw.Write(b.buf); err != nil {
+					return err
+				}
+			}
+			select {
+			case pool <- b.buf[:0]:
+			default:
+			}
+			if b.end {
+				break
+			}
 		}
 	}
-	var tr [16]byte
+	var tr [12]byte
 	binary.LittleEndian.PutUint32(tr[:], snapshotEnd)
 	binary.LittleEndian.PutUint64(tr[4:], count)
-	binary.LittleEndian.PutUint32(tr[12:], crc.sum)
 	if _, err := bw.Write(tr[:]); err != nil {
 		return err
 	}
 	return bw.Flush()
 }
 
-// saveShard writes s's live entries; s is locked.
-func (c *Cache) saveShard(s *shard, bw *bufio.Writer, crc *crcWriter) (n uint64, err error) {
+// saveShard copies s's live entries into blocks and sends them to out, the
+// last marked end. It returns false if s is closed or stop is closed.
+func (c *Cache) saveShard(s *shard, out chan<- *block, stop <-chan struct{}, pool chan []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
 	now, wall := c.now(), time.Now().UnixNano()
-	var rh [recordHeader]byte
+	fresh := func() *block {
+		select {
+		case buf := <-pool:
+			return &block{buf: buf[:blockHeader]}
+		default:
+			return &block{buf: make([]byte, blockHeader, blockBytes)}
+		}
+	}
+	b := fresh()
+	send := func(end bool) bool {
+		seal(b)
+		b.end = end
+		select {
+		case out <- b:
+		case <-stop:
+			return false
+		}
+		if !end {
+			b = fresh()
+		}
+		return true
+	}
 	for _, v := range s.index.slots {
 		if !slotLive(v) {
 			continue
@@ -93,19 +165,24 @@ func (c *Cache) saveShard(s *shard, bw *bufio.Writer, crc *crcWriter) (n uint64,
 			}
 			exp = wall + (x - now)
 		}
-		binary.LittleEndian.PutUint32(rh[:], uint32(e.keyLen()))
-		binary.LittleEndian.PutUint32(rh[4:], uint32(e.valueLen()))
-		binary.LittleEndian.PutUint64(rh[8:], uint64(exp))
 		kv := e.block()[headerSize:]
-		crc.Write(rh[:])
-		crc.Write(kv)
-		bw.Write(rh[:])
-		if _, err := bw.Write(kv); err != nil {
-			return n, err
+		if len(b.buf)+recordHeader+len(kv) > blockBytes && b.count > 0 && !send(false) {
+			return false
 		}
-		n++
+		b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(e.keyLen()))
+		b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(e.valueLen()))
+		b.buf = binary.LittleEndian.AppendUint64(b.buf, uint64(exp))
+		b.buf = append(b.buf, kv...)
+		b.count++
 	}
-	return n, nil
+	return send(true)
+}
+
+// seal fills in b's block header.
+func seal(b *block) {
+	binary.LittleEndian.PutUint32(b.buf, uint32(len(b.buf)-blockHeader))
+	binary.LittleEndian.PutUint32(b.buf[4:], b.count)
+	binary.LittleEndian.PutUint32(b.buf[8:], crc32.Checksum(b.buf[blockHeader:], castagnoli))
 }
 
 // LoadFrom reads a snapshot SaveTo wrote and stores its entries, as Set
@@ -123,7 +200,7 @@ func (c *Cache) LoadFrom(r io.Reader) error {
 }
 
 func (c *Cache) load(br *bufio.Reader) error {
-	var hdr [16]byte
+	var hdr [headerBytes]byte
 	if _, err := io.ReadFull(br, hdr[:]); err != nil {
 		return fmt.Errorf("%w: reading the header: %v", ErrSnapshot, err)
 	}
@@ -133,71 +210,134 @@ func (c *Cache) load(br *bufio.Reader) error {
 	if v := binary.LittleEndian.Uint32(hdr[8:]); v != snapshotVersion {
 		return fmt.Errorf("%w: version %d, this package reads version %d", ErrSnapshot, v, snapshotVersion)
 	}
-	var crc crcWriter
-	var buf []byte
-	var rh [recordHeader]byte
-	var count uint64
-	wall := time.Now().UnixNano()
-	for {
-		if _, err := io.ReadFull(br, rh[:4]); err != nil {
-			return fmt.Errorf("%w: cut short after %d records: %v", ErrSnapshot, count, err)
-		}
-		kl := binary.LittleEndian.Uint32(rh[:])
-		if kl == snapshotEnd {
-			break
-		}
-		if _, err := io.ReadFull(br, rh[4:]); err != nil {
-			return fmt.Errorf("%w: cut short after %d records: %v", ErrSnapshot, count, err)
-		}
-		vl := binary.LittleEndian.Uint32(rh[4:])
-		exp := int64(binary.LittleEndian.Uint64(rh[8:]))
-		crc.Write(rh[:])
-		n := int64(kl) + int64(vl)
-		if kl > maxKeyLen || c.classSize(entrySize(int(kl), int(vl))) > c.maxEntry {
-			if _, err := io.CopyN(&crc, br, n); err != nil {
-				return fmt.Errorf("%w: cut short in record %d: %v", ErrSnapshot, count, err)
+	maxBlock := binary.LittleEndian.Uint32(hdr[12:])
+	if maxBlock > 1<<31 {
+		return fmt.Errorf("%w: blocks of up to %d bytes", ErrSnapshot, maxBlock)
+	}
+	c.presize(binary.LittleEndian.Uint64(hdr[16:]))
+
+	nw := workers()
+	free := make(chan []byte, nw+1)
+	for range nw + 1 {
+		free <- nil
+	}
+	work := make(chan []byte)
+	errs := make([]error, nw)
+	counts := make([]uint64, nw)
+	var wg sync.WaitGroup
+	for wi := range nw {
+		wg.Go(func() {
+			for buf := range work {
+				if errs[wi] == nil {
+					var n uint64
+					n, errs[wi] = c.loadBlock(buf)
+					counts[wi] += n
+				}
+				free <- buf
 			}
-			count++
-			continue
+		})
+	}
+	err := readBlocks(br, maxBlock, free, work)
+	close(work)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	var tr [8]byte
+	if _, err := io.ReadFull(br, tr[:]); err != nil {
+		return fmt.Errorf("%w: cut short in the trailer: %v", ErrSnapshot, err)
+	}
+	var count uint64
+	for _, n := range counts {
+		count += n
+	}
+	if n := binary.LittleEndian.Uint64(tr[:]); n != count {
+		return fmt.Errorf("%w: %d records read, the trailer says %d", ErrSnapshot, count, n)
+	}
+	return nil
+}
+
+// readBlocks reads blocks (header and records) into buffers from free and
+// sends them to work, up to the trailer's mark.
+func readBlocks(br *bufio.Reader, maxBlock uint32, free chan []byte, work chan<- []byte) error {
+	for n := 0; ; n++ {
+		var bh [blockHeader]byte
+		if _, err := io.ReadFull(br, bh[:4]); err != nil {
+			return fmt.Errorf("%w: cut short after %d blocks: %v", ErrSnapshot, n, err)
 		}
-		if int64(cap(buf)) < n {
-			buf = make([]byte, n)
+		size := binary.LittleEndian.Uint32(bh[:])
+		if size == snapshotEnd {
+			return nil
 		}
-		buf = buf[:n]
-		if _, err := io.ReadFull(br, buf); err != nil {
-			return fmt.Errorf("%w: cut short in record %d: %v", ErrSnapshot, count, err)
+		if size > maxBlock {
+			return fmt.Errorf("%w: block %d of %d bytes, over the header's %d", ErrSnapshot, n, size, maxBlock)
 		}
-		crc.Write(buf)
-		count++
+		buf := <-free
+		if uint32(cap(buf)) < blockHeader+size {
+			buf = make([]byte, blockHeader+size)
+		}
+		buf = buf[:blockHeader+size]
+		copy(buf, bh[:4])
+		if _, err := io.ReadFull(br, buf[4:]); err != nil {
+			return fmt.Errorf("%w: cut short in block %d: %v", ErrSnapshot, n, err)
+		}
+		work <- buf
+	}
+}
+
+// loadBlock checks a block's checksum and Sets its records, returning how
+// many it held.
+func (c *Cache) loadBlock(buf []byte) (uint64, error) {
+	count := binary.LittleEndian.Uint32(buf[4:])
+	recs := buf[blockHeader:]
+	if crc32.Checksum(recs, castagnoli) != binary.LittleEndian.Uint32(buf[8:]) {
+		return 0, fmt.Errorf("%w: checksum mismatch", ErrSnapshot)
+	}
+	wall := time.Now().UnixNano()
+	for n := range count {
+		if len(recs) < recordHeader {
+			return 0, fmt.Errorf("%w: record %d of a block cut short", ErrSnapshot, n)
+		}
+		kl := int64(binary.LittleEndian.Uint32(recs))
+		vl := int64(binary.LittleEndian.Uint32(recs[4:]))
+		exp := int64(binary.LittleEndian.Uint64(recs[8:]))
+		recs = recs[recordHeader:]
+		if kl+vl > int64(len(recs)) {
+			return 0, fmt.Errorf("%w: record %d of a block cut short", ErrSnapshot, n)
+		}
+		k, v := recs[:kl], recs[kl:kl+vl]
+		recs = recs[kl+vl:]
 		var ttl time.Duration
 		if exp != 0 {
 			if ttl = time.Duration(exp - wall); ttl <= 0 {
 				continue
 			}
 		}
-		if err := c.set(buf[:kl], buf[kl:], ttl); errors.Is(err, ErrClosed) {
-			return err
+		if err := c.set(k, v, ttl); errors.Is(err, ErrClosed) {
+			return 0, err
 		}
 	}
-	var tr [12]byte
-	if _, err := io.ReadFull(br, tr[:]); err != nil {
-		return fmt.Errorf("%w: cut short in the trailer: %v", ErrSnapshot, err)
+	if len(recs) != 0 {
+		return 0, fmt.Errorf("%w: %d bytes after a block's records", ErrSnapshot, len(recs))
 	}
-	if n := binary.LittleEndian.Uint64(tr[:]); n != count {
-		return fmt.Errorf("%w: %d records read, the trailer says %d", ErrSnapshot, count, n)
-	}
-	if sum := binary.LittleEndian.Uint32(tr[8:]); sum != crc.sum {
-		return fmt.Errorf("%w: checksum mismatch", ErrSnapshot)
-	}
-	return nil
+	return uint64(count), nil
 }
 
-// crcWriter keeps the CRC-32C of what is written to it.
-type crcWriter struct{ sum uint32 }
-
-func (w *crcWriter) Write(b []byte) (int, error) {
-	w.sum = crc32.Update(w.sum, castagnoli, b)
-	return len(b), nil
+// presize grows each shard's index for its share of n entries, as far as
+// its budget allows, so that a load does not rebuild the tables as it goes.
+func (c *Cache) presize(n uint64) {
+	per := int(n/uint64(len(c.shards))) + 1
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		if !s.closed && tableLen(per) > len(s.index.slots) && int64(tableLen(per))*8 < c.budget.Load()/4 {
+			_ = c.rebuildIndex(s, per) // on failure the table grows as the load goes
+		}
+		s.mu.Unlock()
+	}
 }
 
 // SaveToFile writes a snapshot (SaveTo) to a temporary file beside path,

@@ -53,6 +53,7 @@ func TestSnapshotCorrupt(t *testing.T) {
 	good := buf.Bytes()
 	for name, bad := range map[string][]byte{
 		"flipped":   append(append([]byte{}, good[:100]...), append([]byte{good[100] ^ 1}, good[101:]...)...),
+		"count":     append(append([]byte{}, good[:len(good)-8]...), 1, 0, 0, 0, 0, 0, 0, 0),
 		"truncated": good[:len(good)-5],
 		"magic":     append([]byte("NOTASNAP"), good[8:]...),
 		"empty":     nil,
