@@ -29,7 +29,7 @@ var legend = []Metric{
 
 // Width is the most columns a line of the text report takes: a table too
 // wide for it is split into tables that each repeat the workers and the row.
-const Width = 120
+const Width = 100
 
 // WriteLegend explains the table columns: the common ones, then metrics
 // (a shape's own columns), each once, in order.
