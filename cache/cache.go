@@ -46,11 +46,11 @@ const MinBytes = 64 << 10
 
 var (
 	// ErrClosed is returned by calls on a closed cache.
-	ErrClosed = errors.New("offheap/cache: the cache is closed")
+	ErrClosed = errors.New("offheap: cache: the cache is closed")
 	// ErrTooLarge is returned by TrySet for an entry the cache cannot
 	// hold: a key longer than 65535 bytes, or a key and value whose entry
 	// exceeds MaxEntryBytes. The cache is left as it was.
-	ErrTooLarge = errors.New("offheap/cache: entry too large for the cache")
+	ErrTooLarge = errors.New("offheap: cache: entry too large for the cache")
 )
 
 // Cache is a concurrent key-value cache whose index, keys and values all live
@@ -81,7 +81,7 @@ type Cache struct {
 // New creates a cache.
 func New(opts Options) (*Cache, error) {
 	if opts.MaxBytes < MinBytes {
-		return nil, fmt.Errorf("offheap/cache: Options.MaxBytes is %d: it must be at least MinBytes (%d)", opts.MaxBytes, MinBytes)
+		return nil, fmt.Errorf("offheap: cache: Options.MaxBytes is %d: it must be at least MinBytes (%d)", opts.MaxBytes, MinBytes)
 	}
 	n := opts.Shards
 	if n == 0 {
@@ -91,10 +91,10 @@ func New(opts Options) (*Cache, error) {
 		}
 	}
 	if n < 1 || n > 1<<16 || n&(n-1) != 0 {
-		return nil, fmt.Errorf("offheap/cache: Options.Shards is %d: it must be 0 or a power of two up to 65536", opts.Shards)
+		return nil, fmt.Errorf("offheap: cache: Options.Shards is %d: it must be 0 or a power of two up to 65536", opts.Shards)
 	}
 	if opts.DefaultTTL < 0 {
-		return nil, fmt.Errorf("offheap/cache: Options.DefaultTTL is %v: it must not be negative", opts.DefaultTTL)
+		return nil, fmt.Errorf("offheap: cache: Options.DefaultTTL is %v: it must not be negative", opts.DefaultTTL)
 	}
 	c := &Cache{
 		heap:       opts.Heap,
@@ -107,14 +107,14 @@ func New(opts Options) (*Cache, error) {
 	}
 	c.shardBudget = opts.MaxBytes * 15 / 16 / int64(n)
 	if c.shardBudget < 4<<10 {
-		return nil, fmt.Errorf("offheap/cache: Options.Shards is %d: each shard's share of MaxBytes (%d) would be below 4 KiB; use fewer shards", n, opts.MaxBytes)
+		return nil, fmt.Errorf("offheap: cache: Options.Shards is %d: each shard's share of MaxBytes (%d) would be below 4 KiB; use fewer shards", n, opts.MaxBytes)
 	}
 	c.maxEntry = c.shardBudget / 2
 	c.budget.Store(c.shardBudget)
 	if c.heap == nil {
 		h, err := offheap.NewHeap(offheap.Options{})
 		if err != nil {
-			return nil, fmt.Errorf("offheap/cache: the cache's heap: %w", err)
+			return nil, fmt.Errorf("offheap: cache: the cache's heap: %w", err)
 		}
 		c.heap, c.own = h, true
 	}
@@ -129,7 +129,7 @@ func New(opts Options) (*Cache, error) {
 		s := &c.shards[i]
 		if err := c.initShard(s); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("offheap/cache: the cache's index: %w", err)
+			return nil, fmt.Errorf("offheap: cache: the cache's index: %w", err)
 		}
 	}
 	return c, nil

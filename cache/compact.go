@@ -152,7 +152,7 @@ func (c *Cache) compactShard(s *shard) bool {
 		p.moved += uint64(n)
 		for j, b := range p.batch {
 			k := p.slots[j]
-			t.slots[k] = t.slots[k]&^addrMask | uint64(addrOf(b))>>3
+			t.slots[k] = t.slots[k]&^addrMask | addrField(addrOf(b))
 		}
 	}
 	for j := range p.batch {

@@ -38,7 +38,17 @@ func tagOf(h uint64) uint64 { return h >> tagShift }
 // clear of the shard's low bits and, below 2^27 slots, of the tag.
 func homeOf(h uint64) uint64 { return h >> 20 }
 
-func slotOf(h uint64, e entry) uint64 { return tagOf(h)<<tagShift | uint64(e)>>3 }
+func slotOf(h uint64, e entry) uint64 { return tagOf(h)<<tagShift | addrField(uintptr(e)) }
+
+// addrField is the slot's address bits for a block at a. Heaps map below
+// 2^48 (the user address space of 4-level page tables on amd64 and of
+// arm64's 48-bit VA): a block above it cannot be indexed.
+func addrField(a uintptr) uint64 {
+	if uint64(a) >= 1<<(addrBits+3) {
+		panic("offheap: cache: a heap block above 2^48 cannot be indexed: the cache needs a heap mapped below 2^48")
+	}
+	return uint64(a) >> 3
+}
 func slotEntry(s uint64) entry        { return entry(uintptr(s&addrMask) << 3) }
 func slotFreq(s uint64) uint64        { return s >> freqShift & freqMax }
 func slotLive(s uint64) bool          { return s > slotTomb }

@@ -12,7 +12,7 @@ func (c *Cache) set(k, v []byte, ttl time.Duration) error {
 	}
 	size := entrySize(len(k), len(v))
 	need := c.classSize(size)
-	if need > c.maxEntry || len(v) > 1<<32-1 {
+	if need > c.maxEntry || uint64(len(v)) > 1<<32-1 {
 		return fmt.Errorf("%w: an entry of %d bytes (at most MaxEntryBytes, %d)", ErrTooLarge, need, c.maxEntry)
 	}
 	h := c.hash(k)
@@ -60,17 +60,17 @@ func (c *Cache) setLocked(s *shard, h uint64, k, v []byte, size int, need, exp i
 		}
 		b, err := c.heap.TryAlloc(size)
 		if err != nil {
-			return 0, fmt.Errorf("offheap/cache: %w", err)
+			return 0, fmt.Errorf("offheap: cache: %w", err)
 		}
 		ne := writeEntry(b, k, v, exp)
-		s.index.slots[i] = s.index.slots[i]&^addrMask | uint64(ne)>>3
+		s.index.slots[i] = s.index.slots[i]&^addrMask | addrField(uintptr(ne))
 		c.release(s, e)
 		c.account(s, need, exp)
 		return 1, nil
 	}
 	if s.index.full() {
 		if i, err = c.grow(s, h, k); err != nil {
-			return 0, fmt.Errorf("offheap/cache: growing the index: %w", err)
+			return 0, fmt.Errorf("offheap: cache: growing the index: %w", err)
 		}
 	}
 	seen := s.counts.evictions + s.counts.expirations
@@ -79,7 +79,7 @@ func (c *Cache) setLocked(s *shard, h uint64, k, v []byte, size int, need, exp i
 	}
 	b, err := c.heap.TryAlloc(size)
 	if err != nil {
-		return 0, fmt.Errorf("offheap/cache: %w", err)
+		return 0, fmt.Errorf("offheap: cache: %w", err)
 	}
 	ne := writeEntry(b, k, v, exp)
 	if s.counts.evictions+s.counts.expirations != seen {

@@ -47,7 +47,7 @@ const (
 // ErrSnapshot is wrapped by the errors LoadFrom returns for a stream that
 // is not a snapshot, is of another version, is cut short or fails its
 // checksum.
-var ErrSnapshot = errors.New("offheap/cache: bad snapshot")
+var ErrSnapshot = errors.New("offheap: cache: bad snapshot")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
