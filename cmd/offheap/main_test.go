@@ -173,7 +173,8 @@ func TestBenchMemoryShapes(t *testing.T) {
 // offheap-kv.
 func TestBenchCacheShapes(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	args := []string{"bench", "-shapes", "cache,cache-hit", "-arms", "offheap-kv,fastcache,floor,nocache",
+	args := []string{"bench", "-shapes", "cache,cache-hit,cache-block,cache-mem,cache-big,cache-snapshot",
+		"-arms", "offheap-kv,fastcache,floor,nocache",
 		"-runs", "1", "-scale", "0.002", "-out", "", "-json"}
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
@@ -204,7 +205,9 @@ func TestBenchCacheShapes(t *testing.T) {
 	for _, v := range r.Verdicts {
 		names[v.Name] = true
 	}
-	for _, want := range []string{"cache-get", "cache-bigget", "cache-setget", "cache-mixed", "cache-set", "hit-zipf-32MiB", "hit-scan-128MiB"} {
+	for _, want := range []string{"cache-get", "cache-bigget", "cache-setget", "cache-mixed", "cache-set", "hit-zipf-32MiB",
+		"hit-scan-128MiB", "cache-block", "mem-per-entry", "mem-rss-max", "mem-delete", "big-gc", "big-goheap", "big-p999",
+		"snap-save", "snap-load"} {
 		if !names[want] {
 			t.Errorf("no verdict %s in %v", want, names)
 		}

@@ -70,7 +70,7 @@ func runBigCache(t *bench.Trial, arm kvarms.Arm) (bench.Sample, error) {
 	ops := t.Size(4_000_000, 20_000_000)
 	ks := memoKeys(keys, keyHex16)
 	trace := memoTrace(fmt.Sprint("big", keys), func() []uint32 { return uniformTrace(keys, traceLen, 11) })
-	maxBytes := n * bigcEntry
+	maxBytes := max(n*bigcEntry, 1<<20)
 	p := newMemProbe()
 	runtime.GC()
 	heap0 := goHeapObjects()

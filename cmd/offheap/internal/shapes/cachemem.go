@@ -124,7 +124,7 @@ func churnSize(i, r int) int {
 }
 
 func runMemChurn(t *bench.Trial, arm kvarms.Arm) (bench.Sample, error) {
-	maxBytes := t.Size(64<<20, 1<<30)
+	maxBytes := max(t.Size(64<<20, 1<<30), 1<<20)
 	mean := memKey + (memMin+memMax)/2
 	n := 2 * maxBytes / mean // keys: twice what the budget holds
 	ks := memoKeys(n, keyHex16)
