@@ -205,16 +205,19 @@ func (c *Cache) TrySetWithTTL(k, v []byte, ttl time.Duration) error { return c.s
 func (c *Cache) Get(dst, k []byte) ([]byte, bool) {
 	h := c.hash(k)
 	s := c.shardOf(h)
-	s.mu.Lock()
+	s.mu.RLock()
 	if s.closed {
-		s.mu.Unlock()
+		s.mu.RUnlock()
 		return dst, false
 	}
-	e, ok := c.lookup(s, h, k)
+	e, ok, expired := c.lookup(s, h, k)
 	if ok {
 		dst = append(dst, e.value()...)
 	}
-	s.mu.Unlock()
+	s.mu.RUnlock()
+	if expired {
+		c.expire(s, h, k)
+	}
 	return dst, ok
 }
 
@@ -225,16 +228,22 @@ func (c *Cache) Get(dst, k []byte) ([]byte, bool) {
 func (c *Cache) View(k []byte, f func(v []byte)) bool {
 	h := c.hash(k)
 	s := c.shardOf(h)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
 	if s.closed {
+		s.mu.RUnlock()
 		return false
 	}
-	e, ok := c.lookup(s, h, k)
+	e, ok, expired := c.lookup(s, h, k)
 	if ok {
+		defer s.mu.RUnlock() // f may panic: the lock goes with it
 		f(e.value())
+		return true
 	}
-	return ok
+	s.mu.RUnlock()
+	if expired {
+		c.expire(s, h, k)
+	}
+	return false
 }
 
 // Has reports whether k has a value, without counting a hit or a miss and
@@ -242,8 +251,8 @@ func (c *Cache) View(k []byte, f func(v []byte)) bool {
 func (c *Cache) Has(k []byte) bool {
 	h := c.hash(k)
 	s := c.shardOf(h)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	if s.closed {
 		return false
 	}
@@ -251,7 +260,7 @@ func (c *Cache) Has(k []byte) bool {
 	if !found {
 		return false
 	}
-	x := slotEntry(s.index.slots[i]).expiry()
+	x := slotEntry(atomic.LoadUint64(&s.index.slots[i])).expiry()
 	return x == 0 || x > c.now()
 }
 

@@ -15,6 +15,7 @@ package cache
 // when its live slots fall below an eighth of it.
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/offheap/offheap"
@@ -49,9 +50,9 @@ func addrField(a uintptr) uint64 {
 	}
 	return uint64(a) >> 3
 }
-func slotEntry(s uint64) entry        { return entry(uintptr(s&addrMask) << 3) }
-func slotFreq(s uint64) uint64        { return s >> freqShift & freqMax }
-func slotLive(s uint64) bool          { return s > slotTomb }
+func slotEntry(s uint64) entry { return entry(uintptr(s&addrMask) << 3) }
+func slotFreq(s uint64) uint64 { return s >> freqShift & freqMax }
+func slotLive(s uint64) bool   { return s > slotTomb }
 
 // table is a shard's index; its slots are heap memory, its header Go memory
 // inside the shard.
@@ -79,12 +80,13 @@ func freeSlots(h *offheap.Heap, s []uint64) {
 }
 
 // find returns the slot holding k, or, if none does, the first free slot
-// (empty or tombstone) of k's probe sequence, with found false.
+// (empty or tombstone) of k's probe sequence, with found false. It runs under
+// the shard's lock, for reading or writing.
 func (t *table) find(h uint64, k []byte) (i uint64, found bool) {
 	tag := tagOf(h)
 	free := ^uint64(0)
 	for i = homeOf(h) & t.mask; ; i = (i + 1) & t.mask {
-		s := t.slots[i]
+		s := atomic.LoadUint64(&t.slots[i]) // readers may set policy bits meanwhile
 		switch {
 		case s == slotEmpty:
 			if free != ^uint64(0) {

@@ -1,5 +1,7 @@
 package cache
 
+import "sync/atomic"
+
 // The eviction policy: CLOCK with a 2-bit frequency counter, swept over the
 // index's slots (the "clock" is the shard's table itself, so the policy costs
 // no memory beyond two bits of each slot).
@@ -16,10 +18,14 @@ package cache
 // Work per eviction is bounded: after four sweeps every counter is 0, so the
 // hand visits at most 4*len(slots) slots (it stops sooner in practice).
 
-// touch marks live slot i as read: its counter goes to 3.
+// touch marks live slot i as read: its counter goes to 3. It runs under the
+// shard's read lock, so other readers may touch the slot too: the bits are
+// set atomically, and only where they are not set already, so that a hot
+// entry's slot is not written on every read.
 func (t *table) touch(i uint64) {
-	s := t.slots[i]
-	t.slots[i] = s | freqMax<<freqShift
+	if atomic.LoadUint64(&t.slots[i])>>freqShift&freqMax != freqMax {
+		atomic.OrUint64(&t.slots[i], freqMax<<freqShift)
+	}
 }
 
 // victim advances the shard's hand to the next slot to remove, skipping

@@ -8,6 +8,7 @@ package cache
 
 import (
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -21,7 +22,10 @@ type shard struct {
 var _ = [1]struct{}{}[unsafe.Sizeof(shard{})%64]
 
 type shardState struct {
-	mu sync.Mutex
+	// mu is held for reading by Get, View and Has, which change nothing
+	// but a slot's policy bits (atomically) and the hit and miss counts
+	// (atomic), and for writing by every other call.
+	mu sync.RWMutex
 	// Guarded by mu.
 	closed   bool
 	index    table
@@ -100,24 +104,43 @@ func (c *Cache) rebuildIndex(s *shard, n int) error {
 	return nil
 }
 
-// lookup finds k in the shard, removing it if it has expired.
-func (c *Cache) lookup(s *shard, h uint64, k []byte) (entry, bool) {
+// lookup finds k in the shard, which is locked for reading, and marks it
+// read. It returns found false for a miss, and expired true for an entry
+// whose time has passed, which the caller removes with expire after
+// letting go of the read lock.
+func (c *Cache) lookup(s *shard, h uint64, k []byte) (e entry, found, expired bool) {
 	i, found := s.index.find(h, k)
 	if !found {
-		s.counts.misses++
-		return 0, false
+		s.counts.misses.Add(1)
+		return 0, false, false
 	}
-	e := slotEntry(s.index.slots[i])
+	e = slotEntry(atomic.LoadUint64(&s.index.slots[i]))
 	if x := e.expiry(); x != 0 && x <= c.now() {
-		s.counts.expirations++
-		s.counts.misses++
-		c.removeAt(s, i)
-		c.shrinkAfterRemove(s)
-		return 0, false
+		return 0, false, true
 	}
 	s.index.touch(i)
-	s.counts.hits++
-	return e, true
+	s.counts.hits.Add(1)
+	return e, true, false
+}
+
+// expire removes k if it has expired, and counts the miss of the read that
+// found it so. s is unlocked.
+func (c *Cache) expire(s *shard, h uint64, k []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counts.misses.Add(1)
+	if s.closed {
+		return
+	}
+	i, found := s.index.find(h, k)
+	if !found {
+		return
+	}
+	if x := slotEntry(s.index.slots[i]).expiry(); x != 0 && x <= c.now() {
+		s.counts.expirations++
+		c.removeAt(s, i)
+		c.shrinkAfterRemove(s)
+	}
 }
 
 // shrinkAfterRemove rebuilds the index smaller once deletes have left it

@@ -1,8 +1,12 @@
 package cache
 
-// counts is a shard's share of Stats, guarded by the shard's lock.
+import "sync/atomic"
+
+// counts is a shard's share of Stats. hits and misses are counted under the
+// read lock, atomically; the others under the write lock.
 type counts struct {
-	hits, misses, evictions, expirations, sets, deletes uint64
+	hits, misses                          atomic.Uint64
+	evictions, expirations, sets, deletes uint64
 }
 
 // Stats is a snapshot of a cache's counters and size.
@@ -27,8 +31,8 @@ func (c *Cache) Stats() Stats {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		st.Hits += s.counts.hits
-		st.Misses += s.counts.misses
+		st.Hits += s.counts.hits.Load()
+		st.Misses += s.counts.misses.Load()
 		st.Sets += s.counts.sets
 		st.Deletes += s.counts.deletes
 		st.Evictions += s.counts.evictions
