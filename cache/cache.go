@@ -78,7 +78,10 @@ type Cache struct {
 	compactor  compactor
 }
 
-// New creates a cache.
+// New creates a cache. It returns an error, and no cache, for a MaxBytes
+// below MinBytes, a Shards that is not 0 or a power of two (or gives a shard
+// less than 4 KiB), a negative DefaultTTL, or a heap that cannot be made
+// (wrapping errors.ErrUnsupported on a system without a backend).
 func New(opts Options) (*Cache, error) {
 	if opts.MaxBytes < MinBytes {
 		return nil, fmt.Errorf("offheap: cache: Options.MaxBytes is %d: it must be at least MinBytes (%d)", opts.MaxBytes, MinBytes)

@@ -20,8 +20,9 @@ package cache
 //
 // The bound. The same check adjusts the shards' budget (fitBudget) when
 // the cache owns its heap: the heap's footprint, slack included, is held
-// under MaxBytes by evicting more where the slack grows, down to half the
-// nominal budget.
+// under MaxBytes by evicting more where the slack grows, down to three
+// quarters of the nominal budget (where an entry of MaxEntryBytes still
+// fits a shard).
 
 import (
 	"sync"
@@ -94,7 +95,8 @@ const fixedReserve = 256 << 10
 // blocks in use, and the free blocks its spans and stocks hold) stays within
 // MaxBytes: when the footprint passes 31/32 of MaxBytes (plus fixedReserve), the budget shrinks
 // by the excess (and evictions follow at the next Sets); when it is below,
-// the budget grows back toward shardBudget by half the room.
+// the budget grows back toward shardBudget by half the room. It stays
+// between 3/4 of shardBudget and shardBudget.
 func (c *Cache) fitBudget(st offheap.Stats) {
 	foot := int64(st.InUseBytes + st.SpanFreeBytes + st.MagazineBytes + st.DepotBytes + st.CacheBytes)
 	target := c.maxBytes - c.maxBytes/32 + fixedReserve
@@ -106,7 +108,7 @@ func (c *Cache) fitBudget(st offheap.Stats) {
 	default:
 		b += (target - foot) / n / 2
 	}
-	c.budget.Store(min(max(b, c.shardBudget/2), c.shardBudget))
+	c.budget.Store(min(max(b, c.shardBudget*3/4), c.shardBudget))
 }
 
 // compactStep does one step of a pass under way, if no other call is.
