@@ -30,7 +30,8 @@ func (t *table) touch(i uint64) {
 
 // victim advances the shard's hand to the next slot to remove, skipping
 // keep (a slot the caller is replacing, or ^0), and returns it with whether
-// it had expired. It returns false if the table has no slot other than keep.
+// it had expired. now is 0 where the shard holds no entry with an expiry,
+// and the hand then reads slots only, not entries. It returns false if the table has no slot other than keep.
 func (s *shard) victim(keep uint64, now int64) (i uint64, expired, ok bool) {
 	t := &s.index
 	if t.live == 0 || (t.live == 1 && keep != ^uint64(0)) {
@@ -43,8 +44,10 @@ func (s *shard) victim(keep uint64, now int64) (i uint64, expired, ok bool) {
 		if !slotLive(v) || i == keep {
 			continue
 		}
-		if x := slotEntry(v).expiry(); x != 0 && x <= now {
-			return i, true, true
+		if now != 0 { // the shard holds entries with an expiry: read this one's
+			if x := slotEntry(v).expiry(); x != 0 && x <= now {
+				return i, true, true
+			}
 		}
 		if slotFreq(v) == 0 {
 			return i, false, true
