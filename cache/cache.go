@@ -144,7 +144,8 @@ func (c *Cache) initShard(s *shard) error {
 		return err
 	}
 	s.index = table{slots: slots, mask: minTable - 1}
-	s.bytes = s.index.bytes()
+	c.resetProbation(s)
+	s.bytes = s.index.bytes() + s.queue.bytes()
 	return nil
 }
 
@@ -331,6 +332,7 @@ func (c *Cache) clearShard(s *shard) {
 	}
 	s.index.live, s.index.used = 0, 0
 	s.hand, s.compact = 0, 0
+	s.queue.head, s.queue.size = 0, 0
 }
 
 // Close frees every entry and the index, and closes the cache's heap if the
@@ -351,7 +353,8 @@ func (c *Cache) Close() error {
 		if s.index.slots != nil {
 			c.clearShard(s)
 			freeSlots(c.heap, s.index.slots)
-			s.index = table{}
+			freeRing(c.heap, s.queue.ring)
+			s.index, s.queue = table{}, probation{}
 		}
 		s.closed = true
 		s.bytes = 0

@@ -26,6 +26,7 @@ package cache
 
 import (
 	"sync"
+	"unsafe"
 
 	"github.com/offheap/offheap"
 	"sync/atomic"
@@ -136,6 +137,22 @@ func (c *Cache) compactStep() {
 	}
 }
 
+// compactIndex relocates s's table and probation ring, the first step of a
+// pass over s.
+func (c *Cache) compactIndex(s *shard) {
+	bs := [][]byte{
+		unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s.index.slots))), len(s.index.slots)*8),
+		unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s.queue.ring))), len(s.queue.ring)*4),
+	}
+	if c.heap.RelocateAll(bs) == 0 {
+		return
+	}
+	s.index.slots = unsafe.Slice((*uint64)(ptr(addrOf(bs[0]))), len(s.index.slots))
+	if s.queue.ring != nil {
+		s.queue.ring = unsafe.Slice((*uint32)(ptr(addrOf(bs[1]))), len(s.queue.ring))
+	}
+}
+
 // compactShard relocates up to stepEntries entries of s from its pass
 // cursor on and reports whether the cursor reached the end of the table.
 func (c *Cache) compactShard(s *shard) bool {
@@ -143,6 +160,9 @@ func (c *Cache) compactShard(s *shard) bool {
 	p.batch, p.slots = p.batch[:0], p.slots[:0]
 	t := &s.index
 	i := s.compact
+	if i == 0 {
+		c.compactIndex(s)
+	}
 	for ; i < uint64(len(t.slots)) && len(p.batch) < stepEntries; i++ {
 		if v := t.slots[i]; slotLive(v) {
 			p.batch = append(p.batch, slotEntry(v).block())

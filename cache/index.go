@@ -6,7 +6,8 @@ package cache
 //
 //	bits 0-44   the entry's address >> 3 (blocks are 8-aligned; 48-bit addresses)
 //	bits 45-46  the frequency counter of the eviction policy (policy.go)
-//	bits 47-63  17 bits of the key's hash: a probe compares the key only where the tag matches
+//	bit  47     the entry is on probation (probation.go)
+//	bits 48-63  16 bits of the key's hash: a probe compares the key only where the tag matches
 //
 // Slot 0 is empty and slot 1 is a tombstone (a deleted entry: address 8 is
 // never a block). A table has a power-of-two length, holds live plus
@@ -28,15 +29,15 @@ const (
 	addrMask  = 1<<addrBits - 1
 	freqShift = 45
 	freqMax   = 3
-	tagShift  = 47
-	tagBits   = 64 - tagShift
+	probBit   = 1 << 47 // the entry is on probation (probation.go)
+	tagShift  = 48
 	minTable  = 16
 )
 
 func tagOf(h uint64) uint64 { return h >> tagShift }
 
 // homeOf is the start of h's probe sequence before masking: bits 20 and up,
-// clear of the shard's low bits and, below 2^27 slots, of the tag.
+// clear of the shard's low bits and, below 2^28 slots, of the tag.
 func homeOf(h uint64) uint64 { return h >> 20 }
 
 func slotOf(h uint64, e entry) uint64 { return tagOf(h)<<tagShift | addrField(uintptr(e)) }

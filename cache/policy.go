@@ -41,8 +41,8 @@ func (s *shard) victim(keep uint64, now int64) (i uint64, expired, ok bool) {
 		i = s.hand & t.mask
 		s.hand++
 		v := t.slots[i]
-		if !slotLive(v) || i == keep {
-			continue
+		if !slotLive(v) || i == keep || v&probBit != 0 {
+			continue // probationary entries leave through the probation queue
 		}
 		if now != 0 { // the shard holds entries with an expiry: read this one's
 			if x := slotEntry(v).expiry(); x != 0 && x <= now {

@@ -88,7 +88,7 @@ func (c *Cache) setLocked(s *shard, h uint64, k, v []byte, size int, need, exp i
 		// it.
 		i, _ = s.index.find(h, k)
 	}
-	s.index.put(i, slotOf(h, ne))
+	s.index.put(i, slotOf(h, ne)|s.queue.admit(i))
 	c.account(s, need, exp)
 	return 0, nil
 }

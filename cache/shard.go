@@ -30,6 +30,7 @@ type shardState struct {
 	closed   bool
 	index    table
 	hand     uint64 // the eviction policy's clock hand (policy.go)
+	queue    probation // the slots of entries on probation (probation.go)
 	bytes    int64  // entries' blocks at class size, plus the index's block
 	expiring int    // live entries with an expiry
 	compact  uint64 // next slot the compaction pass visits (compact.go)
@@ -61,7 +62,13 @@ func (c *Cache) makeRoom(s *shard, need int64, keep uint64) bool {
 		now = c.now()
 	}
 	for budget := c.budget.Load(); s.bytes+need > budget; {
-		i, expired, ok := s.victim(keep, now)
+		i, expired, ok := s.probationVictim(keep, now, false)
+		if !ok {
+			i, expired, ok = s.victim(keep, now)
+		}
+		if !ok {
+			i, expired, ok = s.probationVictim(keep, now, true)
+		}
 		if !ok {
 			return false
 		}
@@ -94,11 +101,12 @@ func (c *Cache) grow(s *shard, h uint64, k []byte) (uint64, error) {
 // rebuildIndex rebuilds the shard's table at the length its live slots, or
 // n, need, keeping the bytes count true.
 func (c *Cache) rebuildIndex(s *shard, n int) error {
-	old := s.index.bytes()
+	old := s.index.bytes() + s.queue.bytes()
 	if err := s.index.rebuild(c.heap, c.hash, n); err != nil {
 		return err
 	}
-	s.bytes += s.index.bytes() - old
+	c.resetProbation(s)
+	s.bytes += s.index.bytes() + s.queue.bytes() - old
 	s.hand = 0
 	s.compact = 0
 	return nil
