@@ -29,12 +29,12 @@ type shardState struct {
 	// Guarded by mu.
 	closed   bool
 	index    table
-	hand     uint64 // the eviction policy's clock hand (policy.go)
+	hand     uint64    // the eviction policy's clock hand (policy.go)
 	queue    probation // the slots of entries on probation (probation.go)
-	bytes    int64  // entries' blocks at class size, plus the index's block
-	expiring int    // live entries with an expiry
-	compact  uint64 // next slot the compaction pass visits (compact.go)
-	counts   counts // the shard's share of Stats (stats.go)
+	bytes    int64     // entries' blocks at class size, plus the index's block
+	expiring int       // live entries with an expiry
+	compact  uint64    // next slot the compaction pass visits (compact.go)
+	counts   counts    // the shard's share of Stats (stats.go)
 }
 
 // removeAt takes live slot i out of the index and frees its entry.
