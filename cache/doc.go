@@ -31,10 +31,11 @@
 //     the heap gives empty pages back to the operating system.
 //   - Values of any size from 0 to MaxEntryBytes (half a shard's share of
 //     MaxBytes; Options.Shards trades concurrency for larger entries).
-//   - Eviction is CLOCK with a 2-bit frequency per entry, kept in the index
-//     slot: entries read since the hand last passed survive, one-hit
-//     entries (a scan) go first (docs/DESIGN.md, The cache package, has the
-//     measured hit ratios).
+//   - Eviction is scan-resistant: a new entry waits in a probation queue
+//     (about a tenth of the entries, as S3-FIFO's small queue) and is
+//     evicted from there unless it is read; the others are kept by CLOCK
+//     with a 2-bit counter in the index slot (docs/DESIGN.md, The cache
+//     package, has the measured hit ratios).
 //   - Safety: every read copies (Get) or calls its function (View) under the
 //     shard's lock, and entries are freed only under it, so a read racing a
 //     Delete, an eviction or Close never touches freed memory. Close may race

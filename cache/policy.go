@@ -2,18 +2,20 @@ package cache
 
 import "sync/atomic"
 
-// The eviction policy: CLOCK with a 2-bit frequency counter, swept over the
-// index's slots (the "clock" is the shard's table itself, so the policy costs
-// no memory beyond two bits of each slot).
+// The eviction policy's main area: CLOCK with a 2-bit frequency counter,
+// swept over the index's slots. The "clock" is the shard's table itself, so
+// the main area costs no memory beyond two bits of each slot; new entries
+// first pass through probation (probation.go).
 //
-// A new entry starts at 0; a hit sets it to 3. When a shard needs room, its
-// hand walks the table from where it stopped: an expired entry is removed
-// (an expiration), an entry at 0 is evicted, and any other is lowered by one
-// and passed over. An entry read since the hand last passed survives three
-// more sweeps without another hit; an entry inserted and never read (a scan)
-// goes at the first visit. (Setting the counter to 3 on a hit measured
-// better than adding one, or than a single bit: docs/DESIGN.md.) docs/DESIGN.md, The cache package, compares this with
-// S3-FIFO, SIEVE and W-TinyLFU on Zipf traces with and without scans.
+// A new entry starts at 0; a hit sets it to 3. When a shard needs room and
+// the probation queue has none to give, the hand walks the table from where
+// it stopped: an expired entry is removed (an expiration), an entry at 0 is
+// evicted, a probationary one is passed over, and any other is lowered by
+// one and passed over. An entry read since the hand last passed survives
+// three more sweeps without another hit. (Setting the counter to 3 on a hit
+// measured better than adding one, or than a single bit.) docs/DESIGN.md,
+// The cache package, compares the policy with S3-FIFO, SIEVE and W-TinyLFU
+// on Zipf traces with and without scans.
 //
 // Work per eviction is bounded: after four sweeps every counter is 0, so the
 // hand visits at most 4*len(slots) slots (it stops sooner in practice).
