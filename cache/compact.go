@@ -7,8 +7,8 @@ package cache
 // The rule. Every removal of an entry (Delete, eviction, expiry, a Set that
 // replaced a value with one of another size) is counted; once the count since
 // the last check reaches an eighth of the entries at that check (at least
-// 1024), the next call checks the heap: if the free bytes it holds in spans
-// and stocks exceed an eighth of the bytes in use, a pass begins. A pass
+// 1024), the next call checks the heap (Heap.Stats): if the free bytes its
+// spans hold exceed an eighth of the bytes in use, a pass begins. A pass
 // visits every shard in turn; each Set and Delete that finds a pass under way
 // (and no other call running one) does one step of it: up to stepEntries
 // entries of one shard, handed to Heap.RelocateAll under the shard's lock,
@@ -16,7 +16,9 @@ package cache
 // by one step; a pass over n entries takes n/stepEntries calls. Before and
 // after a pass the cache's own heap is trimmed, so that the blocks freed in
 // the per-P stocks count as free for the spans and the emptied spans go back
-// to the operating system.
+// to the operating system. Trim stops the world briefly, so it runs only at
+// a pass's ends, never at a check: a cache whose evictions make room for
+// entries of the same sizes leaves no span sparse and never pays it.
 //
 // The bound. The same check adjusts the shards' budget (fitBudget) when
 // the cache owns its heap: the heap's footprint, slack included, is held
@@ -72,14 +74,14 @@ func (c *Cache) removed(n int) {
 	if p.active.Load() {
 		return
 	}
-	if c.own {
-		c.heap.Trim()
-	}
 	st := c.heap.Stats()
 	if c.own {
 		c.fitBudget(st)
 	}
 	if st.SpanFreeBytes*sparseFactor > st.InUseBytes {
+		if c.own {
+			c.heap.Trim() // the blocks freed into magazines go back to their spans
+		}
 		p.shard = 0
 		p.passes++
 		p.active.Store(true)
