@@ -139,11 +139,12 @@ func New(opts Options) (*Cache, error) {
 }
 
 func (c *Cache) initShard(s *shard) error {
-	slots, err := allocSlots(c.heap, minTable)
+	n := c.firstTable()
+	slots, err := allocSlots(c.heap, n)
 	if err != nil {
 		return err
 	}
-	s.index = table{slots: slots, mask: minTable - 1}
+	s.index = table{slots: slots, mask: uint64(n - 1), min: n}
 	c.resetProbation(s)
 	s.bytes = s.index.bytes() + s.queue.bytes()
 	return nil
@@ -153,6 +154,18 @@ func (c *Cache) initShard(s *shard) error {
 // cache made, which Close closes (do not close it yourself). Its Stats,
 // ResidentBytes and WriteProfile show the cache's memory.
 func (c *Cache) Heap() *offheap.Heap { return c.heap }
+
+// firstTable is the length of a shard's first table, and the shortest it
+// shrinks to: 1/64 of the shard's share of MaxBytes, a power of two from 16
+// to 1024 slots, so that a cache filling with small entries rebuilds its
+// tables fewer times and one holding large entries spends little on them.
+func (c *Cache) firstTable() int {
+	n := minTable
+	for n < 1024 && int64(n)*2*8 <= c.shardBudget/64 {
+		n *= 2
+	}
+	return n
+}
 
 // MaxEntryBytes is the largest entry the cache holds: a value may be up to
 // MaxEntryBytes minus 16 minus the key's length (less the rounding to the

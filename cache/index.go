@@ -60,6 +60,7 @@ func slotLive(s uint64) bool   { return s > slotTomb }
 type table struct {
 	slots []uint64 // a heap block; nil once the cache is closed
 	mask  uint64   // len(slots) - 1
+	min   int      // the shortest length the table is rebuilt to
 	live  int      // slots holding an entry
 	used  int      // live plus tombstones
 }
@@ -131,11 +132,12 @@ func (t *table) full() bool { return (t.used+1)*4 > len(t.slots)*3 }
 
 // sparse reports whether the table is eight times longer than its live
 // slots need, and worth shrinking.
-func (t *table) sparse() bool { return len(t.slots) > minTable && t.live*8 < len(t.slots) }
+func (t *table) sparse() bool { return len(t.slots) > t.min && t.live*8 < len(t.slots) }
 
-// tableLen is the length of a table for n live slots: at most half used.
-func tableLen(n int) int {
-	l := minTable
+// tableLen is the length of t for n live slots: at most half used, and at
+// least t.min.
+func (t *table) tableLen(n int) int {
+	l := max(t.min, minTable)
 	for l < 2*n {
 		l *= 2
 	}
@@ -146,12 +148,12 @@ func tableLen(n int) int {
 // slots, rehashing each key with hash. On an allocation failure the table is
 // unchanged and the error returned.
 func (t *table) rebuild(h *offheap.Heap, hash func([]byte) uint64, n int) error {
-	n = tableLen(max(n, t.live+1))
+	n = t.tableLen(max(n, t.live+1))
 	ns, err := allocSlots(h, n)
 	if err != nil {
 		return err
 	}
-	nt := table{slots: ns, mask: uint64(n - 1)}
+	nt := table{slots: ns, mask: uint64(n - 1), min: t.min}
 	for _, s := range t.slots {
 		if slotLive(s) {
 			kh := hash(slotEntry(s).key())

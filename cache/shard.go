@@ -87,7 +87,7 @@ func (c *Cache) makeRoom(s *shard, need int64, keep uint64) bool {
 // budget. It returns an error from the heap.
 func (c *Cache) grow(s *shard, h uint64, k []byte) (uint64, error) {
 	t := &s.index
-	extra := int64(tableLen(t.live+1))*8 - t.bytes()
+	extra := int64(t.tableLen(t.live+1))*8 - t.bytes()
 	if extra > 0 && !c.makeRoom(s, extra, ^uint64(0)) {
 		return 0, ErrTooLarge
 	}

@@ -333,7 +333,7 @@ func (c *Cache) presize(n uint64) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		if !s.closed && tableLen(per) > len(s.index.slots) && int64(tableLen(per))*8 < c.budget.Load()/4 {
+		if !s.closed && s.index.tableLen(per) > len(s.index.slots) && int64(s.index.tableLen(per))*8 < c.budget.Load()/4 {
 			_ = c.rebuildIndex(s, per) // on failure the table grows as the load goes
 		}
 		s.mu.Unlock()
