@@ -299,8 +299,8 @@ func (c *Cache) Delete(k []byte) {
 	s.mu.Unlock()
 	if found {
 		c.removed(1)
-		c.compactStep()
 	}
+	c.compactStep()
 }
 
 // Len is the number of entries, expired ones not yet removed included; 0

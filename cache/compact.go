@@ -9,7 +9,7 @@ package cache
 // the last check reaches an eighth of the entries at that check (at least
 // 1024), the next call checks the heap (Heap.Stats): if the free bytes its
 // spans hold exceed an eighth of the bytes in use, a pass begins. A pass
-// visits every shard in turn; each Set and Delete that finds a pass under way
+// visits every shard in turn; each Set and Delete (found or not) that finds a pass under way
 // (and no other call running one) does one step of it: up to stepEntries
 // entries of one shard, handed to Heap.RelocateAll under the shard's lock,
 // their slots updated to the new addresses. So a call's extra work is bounded
