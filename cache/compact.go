@@ -11,10 +11,9 @@ package cache
 // spans hold exceed an eighth of the bytes in use, a pass begins. A pass
 // visits every shard in turn; each Set and Delete (found or not) that finds a pass under way
 // (and no other call running one) does one step of it: up to stepEntries
-// entries, of one shard or of the next ones (up to stepShards), handed to
-// Heap.RelocateAll under each shard's lock, their slots updated to the new
-// addresses. So a call's extra work is bounded by one step; a pass over n
-// entries in m shards takes about max(n/stepEntries, m/stepShards) calls. Before and
+// entries of one shard, handed to Heap.RelocateAll under the shard's lock,
+// their slots updated to the new addresses. So a call's extra work is bounded
+// by one step; a pass over n entries takes n/stepEntries calls. Before and
 // after a pass the cache's own heap is trimmed, so that the blocks freed in
 // the per-P stocks count as free for the spans and the emptied spans go back
 // to the operating system. Trim stops the world briefly, so it runs only at
@@ -37,7 +36,6 @@ import (
 
 const (
 	stepEntries  = 256
-	stepShards   = 64 // a step's table scans: a pass over a sparse cache still ends
 	minCheckGap  = 1024
 	sparseFactor = 8 // a pass runs when free span bytes exceed in-use bytes / sparseFactor
 )
@@ -126,28 +124,17 @@ func (c *Cache) compactStep() {
 	if c.closed.Load() || !p.active.Load() {
 		return
 	}
-	// A step visits up to stepEntries entries, over as many shards as
-	// that takes, and at most stepShards shards.
-	for n, budget := 0, stepEntries; n < stepShards && budget > 0; n++ {
-		s := &c.shards[p.shard]
-		s.mu.Lock()
-		done := s.closed
-		if !done {
-			var visited int
-			done, visited = c.compactShard(s, budget)
-			budget -= visited
-		}
-		s.mu.Unlock()
-		if !done {
-			return
-		}
+	s := &c.shards[p.shard]
+	s.mu.Lock()
+	done := s.closed || c.compactShard(s)
+	s.mu.Unlock()
+	if done {
 		p.shard++
 		if p.shard == len(c.shards) {
 			p.active.Store(false)
 			if c.own {
 				c.heap.Trim()
 			}
-			return
 		}
 	}
 }
@@ -168,10 +155,9 @@ func (c *Cache) compactIndex(s *shard) {
 	}
 }
 
-// compactShard relocates up to budget entries of s from its pass cursor on
-// and reports whether the cursor reached the end of the table, and how many
-// entries it visited.
-func (c *Cache) compactShard(s *shard, budget int) (bool, int) {
+// compactShard relocates up to stepEntries entries of s from its pass
+// cursor on and reports whether the cursor reached the end of the table.
+func (c *Cache) compactShard(s *shard) bool {
 	p := &c.compactor
 	p.batch, p.slots = p.batch[:0], p.slots[:0]
 	t := &s.index
@@ -179,7 +165,7 @@ func (c *Cache) compactShard(s *shard, budget int) (bool, int) {
 	if i == 0 {
 		c.compactIndex(s)
 	}
-	for ; i < uint64(len(t.slots)) && len(p.batch) < budget; i++ {
+	for ; i < uint64(len(t.slots)) && len(p.batch) < stepEntries; i++ {
 		if v := t.slots[i]; slotLive(v) {
 			p.batch = append(p.batch, slotEntry(v).block())
 			p.slots = append(p.slots, i)
@@ -198,7 +184,7 @@ func (c *Cache) compactShard(s *shard, budget int) (bool, int) {
 	}
 	if i >= uint64(len(t.slots)) {
 		s.compact = 0
-		return true, len(p.batch) + 1
+		return true
 	}
-	return false, len(p.batch) + 1
+	return false
 }
