@@ -43,6 +43,22 @@
 //	offheap_class_span_free_bytes    gauge    the class's share of offheap_span_free_bytes
 //	offheap_class_relocations_total  counter  blocks of the class Relocate moved
 //
+// # Caches
+//
+// NewCacheCollector exports a cache's Stats (package cache), with the label
+// cache:
+//
+//	offheap_cache_hits_total         counter  Gets and Views that found a value
+//	offheap_cache_misses_total       counter  Gets and Views that found none
+//	offheap_cache_sets_total         counter  Set calls that reached a shard
+//	offheap_cache_deletes_total      counter  Deletes that removed an entry
+//	offheap_cache_evictions_total    counter  entries removed to make room
+//	offheap_cache_expirations_total  counter  entries removed as their TTL passed
+//	offheap_cache_compactions_total  counter  compaction passes begun
+//	offheap_cache_entries            gauge    entries held
+//	offheap_cache_bytes              gauge    heap bytes held: entries at class size, plus the index
+//	offheap_cache_max_bytes          gauge    the cache's MaxBytes
+//
 // # Cost
 //
 // A scrape costs one Heap.Stats call: each of the heap's locks taken

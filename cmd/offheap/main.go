@@ -72,9 +72,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	shapes := fs.String("shapes", "", "comma-separated shapes to run (default: every quick shape)")
 	arms := fs.String("arms", "", "comma-separated arms to compare (default: every default arm)")
 	workers := fs.String("workers", "", "comma-separated worker counts (default: 1,2,4 and 2x GOMAXPROCS)")
-	runs := fs.Int("runs", bench.DefaultRuns, "runs of every measurement, rows interleaved; the min and median are reported\n(benchstat needs 6 or more for intervals;\nthe gc shape makes at most 3 but with -long)")
+	runs := fs.Int("runs", bench.DefaultRuns, "runs of every measurement, rows interleaved; the min and median are reported\n(benchstat needs 6 or more for intervals; the gc shape makes at most 3\nbut with -long)")
 	long := fs.Bool("long", false, "seed-scale sizes (minutes, not seconds)")
-	out := fs.String("out", "offheap-report", "directory for results.txt, results.json, the SVG plots and index.html\n(\"\" for none)")
+	out := fs.String("out", "offheap-report", "directory for results.txt, results.json, the SVG plots\nand index.html (\"\" for none)")
 	jsonOut := fs.Bool("json", false, "write the JSON report to stdout instead of the tables")
 	scale := fs.Float64("scale", 1, "shrink every size by this factor, 0 < scale <= 1 (for smoke tests)")
 	var heapSize byteSize
@@ -147,32 +147,42 @@ func progress(stdout, stderr io.Writer) func(bench.Progress) {
 					progressbar.OptionSetWidth(30), progressbar.OptionShowCount(),
 					progressbar.OptionClearOnFinish(), progressbar.OptionSetPredictTime(true))
 			}
-			bar.Describe(fmt.Sprintf("%-48s", p.Trial))
+			desc := p.Trial
+			if p.Note != "" {
+				desc += ": " + p.Note
+			}
+			bar.Describe(fmt.Sprintf("%-48s", desc))
 			bar.Set(p.Done)
 			if p.Done == p.Total {
 				bar.Finish()
 			}
 		}
 	}
+	// A line per shape, and between them a line on the trial at hand
+	// whenever quietFor has passed since the last one: no long shape, nor
+	// a long trial that notes its stages, is silent for longer.
 	last := time.Now()
 	return func(p bench.Progress) {
 		switch {
 		case p.ShapeDone:
 			fmt.Fprintf(stderr, "offheap bench: shape %d of %d, %s, done in %.1fs (%d of %d trials)\n",
 				p.ShapeIndex, p.Shapes, p.Shape, p.ShapeElapsed.Seconds(), p.Done, p.Total)
-		case time.Since(last) >= progressEvery:
-			fmt.Fprintf(stderr, "offheap bench: shape %d of %d, %s, %.1fs in (%d of %d trials)\n",
-				p.ShapeIndex, p.Shapes, p.Shape, p.ShapeElapsed.Seconds(), p.Done, p.Total)
-		default:
+		case time.Since(last) < quietFor:
 			return
+		case p.Note != "":
+			fmt.Fprintf(stderr, "offheap bench: shape %d of %d, %s, %.0fs: %s: %s\n",
+				p.ShapeIndex, p.Shapes, p.Shape, p.ShapeElapsed.Seconds(), p.Trial, p.Note)
+		default:
+			fmt.Fprintf(stderr, "offheap bench: shape %d of %d, %s, %.0fs: %s done (%d of %d trials)\n",
+				p.ShapeIndex, p.Shapes, p.Shape, p.ShapeElapsed.Seconds(), p.Trial, p.Done, p.Total)
 		}
 		last = time.Now()
 	}
 }
 
-// progressEvery is how long a run without a terminal goes between lines:
-// under the 5 s after which a silent command looks hung.
-const progressEvery = 4 * time.Second
+// quietFor is the longest a piped run goes without a progress line, as far
+// as its trials report (bench.Trial.Note).
+const quietFor = 4 * time.Second
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
@@ -212,8 +222,18 @@ flags:
 	fmt.Fprintf(w, "\nshapes (* = run by default; a shape with ways has rows of its own, the others a row per arm):\n")
 	for _, s := range bench.Shapes() {
 		bench.WriteItem(w, nameWidth, s.Name+star(s.Quick), fmt.Sprintf("(%s) %s", s.Work, s.Doc))
+		// Ways that are also arms (the key-value caches of the cache
+		// shapes) are named on one line; the arms' list explains them.
+		var asArms []string
 		for _, way := range s.Ways {
+			if isArm(way.Name) {
+				asArms = append(asArms, way.Name)
+				continue
+			}
 			bench.WriteItem(w, nameWidth, "  way "+way.Name, way.Doc)
+		}
+		if len(asArms) > 0 {
+			bench.WriteItem(w, nameWidth, "  ways", strings.Join(asArms, ", ")+" (arms below; -arms picks among them)")
 		}
 	}
 	fmt.Fprintf(w, "\narms (* = run by default):\n")
@@ -268,6 +288,16 @@ func (b *byteSize) String() string {
 		}
 	}
 	return strconv.FormatInt(int64(*b), 10) + "B"
+}
+
+// isArm reports whether name is a registered arm's.
+func isArm(name string) bool {
+	for _, a := range bench.Arms() {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func star(b bool) string {

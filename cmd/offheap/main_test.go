@@ -167,3 +167,49 @@ func TestBenchMemoryShapes(t *testing.T) {
 		t.Errorf("%s not reported", k)
 	}
 }
+
+// TestBenchCacheShapes: the key-value cache shapes run small with the arms
+// -arms names (and only those), report their hit ratios, and judge
+// offheap-kv.
+func TestBenchCacheShapes(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"bench", "-shapes", "cache,cache-hit,cache-block,cache-mem,cache-big,cache-snapshot",
+		"-arms", "offheap-kv,fastcache,floor,nocache",
+		"-runs", "1", "-scale", "0.002", "-out", "", "-json"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	var r bench.Report
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("stdout is not the JSON report: %v", err)
+	}
+	rows := map[string]bool{}
+	for _, s := range r.Summaries {
+		rows[s.Row] = true
+		if s.Shape == "cache" && s.Sub == "op=get" && s.Row != "nocache" && s.Metrics["hit-pct"] != 100 {
+			t.Errorf("cache op=get, %s: hit-pct %v, want 100", s.Row, s.Metrics["hit-pct"])
+		}
+		if s.Shape == "cache-hit" && s.Row == "nocache" {
+			t.Errorf("cache-hit ran nocache, which keeps nothing")
+		}
+	}
+	for _, want := range []string{"offheap-kv", "fastcache", "floor", "nocache"} {
+		if !rows[want] {
+			t.Errorf("no row %s", want)
+		}
+	}
+	if rows["otter"] {
+		t.Errorf("otter ran, not named by -arms")
+	}
+	names := map[string]bool{}
+	for _, v := range r.Verdicts {
+		names[v.Name] = true
+	}
+	for _, want := range []string{"cache-get", "cache-bigget", "cache-setget", "cache-mixed", "cache-set", "hit-zipf-32MiB",
+		"hit-scan-128MiB", "cache-block", "mem-per-entry", "mem-rss-max", "mem-delete", "big-gc", "big-goheap", "big-p999",
+		"snap-save", "snap-load"} {
+		if !names[want] {
+			t.Errorf("no verdict %s in %v", want, names)
+		}
+	}
+}

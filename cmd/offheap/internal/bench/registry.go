@@ -213,6 +213,18 @@ type Trial struct {
 	// the shape's own.
 	HeapSize int64
 	scale    float64
+	note     func(trial, what string) // the run's progress, for Note
+	name     string                   // the trial's benchmark name, for Note
+}
+
+// Note tells the run's progress that the trial, still running, has reached
+// stage what ("filled 4M of 10M entries"): a shape whose trials take
+// seconds calls it every second or so, so that the run is never silent for
+// long.
+func (t *Trial) Note(what string) {
+	if t.note != nil {
+		t.note(t.name, what)
+	}
 }
 
 // Size returns the amount of work to do: quick or long (for -long), scaled

@@ -48,6 +48,10 @@ type Progress struct {
 	Done, Total  int           // trials done and to do in the whole run
 	ShapeDone    bool          // this was the shape's last trial
 	ShapeElapsed time.Duration // time in this shape so far
+	// Note, when set, is a stage a trial still running has reached
+	// (Trial.Note), and Trial names that trial: a long trial is not
+	// silent. Done is then the trials done before it.
+	Note string
 }
 
 // DefaultWorkers is 1, 2, 4 and twice GOMAXPROCS, deduplicated and sorted.
@@ -141,8 +145,8 @@ func newPlan(cfg Config) (*plan, error) {
 }
 
 // probeArms makes and closes each arm once up front, so that an
-// unavailable one is reported once and left out of every table, and counts
-// the trials to come.
+// unavailable one is reported once and left out of every table, leaves out
+// the shapes with no rows to run, and counts the trials to come.
 func (p *plan) probeArms(r *Report) {
 	var live []*Arm
 	p.probed = map[string]Allocator{}
@@ -157,6 +161,15 @@ func (p *plan) probeArms(r *Report) {
 		p.probed[a.Name] = inst
 	}
 	p.arms = live
+	// A shape none of whose rows runs (a cache shape, whose rows are the
+	// key-value arms, in a run that names only allocators) is left out.
+	var shapes []*shape
+	for _, s := range p.shapes {
+		if len(p.rows(s)) > 0 {
+			shapes = append(shapes, s)
+		}
+	}
+	p.shapes = shapes
 	for _, s := range p.shapes {
 		p.total += p.runsOf(s) * len(p.rows(s)) * trialsPerRow(s.Subs, p.workersOf(s))
 	}
@@ -209,7 +222,13 @@ func (p *plan) runShape(r *Report, i int, s *shape) (ShapeInfo, error) {
 	left := info.Runs * len(info.Rows) * trialsPerRow(s.Subs, info.Workers)
 	for run := range info.Runs {
 		for _, row := range info.Rows {
-			err := p.runRow(s, row, info.Workers, run, scales, func(m Measurement) {
+			note := func(trial, what string) {
+				if p.cfg.Progress != nil {
+					p.cfg.Progress(Progress{Shape: s.Name, ShapeIndex: i + 1, Shapes: len(p.shapes), Trial: trial,
+						Done: p.done, Total: p.total, ShapeElapsed: time.Since(start), Note: what})
+				}
+			}
+			err := p.runRow(s, row, info.Workers, run, scales, note, func(m Measurement) {
 				r.Samples = append(r.Samples, m)
 				p.done++
 				left--
@@ -229,7 +248,8 @@ func (p *plan) runShape(r *Report, i int, s *shape) (ShapeInfo, error) {
 
 // runRow runs one run of one row of s: every sub at every worker count,
 // with one instance of the row's arm, if it is an arm, for all of them.
-func (p *plan) runRow(s *shape, row string, workers []int, run int, scales map[calKey]float64, record func(Measurement)) (err error) {
+func (p *plan) runRow(s *shape, row string, workers []int, run int, scales map[calKey]float64,
+	note func(trial, what string), record func(Measurement)) (err error) {
 	var a Allocator
 	if s.way(row) == nil {
 		if a, err = armNamed(p.arms, row).New(); err != nil {
@@ -242,7 +262,7 @@ func (p *plan) runRow(s *shape, row string, workers []int, run int, scales map[c
 		}()
 	}
 	for _, sub := range s.Subs {
-		t := Trial{Sub: sub, Row: row, Long: p.cfg.Long, HeapSize: p.cfg.HeapSize, scale: p.scale}
+		t := Trial{Sub: sub, Row: row, Long: p.cfg.Long, HeapSize: p.cfg.HeapSize, scale: p.scale, note: note}
 		key := calKey{sub.Name, row}
 		if run == 0 && p.calibrates(s) {
 			if scales[key], err = p.calibrate(s, t, a, sub.workers(workers)); err != nil {
@@ -326,6 +346,7 @@ func settle(goroutines int) {
 // once the shape is done.
 func runTrial(s *shape, t *Trial, a Allocator) (Measurement, error) {
 	name := BenchName(s.Name, t.Sub.Name, s.rowKey, t.Row, t.Workers)
+	t.name = name
 	// Collect the previous trial's garbage now, so that it is not charged
 	// to whichever row runs next.
 	runtime.GC()

@@ -1,0 +1,380 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"math/bits"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/offheap/offheap"
+)
+
+// Options configures a Cache.
+type Options struct {
+	// MaxBytes bounds everything the cache keeps in its heap: its entries
+	// (header, key and value, each at the size class the heap rounds it
+	// to) and its index. The cache evicts to stay within it, and keeps a
+	// sixteenth of it as the heap's own slack (free blocks waiting in the
+	// heap's per-P stocks, partly filled spans), so that the heap's
+	// memory for the cache stays within MaxBytes. Required: at least
+	// MinBytes.
+	MaxBytes int64
+
+	// Heap is the heap the cache allocates from. nil gives the cache a
+	// heap of its own, which Close closes; a heap passed here must stay
+	// open until the cache is closed, and other users of it do not count
+	// against MaxBytes.
+	Heap *offheap.Heap
+
+	// Shards is the number of shards, each a lock, an index and a share
+	// of MaxBytes: a power of two up to 65536. 0 chooses one from MaxBytes
+	// (a shard per 256 KiB, from 1 to 512). An entry may take at most half
+	// a shard's share (MaxEntryBytes), so fewer shards admit larger values.
+	Shards int
+
+	// DefaultTTL is the lifetime of the entries Set and TrySet store: 0
+	// means they never expire. SetWithTTL chooses per entry.
+	DefaultTTL time.Duration
+}
+
+// MinBytes is the smallest Options.MaxBytes New accepts.
+const MinBytes = 64 << 10
+
+var (
+	// ErrClosed is returned by calls on a closed cache.
+	ErrClosed = errors.New("offheap: cache: the cache is closed")
+	// ErrTooLarge is returned by TrySet for an entry the cache cannot
+	// hold: a key longer than 65535 bytes, or a key and value whose entry
+	// exceeds MaxEntryBytes. The cache is left as it was.
+	ErrTooLarge = errors.New("offheap: cache: entry too large for the cache")
+)
+
+// Cache is a concurrent key-value cache whose index, keys and values all live
+// in an offheap.Heap: the Go heap holds only the Cache and its shards, however
+// many entries it has, so the garbage collector never scans the entries. All
+// methods are safe for concurrent use, Close included.
+type Cache struct {
+	heap        *offheap.Heap
+	own         bool // the cache made heap and closes it
+	seed        maphash.Seed
+	shards      []shard
+	shardMask   uint64
+	shardBudget int64 // bytes each shard may hold at most
+	// budget is the bytes each shard may hold now: shardBudget, less
+	// where the heap's slack has grown (compact.go, the bound).
+	budget     atomic.Int64
+	maxEntry   int64 // the largest entry's class size
+	maxBytes   int64
+	defaultTTL time.Duration
+	epoch      time.Time
+	classes    []int64  // the heap's size classes, ascending
+	small      []uint32 // classSize for n <= smallSizes, by (n+7)/8
+	closed     atomic.Bool
+	closeMu    sync.Mutex
+	compactor  compactor
+}
+
+// New creates a cache. It returns an error, and no cache, for a MaxBytes
+// below MinBytes, a Shards that is not 0 or a power of two (or gives a shard
+// less than 4 KiB), a negative DefaultTTL, or a heap that cannot be made
+// (wrapping errors.ErrUnsupported on a system without a backend).
+func New(opts Options) (*Cache, error) {
+	if opts.MaxBytes < MinBytes {
+		return nil, fmt.Errorf("offheap: cache: Options.MaxBytes is %d: it must be at least MinBytes (%d)", opts.MaxBytes, MinBytes)
+	}
+	n := opts.Shards
+	if n == 0 {
+		n = 1 << min(9, bits.Len64(uint64(opts.MaxBytes>>18))-1+0)
+		if opts.MaxBytes>>18 == 0 {
+			n = 1
+		}
+	}
+	if n < 1 || n > 1<<16 || n&(n-1) != 0 {
+		return nil, fmt.Errorf("offheap: cache: Options.Shards is %d: it must be 0 or a power of two up to 65536", opts.Shards)
+	}
+	if opts.DefaultTTL < 0 {
+		return nil, fmt.Errorf("offheap: cache: Options.DefaultTTL is %v: it must not be negative", opts.DefaultTTL)
+	}
+	c := &Cache{
+		heap:       opts.Heap,
+		seed:       maphash.MakeSeed(),
+		shards:     make([]shard, n),
+		shardMask:  uint64(n - 1),
+		maxBytes:   opts.MaxBytes,
+		defaultTTL: opts.DefaultTTL,
+		epoch:      time.Now(),
+	}
+	c.shardBudget = opts.MaxBytes * 15 / 16 / int64(n)
+	if c.shardBudget < 4<<10 {
+		return nil, fmt.Errorf("offheap: cache: Options.Shards is %d: each shard's share of MaxBytes (%d) would be below 4 KiB; use fewer shards", n, opts.MaxBytes)
+	}
+	c.maxEntry = c.shardBudget / 2
+	c.budget.Store(c.shardBudget)
+	if c.heap == nil {
+		h, err := offheap.NewHeap(offheap.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("offheap: cache: the cache's heap: %w", err)
+		}
+		c.heap, c.own = h, true
+	}
+	for _, cl := range c.heap.Stats().Classes {
+		c.classes = append(c.classes, int64(cl.Size))
+	}
+	c.small = make([]uint32, smallSizes/8+1)
+	for i := range c.small {
+		c.small[i] = uint32(c.classSizeSlow(i * 8))
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		if err := c.initShard(s); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("offheap: cache: the cache's index: %w", err)
+		}
+	}
+	return c, nil
+}
+
+func (c *Cache) initShard(s *shard) error {
+	n := c.firstTable()
+	slots, err := allocSlots(c.heap, n)
+	if err != nil {
+		return err
+	}
+	s.index = table{slots: slots, mask: uint64(n - 1), min: n}
+	c.resetProbation(s)
+	s.bytes = s.index.bytes() + s.queue.bytes()
+	return nil
+}
+
+// Heap is the heap the cache allocates from: Options.Heap, or the heap the
+// cache made, which Close closes (do not close it yourself). Its Stats,
+// ResidentBytes and WriteProfile show the cache's memory.
+func (c *Cache) Heap() *offheap.Heap { return c.heap }
+
+// firstTable is the length of a shard's first table, and the shortest it
+// shrinks to: 1/64 of the shard's share of MaxBytes, a power of two from 16
+// to 1024 slots, so that a cache filling with small entries rebuilds its
+// tables fewer times and one holding large entries spends little on them.
+func (c *Cache) firstTable() int {
+	n := minTable
+	for n < 1024 && int64(n)*2*8 <= c.shardBudget/64 {
+		n *= 2
+	}
+	return n
+}
+
+// MaxEntryBytes is the largest entry the cache holds: a value may be up to
+// MaxEntryBytes minus 16 minus the key's length (less the rounding to the
+// heap's size classes). It is half a shard's share of MaxBytes.
+func (c *Cache) MaxEntryBytes() int { return int(c.maxEntry) }
+
+func (c *Cache) hash(k []byte) uint64 { return maphash.Bytes(c.seed, k) }
+
+func (c *Cache) shardOf(h uint64) *shard { return &c.shards[h&c.shardMask] }
+
+// now is the time on the cache's monotonic clock, in nanoseconds, never 0.
+func (c *Cache) now() int64 { return int64(time.Since(c.epoch)) + 1 }
+
+// smallSizes is the largest block size classSize answers from a table.
+const smallSizes = 1024
+
+// classSize is the bytes the heap gives a block of n bytes: its size class,
+// or whole 8 KiB pages above the largest class.
+func (c *Cache) classSize(n int) int64 {
+	if n <= smallSizes {
+		return int64(c.small[(n+7)/8])
+	}
+	return c.classSizeSlow(n)
+}
+
+func (c *Cache) classSizeSlow(n int) int64 {
+	cl := c.classes
+	if len(cl) == 0 || int64(n) > cl[len(cl)-1] {
+		return (int64(n) + 8191) &^ 8191
+	}
+	return cl[sort.Search(len(cl), func(i int) bool { return cl[i] >= int64(n) })]
+}
+
+// Set stores v under k, copying both, and may evict other entries to make
+// room. An entry the cache cannot hold (see TrySet) is not stored, and an
+// older value under k stays; a Set on a closed cache does nothing. Entries
+// expire after Options.DefaultTTL, if set. A nil key is the empty key.
+func (c *Cache) Set(k, v []byte) { _ = c.set(k, v, c.defaultTTL) }
+
+// SetWithTTL is Set with an entry that expires ttl from now; a ttl of 0 or
+// less means it never expires.
+func (c *Cache) SetWithTTL(k, v []byte, ttl time.Duration) { _ = c.set(k, v, ttl) }
+
+// TrySet is Set that says why it stored nothing: ErrTooLarge, ErrClosed,
+// or the heap's error (such as offheap.ErrLimit from a heap with a Limit),
+// wrapped. On an error the cache keeps whatever value k had.
+func (c *Cache) TrySet(k, v []byte) error { return c.set(k, v, c.defaultTTL) }
+
+// TrySetWithTTL is TrySet with SetWithTTL's ttl.
+func (c *Cache) TrySetWithTTL(k, v []byte, ttl time.Duration) error { return c.set(k, v, ttl) }
+
+// Get appends the value stored under k to dst and returns it, with true, or
+// dst and false if k has none (or expired, or the cache is closed).
+func (c *Cache) Get(dst, k []byte) ([]byte, bool) {
+	h := c.hash(k)
+	s := c.shardOf(h)
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return dst, false
+	}
+	e, ok, expired := c.lookup(s, h, k)
+	if ok {
+		dst = append(dst, e.value()...)
+	}
+	s.mu.RUnlock()
+	if expired {
+		c.expire(s, h, k)
+	}
+	return dst, ok
+}
+
+// View calls f with the value stored under k, without copying it, and
+// returns true; or returns false without calling f. The bytes are valid only
+// until f returns: f must not keep them, modify them, or call the cache
+// (the key's shard is locked while f runs).
+func (c *Cache) View(k []byte, f func(v []byte)) bool {
+	h := c.hash(k)
+	s := c.shardOf(h)
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return false
+	}
+	e, ok, expired := c.lookup(s, h, k)
+	if ok {
+		defer s.mu.RUnlock() // f may panic: the lock goes with it
+		f(e.value())
+		return true
+	}
+	s.mu.RUnlock()
+	if expired {
+		c.expire(s, h, k)
+	}
+	return false
+}
+
+// Has reports whether k has a value, without counting a hit or a miss and
+// without making the entry less likely to be evicted.
+func (c *Cache) Has(k []byte) bool {
+	h := c.hash(k)
+	s := c.shardOf(h)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return false
+	}
+	i, found := s.index.find(h, k)
+	if !found {
+		return false
+	}
+	x := slotEntry(atomic.LoadUint64(&s.index.slots[i])).expiry()
+	return x == 0 || x > c.now()
+}
+
+// Delete removes k's value, if any. On a closed cache it does nothing.
+func (c *Cache) Delete(k []byte) {
+	h := c.hash(k)
+	s := c.shardOf(h)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	i, found := s.index.find(h, k)
+	if found {
+		s.counts.deletes++
+		c.removeAt(s, i)
+		c.shrinkAfterRemove(s)
+	}
+	s.mu.Unlock()
+	if found {
+		c.removed(1)
+	}
+	c.compactStep()
+}
+
+// Len is the number of entries, expired ones not yet removed included; 0
+// once the cache is closed.
+func (c *Cache) Len() int {
+	n := 0
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		n += s.index.live
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// Reset removes every entry, keeping the cache open, and gives the memory
+// back to the heap. Stats' counters are kept.
+func (c *Cache) Reset() {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		if !s.closed {
+			c.clearShard(s)
+			if err := c.rebuildIndex(s, 0); err != nil {
+				_ = err // the emptied table stays, at its length
+			}
+		}
+		s.mu.Unlock()
+	}
+	if c.own {
+		c.heap.Trim()
+	}
+}
+
+// clearShard frees every entry of s and empties its index.
+func (c *Cache) clearShard(s *shard) {
+	for i, v := range s.index.slots {
+		if slotLive(v) {
+			c.release(s, slotEntry(v))
+		}
+		s.index.slots[i] = slotEmpty
+	}
+	s.index.live, s.index.used = 0, 0
+	s.hand, s.compact = 0, 0
+	s.queue.head, s.queue.size = 0, 0
+}
+
+// Close frees every entry and the index, and closes the cache's heap if the
+// cache made it. Calls that run at the same time, or later, find the cache
+// closed: reads miss, Set and Delete do nothing, TrySet returns ErrClosed.
+// A second Close returns ErrClosed.
+func (c *Cache) Close() error {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.closed.Swap(true) {
+		return ErrClosed
+	}
+	c.compactor.mu.Lock()
+	defer c.compactor.mu.Unlock()
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		if s.index.slots != nil {
+			c.clearShard(s)
+			freeSlots(c.heap, s.index.slots)
+			freeRing(c.heap, s.queue.ring)
+			s.index, s.queue = table{}, probation{}
+		}
+		s.closed = true
+		s.bytes = 0
+		s.mu.Unlock()
+	}
+	if c.own {
+		return c.heap.Close()
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package cache_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/offheap/offheap/cache"
+)
+
+func newCache(t testing.TB, maxBytes int64) *cache.Cache {
+	t.Helper()
+	c, err := cache.New(cache.Options{MaxBytes: maxBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestSetGetDelete(t *testing.T) {
+	c := newCache(t, 1<<20)
+	for i := range 1000 {
+		c.Set(fmt.Appendf(nil, "k%d", i), bytes.Repeat([]byte{byte(i)}, i%300))
+	}
+	if c.Len() != 1000 {
+		t.Fatalf("Len = %d, want 1000", c.Len())
+	}
+	for i := range 1000 {
+		v, ok := c.Get([]byte("x"), fmt.Appendf(nil, "k%d", i))
+		if !ok || !bytes.Equal(v, append([]byte("x"), bytes.Repeat([]byte{byte(i)}, i%300)...)) {
+			t.Fatalf("Get k%d = %q, %v", i, v, ok)
+		}
+	}
+	for i := range 500 {
+		c.Delete(fmt.Appendf(nil, "k%d", i))
+	}
+	if c.Len() != 500 {
+		t.Fatalf("Len after deletes = %d, want 500", c.Len())
+	}
+	if _, ok := c.Get(nil, []byte("k1")); ok {
+		t.Fatal("a deleted key was found")
+	}
+	// Replace with the same size (in place) and another size.
+	c.Set([]byte("k600"), bytes.Repeat([]byte{7}, 600%300))
+	c.Set([]byte("k601"), []byte("short"))
+	if v, _ := c.Get(nil, []byte("k601")); string(v) != "short" {
+		t.Fatalf("Get after replacing = %q", v)
+	}
+}
+
+func TestEvictionBound(t *testing.T) {
+	c := newCache(t, 1<<20)
+	v := make([]byte, 100)
+	for i := range 100000 {
+		c.Set(fmt.Appendf(nil, "key-%d", i), v)
+	}
+	st := c.Stats()
+	if st.Bytes > st.MaxBytes {
+		t.Fatalf("Bytes %d over MaxBytes %d", st.Bytes, st.MaxBytes)
+	}
+	if st.Evictions == 0 || st.Entries == 0 {
+		t.Fatalf("Stats %+v: want evictions and entries", st)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	c := newCache(t, 1<<20)
+	c.Set([]byte("keep"), []byte("me"))
+	if err := c.TrySet(make([]byte, 70000), nil); !errors.Is(err, cache.ErrTooLarge) {
+		t.Fatalf("TrySet of a 70000-byte key: %v, want ErrTooLarge", err)
+	}
+	if err := c.TrySet([]byte("big"), make([]byte, c.MaxEntryBytes())); !errors.Is(err, cache.ErrTooLarge) {
+		t.Fatalf("TrySet of a value of MaxEntryBytes: %v, want ErrTooLarge", err)
+	}
+	if err := c.TrySet([]byte("keep"), make([]byte, 1<<20)); !errors.Is(err, cache.ErrTooLarge) {
+		t.Fatalf("TrySet replacing with a value too large: %v, want ErrTooLarge", err)
+	}
+	if v, ok := c.Get(nil, []byte("keep")); !ok || string(v) != "me" {
+		t.Fatalf("the entry was lost: %q %v", v, ok)
+	}
+	c.Set(nil, []byte("nil key"))
+	if v, ok := c.Get(nil, []byte{}); !ok || string(v) != "nil key" {
+		t.Fatalf("nil key: %q %v", v, ok)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.TrySet([]byte("a"), nil); !errors.Is(err, cache.ErrClosed) {
+		t.Fatalf("TrySet after Close: %v", err)
+	}
+	if _, ok := c.Get(nil, []byte("keep")); ok {
+		t.Fatal("Get after Close found a value")
+	}
+	c.Delete([]byte("keep"))
+	if c.Len() != 0 {
+		t.Fatal("Len after Close")
+	}
+	if err := c.Close(); !errors.Is(err, cache.ErrClosed) {
+		t.Fatalf("second Close: %v", err)
+	}
+}

@@ -1,0 +1,52 @@
+// Package cache is a concurrent key-value cache whose index, keys and values
+// all live in an offheap.Heap, outside the Go heap: the garbage collector
+// never scans its entries, so a cache of millions of them costs no GC cycle
+// anything, and the Go heap holds only the Cache and its shards.
+//
+//	c, err := cache.New(cache.Options{MaxBytes: 256 << 20})
+//	if err != nil {
+//		return err
+//	}
+//	defer c.Close()
+//	c.Set([]byte("k"), []byte("v"))
+//	v, ok := c.Get(nil, []byte("k")) // appends the value to dst (nil here)
+//
+// # When to use it
+//
+// Use it where a map[string][]byte (or a cache built on one) makes the
+// collector scan millions of entries, or where memory must stay under a
+// budget and go back to the system when the cache shrinks. For a few
+// thousand entries a Go map is simpler; for values that must never be
+// evicted, a map of offheap.Ref (docs/storing-values.md) keeps them.
+//
+// # What it guarantees
+//
+//   - A bound: MaxBytes bounds the heap memory the cache holds: every entry
+//     at the size class the heap rounds it to, the index, and a sixteenth kept
+//     for the heap's slack. Set evicts to stay within it.
+//   - Memory is reused and given back: deleted and evicted entries' blocks
+//     go back to the heap at once, and the cache compacts itself (moves its
+//     entries out of sparse spans, Heap.RelocateAll) when deletes leave the
+//     heap's spans thin, by the rule in compact.go, a bounded step per call;
+//     the heap gives empty pages back to the operating system.
+//   - Values of any size from 0 to MaxEntryBytes (half a shard's share of
+//     MaxBytes; Options.Shards trades concurrency for larger entries).
+//   - Eviction is scan-resistant: a new entry waits in a probation queue
+//     (about a tenth of the entries, as S3-FIFO's small queue) and is
+//     evicted from there unless it is read; the others are kept by CLOCK
+//     with a 2-bit counter in the index slot (docs/DESIGN.md, The cache
+//     package, has the measured hit ratios).
+//   - Safety: every read copies (Get) or calls its function (View) under the
+//     shard's lock, and entries are freed only under it, so a read racing a
+//     Delete, an eviction or Close never touches freed memory. Close may race
+//     other calls: they then behave as on a closed cache (documented per
+//     method), and never fault. Bad input (a key over 65535 bytes, an entry
+//     over MaxEntryBytes) is refused without losing any other entry.
+//   - Visibility: the entries are heap blocks, so the heap's census, its
+//     pprof profile, the race detector and checked mode (-tags offheapchecked)
+//     all see them; Stats has the cache's own counters, and offheapexpvar and
+//     offheapprom export them.
+//
+// Keys and values are copied in and out: no slice passed to or returned by
+// the cache aliases its memory, except the bytes a View's function sees.
+package cache

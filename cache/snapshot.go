@@ -1,0 +1,375 @@
+package cache
+
+// Snapshots: SaveTo writes the cache's entries as a stream, LoadFrom reads
+// one back. The format, all integers little-endian:
+//
+//	header   8 bytes "OHCACHE\x00", uint32 version (2), uint32 the largest
+//	         block's length, uint64 the entries when the save began (a hint)
+//	blocks   uint32 the records' length in bytes, uint32 their number,
+//	         uint32 their CRC-32C, then the records
+//	record   uint32 key length, uint32 value length, int64 expiry (Unix
+//	         nanoseconds, 0 for none), the key, the value
+//	trailer  uint32 0xFFFFFFFF, uint64 the number of records
+//
+// A block holds up to blockBytes of records, or one larger record. Both
+// directions run one worker per P (at most maxWorkers): SaveTo's workers
+// copy shards into blocks under each shard's lock, and the caller writes
+// the blocks in shard order through a bufio.Writer; LoadFrom's caller reads
+// blocks into buffers and its workers check them and Set their records.
+// Either holds a few blocks per worker at a time: memory bounded by the
+// largest block, not by the snapshot.
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+)
+
+const (
+	snapshotMagic   = "OHCACHE\x00"
+	snapshotVersion = 2
+	snapshotEnd     = 0xFFFFFFFF
+	headerBytes     = 24
+	blockHeader     = 12
+	recordHeader    = 16
+	blockBytes      = 128 << 10
+	maxWorkers      = 8
+)
+
+// ErrSnapshot is wrapped by the errors LoadFrom returns for a stream that
+// is not a snapshot, is of another version, is cut short or fails its
+// checksum.
+var ErrSnapshot = errors.New("offheap: cache: bad snapshot")
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func workers() int { return min(maxWorkers, runtime.GOMAXPROCS(0)) }
+
+// block is a block of records being written or read.
+type block struct {
+	buf   []byte // the block header's 12 bytes, then the records
+	count uint32
+	end   bool // the last block of a shard (SaveTo)
+}
+
+// SaveTo writes the cache's entries to w (the format is in snapshot.go),
+// skipping expired ones. Each shard is copied as it is at one moment, under
+// its lock; calls on other shards proceed meanwhile. It returns w's error,
+// or ErrClosed.
+func (c *Cache) SaveTo(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var hdr [headerBytes]byte
+	copy(hdr[:], snapshotMagic)
+	binary.LittleEndian.PutUint32(hdr[8:], snapshotVersion)
+	binary.LittleEndian.PutUint32(hdr[12:], uint32(max(blockBytes, blockHeader+recordHeader+c.maxEntry)))
+	binary.LittleEndian.PutUint64(hdr[16:], uint64(c.Len()))
+	if _, err := bw.Write(hdr[:]); err != nil {
+		return err
+	}
+	nw := workers()
+	outs := make([]chan *block, nw)
+	stop := make(chan struct{})
+	pool := make(chan []byte, 3*nw) // buffers the writer is done with
+	var wg sync.WaitGroup
+	for wi := range nw {
+		outs[wi] = make(chan *block, 2)
+		wg.Go(func() {
+			defer close(outs[wi])
+			for i := wi; i < len(c.shards); i += nw {
+				if !c.saveShard(&c.shards[i], outs[wi], stop, pool) {
+					return
+				}
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	var count uint64
+	for i := range c.shards {
+		for {
+			b, ok := <-outs[i%nw]
+			if !ok {
+				return ErrClosed
+			}
+			if len(b.buf) > blockHeader {
+				count += uint64(b.count)
+				if _, err := bw.Write(b.buf); err != nil {
+					return err
+				}
+			}
+			select {
+			case pool <- b.buf[:0]:
+			default:
+			}
+			if b.end {
+				break
+			}
+		}
+	}
+	var tr [12]byte
+	binary.LittleEndian.PutUint32(tr[:], snapshotEnd)
+	binary.LittleEndian.PutUint64(tr[4:], count)
+	if _, err := bw.Write(tr[:]); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// saveShard copies s's live entries into blocks and sends them to out, the
+// last marked end. It returns false if s is closed or stop is closed.
+func (c *Cache) saveShard(s *shard, out chan<- *block, stop <-chan struct{}, pool chan []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	now, wall := c.now(), time.Now().UnixNano()
+	fresh := func() *block {
+		select {
+		case buf := <-pool:
+			return &block{buf: buf[:blockHeader]}
+		default:
+			return &block{buf: make([]byte, blockHeader, blockBytes)}
+		}
+	}
+	b := fresh()
+	send := func(end bool) bool {
+		seal(b)
+		b.end = end
+		select {
+		case out <- b:
+		case <-stop:
+			return false
+		}
+		if !end {
+			b = fresh()
+		}
+		return true
+	}
+	for _, v := range s.index.slots {
+		if !slotLive(v) {
+			continue
+		}
+		e := slotEntry(v)
+		var exp int64
+		if x := e.expiry(); x != 0 {
+			if x <= now {
+				continue
+			}
+			exp = wall + (x - now)
+		}
+		kv := e.block()[headerSize:]
+		if len(b.buf)+recordHeader+len(kv) > blockBytes && b.count > 0 && !send(false) {
+			return false
+		}
+		b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(e.keyLen()))
+		b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(e.valueLen()))
+		b.buf = binary.LittleEndian.AppendUint64(b.buf, uint64(exp))
+		b.buf = append(b.buf, kv...)
+		b.count++
+	}
+	return send(true)
+}
+
+// seal fills in b's block header.
+func seal(b *block) {
+	binary.LittleEndian.PutUint32(b.buf, uint32(len(b.buf)-blockHeader))
+	binary.LittleEndian.PutUint32(b.buf[4:], b.count)
+	binary.LittleEndian.PutUint32(b.buf[8:], crc32.Checksum(b.buf[blockHeader:], castagnoli))
+}
+
+// LoadFrom reads a snapshot SaveTo wrote and stores its entries, as Set
+// would (so a cache smaller than the one saved evicts as it loads). Entries
+// whose expiry has passed are skipped; one too large for this cache
+// (MaxEntryBytes) is skipped too. A stream that is not a snapshot, is cut
+// short or fails its checksum gets an error wrapping ErrSnapshot, and the
+// cache is then emptied (Reset), since its entries cannot be trusted.
+func (c *Cache) LoadFrom(r io.Reader) error {
+	err := c.load(bufio.NewReaderSize(r, 1<<20))
+	if err != nil && !errors.Is(err, ErrClosed) {
+		c.Reset()
+	}
+	return err
+}
+
+func (c *Cache) load(br *bufio.Reader) error {
+	var hdr [headerBytes]byte
+	if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		return fmt.Errorf("%w: reading the header: %v", ErrSnapshot, err)
+	}
+	if string(hdr[:8]) != snapshotMagic {
+		return fmt.Errorf("%w: no snapshot magic", ErrSnapshot)
+	}
+	if v := binary.LittleEndian.Uint32(hdr[8:]); v != snapshotVersion {
+		return fmt.Errorf("%w: version %d, this package reads version %d", ErrSnapshot, v, snapshotVersion)
+	}
+	maxBlock := binary.LittleEndian.Uint32(hdr[12:])
+	if maxBlock > 1<<31 {
+		return fmt.Errorf("%w: blocks of up to %d bytes", ErrSnapshot, maxBlock)
+	}
+	c.presize(binary.LittleEndian.Uint64(hdr[16:]))
+
+	nw := workers()
+	free := make(chan []byte, nw+1)
+	for range nw + 1 {
+		free <- nil
+	}
+	work := make(chan []byte)
+	errs := make([]error, nw)
+	counts := make([]uint64, nw)
+	var wg sync.WaitGroup
+	for wi := range nw {
+		wg.Go(func() {
+			for buf := range work {
+				if errs[wi] == nil {
+					var n uint64
+					n, errs[wi] = c.loadBlock(buf)
+					counts[wi] += n
+				}
+				free <- buf
+			}
+		})
+	}
+	err := readBlocks(br, maxBlock, free, work)
+	close(work)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	var tr [8]byte
+	if _, err := io.ReadFull(br, tr[:]); err != nil {
+		return fmt.Errorf("%w: cut short in the trailer: %v", ErrSnapshot, err)
+	}
+	var count uint64
+	for _, n := range counts {
+		count += n
+	}
+	if n := binary.LittleEndian.Uint64(tr[:]); n != count {
+		return fmt.Errorf("%w: %d records read, the trailer says %d", ErrSnapshot, count, n)
+	}
+	return nil
+}
+
+// readBlocks reads blocks (header and records) into buffers from free and
+// sends them to work, up to the trailer's mark.
+func readBlocks(br *bufio.Reader, maxBlock uint32, free chan []byte, work chan<- []byte) error {
+	for n := 0; ; n++ {
+		var bh [blockHeader]byte
+		if _, err := io.ReadFull(br, bh[:4]); err != nil {
+			return fmt.Errorf("%w: cut short after %d blocks: %v", ErrSnapshot, n, err)
+		}
+		size := binary.LittleEndian.Uint32(bh[:])
+		if size == snapshotEnd {
+			return nil
+		}
+		if size > maxBlock {
+			return fmt.Errorf("%w: block %d of %d bytes, over the header's %d", ErrSnapshot, n, size, maxBlock)
+		}
+		buf := <-free
+		if uint32(cap(buf)) < blockHeader+size {
+			buf = make([]byte, blockHeader+size)
+		}
+		buf = buf[:blockHeader+size]
+		copy(buf, bh[:4])
+		if _, err := io.ReadFull(br, buf[4:]); err != nil {
+			return fmt.Errorf("%w: cut short in block %d: %v", ErrSnapshot, n, err)
+		}
+		work <- buf
+	}
+}
+
+// loadBlock checks a block's checksum and Sets its records, returning how
+// many it held.
+func (c *Cache) loadBlock(buf []byte) (uint64, error) {
+	count := binary.LittleEndian.Uint32(buf[4:])
+	recs := buf[blockHeader:]
+	if crc32.Checksum(recs, castagnoli) != binary.LittleEndian.Uint32(buf[8:]) {
+		return 0, fmt.Errorf("%w: checksum mismatch", ErrSnapshot)
+	}
+	wall := time.Now().UnixNano()
+	for n := range count {
+		if len(recs) < recordHeader {
+			return 0, fmt.Errorf("%w: record %d of a block cut short", ErrSnapshot, n)
+		}
+		kl := int64(binary.LittleEndian.Uint32(recs))
+		vl := int64(binary.LittleEndian.Uint32(recs[4:]))
+		exp := int64(binary.LittleEndian.Uint64(recs[8:]))
+		recs = recs[recordHeader:]
+		if kl+vl > int64(len(recs)) {
+			return 0, fmt.Errorf("%w: record %d of a block cut short", ErrSnapshot, n)
+		}
+		k, v := recs[:kl], recs[kl:kl+vl]
+		recs = recs[kl+vl:]
+		var ttl time.Duration
+		if exp != 0 {
+			if ttl = time.Duration(exp - wall); ttl <= 0 {
+				continue
+			}
+		}
+		if err := c.set(k, v, ttl); errors.Is(err, ErrClosed) {
+			return 0, err
+		}
+	}
+	if len(recs) != 0 {
+		return 0, fmt.Errorf("%w: %d bytes after a block's records", ErrSnapshot, len(recs))
+	}
+	return uint64(count), nil
+}
+
+// presize grows each shard's index for its share of n entries, as far as
+// its budget allows, so that a load does not rebuild the tables as it goes.
+func (c *Cache) presize(n uint64) {
+	per := int(n/uint64(len(c.shards))) + 1
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		if !s.closed && s.index.tableLen(per) > len(s.index.slots) && int64(s.index.tableLen(per))*8 < c.budget.Load()/4 {
+			_ = c.rebuildIndex(s, per) // on failure the table grows as the load goes
+		}
+		s.mu.Unlock()
+	}
+}
+
+// SaveToFile writes a snapshot (SaveTo) to a temporary file beside path,
+// then renames it to path, so that path holds a whole snapshot or what it
+// held before.
+func (c *Cache) SaveToFile(path string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	if err := c.SaveTo(f); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
+}
+
+// LoadFromFile loads the snapshot at path (LoadFrom).
+func (c *Cache) LoadFromFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return c.LoadFrom(f)
+}

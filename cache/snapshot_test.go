@@ -1,0 +1,70 @@
+package cache_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/offheap/offheap/cache"
+)
+
+func TestSnapshot(t *testing.T) {
+	c := newCache(t, 8<<20)
+	for i := range 5000 {
+		c.Set(fmt.Appendf(nil, "k%d", i), bytes.Repeat([]byte{byte(i)}, i%700))
+	}
+	c.SetWithTTL([]byte("ttl"), []byte("v"), time.Hour)
+	c.SetWithTTL([]byte("gone"), []byte("v"), time.Nanosecond)
+	path := filepath.Join(t.TempDir(), "snap")
+	if err := c.SaveToFile(path); err != nil {
+		t.Fatal(err)
+	}
+	d := newCache(t, 8<<20)
+	d.Set([]byte("other"), []byte("kept"))
+	if err := d.LoadFromFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if d.Len() != 5002 {
+		t.Fatalf("Len after load = %d, want 5002", d.Len())
+	}
+	for k, v := range c.All() {
+		if got, ok := d.Get(nil, k); !ok || !bytes.Equal(got, v) {
+			t.Fatalf("%q: loaded %q %v, saved %q", k, got, ok, v)
+		}
+	}
+	if d.Has([]byte("gone")) || !d.Has([]byte("ttl")) {
+		t.Fatal("expiries were not kept")
+	}
+}
+
+func TestSnapshotCorrupt(t *testing.T) {
+	c := newCache(t, 1<<20)
+	for i := range 100 {
+		c.Set(binary.LittleEndian.AppendUint32(nil, uint32(i)), []byte("value"))
+	}
+	var buf bytes.Buffer
+	if err := c.SaveTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	for name, bad := range map[string][]byte{
+		"flipped":   append(append([]byte{}, good[:100]...), append([]byte{good[100] ^ 1}, good[101:]...)...),
+		"count":     append(append([]byte{}, good[:len(good)-8]...), 1, 0, 0, 0, 0, 0, 0, 0),
+		"truncated": good[:len(good)-5],
+		"magic":     append([]byte("NOTASNAP"), good[8:]...),
+		"empty":     nil,
+	} {
+		d := newCache(t, 1<<20)
+		err := d.LoadFrom(bytes.NewReader(bad))
+		if !errors.Is(err, cache.ErrSnapshot) {
+			t.Errorf("%s: LoadFrom = %v, want ErrSnapshot", name, err)
+		}
+		if d.Len() != 0 {
+			t.Errorf("%s: %d entries kept after a failed load", name, d.Len())
+		}
+	}
+}
