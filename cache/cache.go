@@ -87,10 +87,10 @@ func New(opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("offheap: cache: Options.MaxBytes is %d: it must be at least MinBytes (%d)", opts.MaxBytes, MinBytes)
 	}
 	n := opts.Shards
-	if n == 0 {
-		n = 1 << min(9, bits.Len64(uint64(opts.MaxBytes>>18))-1+0)
-		if opts.MaxBytes>>18 == 0 {
-			n = 1
+	if n == 0 { // a shard per 256 KiB, a power of two, at most 512
+		n = 1
+		if q := uint64(opts.MaxBytes >> 18); q > 0 {
+			n = 1 << min(9, bits.Len64(q)-1)
 		}
 	}
 	if n < 1 || n > 1<<16 || n&(n-1) != 0 {

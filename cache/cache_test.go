@@ -101,3 +101,19 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 }
+
+// TestNewSmallMaxBytes makes caches of the smallest budgets, where the
+// default shard count is 1, and stores and reads a value in each.
+func TestNewSmallMaxBytes(t *testing.T) {
+	for _, n := range []int64{cache.MinBytes, cache.MinBytes + 1, 100 << 10, 256<<10 - 1, 256 << 10, 1 << 20} {
+		c, err := cache.New(cache.Options{MaxBytes: n})
+		if err != nil {
+			t.Fatalf("New(MaxBytes %d): %v", n, err)
+		}
+		c.Set([]byte("k"), make([]byte, 100))
+		if _, ok := c.Get(nil, []byte("k")); !ok {
+			t.Errorf("MaxBytes %d: the value just set is missing", n)
+		}
+		c.Close()
+	}
+}
