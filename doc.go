@@ -18,8 +18,12 @@
 //
 // # Choosing a type
 //
-//   - Heap, for blocks that live and die one by one (a cache's values, a
-//     database's pages): NewHeap, then Alloc, Free and Realloc, from any
+//   - Package cache (github.com/offheap/offheap/cache), for a key-value
+//     cache: values by key, evicted to stay within a bound on all the
+//     memory it maps, with TTLs and snapshots; its index, keys and values
+//     all live off the Go heap.
+//   - Heap, for blocks that live and die one by one (a database's pages, a
+//     broker's messages): NewHeap, then Alloc, Free and Realloc, from any
 //     goroutine; Relocate (RelocateAll, for a batch) moves a value out of
 //     a span its neighbours' frees left sparse, so that a cache that evicts
 //     can give the memory back. Most programs need one Heap.
