@@ -10,15 +10,15 @@ import (
 // While other goroutines allocate and free, a Stats is a consistent-enough
 // snapshot, not an atomic one.
 //
-// MagazineHits + CacheHits + CentralHits + Fresh + Large == Allocs, with
-// the allocations of every Cache, open or closed, among them.
+// MagazineHits + LocalHits + CentralHits + Fresh + Large == Allocs, with
+// the allocations of every Local, open or closed, among them.
 type Stats struct {
 	Allocs, Frees uint64 // every Alloc and Free of a non-empty block, fast path included
 	MagazineHits  uint64 // Allocs served by a per-P magazine
-	CacheHits     uint64 // Allocs served by a Cache's stack, open or closed
+	LocalHits     uint64 // Allocs served by a Local's stack, open or closed
 	CentralHits   uint64 // Allocs served by a central free list
 	Fresh         uint64 // Allocs carved from a span's never-used blocks
-	Large         uint64 // Allocs above the largest size class, arenas' chunks, the blocks the profile sampled and the guarded samples (GuardPages, SampleRate): page runs of their own
+	Large         uint64 // Allocs above the largest size class, arenas' chunks, the blocks the profile sampled and the guarded samples (GuardPages, GuardOneIn): page runs of their own
 
 	// LiveBlocks is the number of blocks allocated and not yet freed:
 	// Allocs - Frees, every kind of block included (an Arena's chunks, a
@@ -43,10 +43,10 @@ type Stats struct {
 	ReleasedBytes uint64 // bytes given back to the operating system and kept reserved for reuse
 	MagazineBytes uint64 // bytes of free blocks parked in per-P magazines
 	DepotBytes    uint64 // bytes of free blocks in the central depots, waiting for a magazine
-	CacheBytes    uint64 // bytes of free blocks held by open Caches (Heap.NewCache)
+	LocalBytes    uint64 // bytes of free blocks held by open Locals (Heap.NewLocal)
 
 	// SpanFreeBytes is the bytes of small-block spans that hold neither a
-	// live block nor a cached one (in a magazine, a depot or a Cache): free
+	// live block nor a cached one (in a magazine, a depot or a Local): free
 	// blocks on the spans' free lists and the blocks not yet carved. A heap
 	// whose frees left its spans sparse holds them in memory; a
 	// Relocate pass (Heap.Relocate) moves the survivors and gives the spans
@@ -179,7 +179,7 @@ func liveBlocks(allocs, frees uint64) uint64 {
 // costs the owners a miss at their next Alloc or Free. While other
 // goroutines allocate and free, the figures are a snapshot as Stats's are.
 //
-// In a heap with a checker (Options.Checked, GuardPages or SampleRate, or
+// In a heap with a checker (Options.Checked, GuardPages or GuardOneIn, or
 // the offheapchecked build tag) InUse also takes the checker's locks, as
 // Stats does, to leave out the blocks the program has freed that wait in
 // its quarantines; it still allocates nothing. On a closed heap it takes
@@ -217,8 +217,8 @@ func (h *Heap) InUse() (bytes, blocks uint64) {
 				}
 			}
 		}
-		// The Caches' states too, which the heap's Close unmaps; the
-		// Caches' owners write them as the Ps write their magazines.
+		// The Locals' states too, which the heap's Close unmaps; the
+		// Locals' owners write them as the Ps write their magazines.
 		if sts := h.caches.list.Load(); sts != nil {
 			for _, st := range *sts {
 				for c := 1; c < numClasses; c++ {
@@ -269,9 +269,9 @@ func (ph *pageHeap) publishMapped() {
 // bytes. The per-class census is left out; print s.Classes for it.
 func (s Stats) String() string {
 	return fmt.Sprintf("%d allocs (%d magazine, %d cache, %d central, %d fresh, %d large), %d frees; %s in use, %s mapped, %s released, %s in magazines, %s in depots, %s in caches",
-		s.Allocs, s.MagazineHits, s.CacheHits, s.CentralHits, s.Fresh, s.Large, s.Frees,
+		s.Allocs, s.MagazineHits, s.LocalHits, s.CentralHits, s.Fresh, s.Large, s.Frees,
 		sizeString(s.InUseBytes), sizeString(s.MappedBytes), sizeString(s.ReleasedBytes),
-		sizeString(s.MagazineBytes), sizeString(s.DepotBytes), sizeString(s.CacheBytes))
+		sizeString(s.MagazineBytes), sizeString(s.DepotBytes), sizeString(s.LocalBytes))
 }
 
 // sizeString formats n bytes in the largest binary unit it fills:

@@ -13,11 +13,11 @@ var inUseOpts = []struct {
 	name string
 	opts Options
 }{
-	{"fast", Options{ProfileRate: -1}},
-	{"nomag", Options{MagazineDepth: -1, ProfileRate: -1}},
+	{"fast", Options{ProfileBytes: -1}},
+	{"nomag", Options{MagazineDepth: -1, ProfileBytes: -1}},
 	{"profiled", Options{}},
 	{"checked", Options{Checked: true}},
-	{"sampled", Options{SampleRate: 5}},
+	{"sampled", Options{GuardOneIn: 5}},
 	{"guarded", Options{Checked: true, GuardPages: true}},
 }
 
@@ -46,7 +46,7 @@ func TestInUse(t *testing.T) {
 	for _, tc := range inUseOpts {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newTestHeap(t, tc.opts)
-			exact := !h.opts.Checked && h.opts.SampleRate == 0 && h.opts.ProfileRate < 0 // a checked block is larger than its class, a sampled one a page
+			exact := !h.opts.Checked && h.opts.GuardOneIn == 0 && h.opts.ProfileBytes < 0 // a checked block is larger than its class, a sampled one a page
 			var model *[2]uint64
 			if exact {
 				model = new([2]uint64)
@@ -148,7 +148,7 @@ func TestInUseAllocatesNothing(t *testing.T) {
 // (a sum that went negative would wrap to a huge one), and are exact once
 // the workers stop.
 func TestInUseConcurrent(t *testing.T) {
-	h := newTestHeap(t, Options{ProfileRate: -1}) // the bound is in class sizes: a sample counts a page
+	h := newTestHeap(t, Options{ProfileBytes: -1}) // the bound is in class sizes: a sample counts a page
 	const (
 		workers = 4
 		keep    = 16 // blocks a worker holds at most
@@ -267,7 +267,7 @@ func TestStatsAfterClose(t *testing.T) {
 	for i := range 20000 {
 		blocks = append(blocks, h.Alloc(16+i%300))
 	}
-	c := h.NewCache()
+	c := h.NewLocal()
 	c.Free(c.Alloc(64))
 	for _, b := range blocks {
 		h.Free(b)
@@ -279,9 +279,9 @@ func TestStatsAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := h.Stats()
-	if s.MappedBytes != 0 || s.ReleasedBytes != 0 || s.MagazineBytes != 0 || s.DepotBytes != 0 || s.CacheBytes != 0 {
-		t.Fatalf("after Close: MappedBytes %d, ReleasedBytes %d, MagazineBytes %d, DepotBytes %d, CacheBytes %d; want all 0",
-			s.MappedBytes, s.ReleasedBytes, s.MagazineBytes, s.DepotBytes, s.CacheBytes)
+	if s.MappedBytes != 0 || s.ReleasedBytes != 0 || s.MagazineBytes != 0 || s.DepotBytes != 0 || s.LocalBytes != 0 {
+		t.Fatalf("after Close: MappedBytes %d, ReleasedBytes %d, MagazineBytes %d, DepotBytes %d, LocalBytes %d; want all 0",
+			s.MappedBytes, s.ReleasedBytes, s.MagazineBytes, s.DepotBytes, s.LocalBytes)
 	}
 	if s.Allocs == 0 || s.Allocs != s.Frees {
 		t.Fatalf("after Close: %d Allocs, %d Frees", s.Allocs, s.Frees)
@@ -291,7 +291,7 @@ func TestStatsAfterClose(t *testing.T) {
 // TestStatsLargeCountsGuarded: a guarded sample is a page run of its own,
 // counted in Stats.Large, as its doc says.
 func TestStatsLargeCountsGuarded(t *testing.T) {
-	h := newTestHeap(t, Options{SampleRate: 1, ProfileRate: -1})
+	h := newTestHeap(t, Options{GuardOneIn: 1, ProfileBytes: -1})
 	before := h.Stats().Large
 	b := h.Alloc(64)
 	if got := h.Stats().Large - before; got != 1 {

@@ -66,7 +66,7 @@ func BenchmarkCentralNeighbours(b *testing.B) {
 		cl, c2 int
 	}{{"neighbours", 14, 15}, {"apart", 14, 40}} {
 		b.Run("arm="+arm.name, func(b *testing.B) {
-			h := newTestHeap(b, Options{MagazineDepth: -1, ProfileRate: -1})
+			h := newTestHeap(b, Options{MagazineDepth: -1, ProfileBytes: -1})
 			sizes := [2]int{int(classSize[arm.cl]), int(classSize[arm.c2])}
 			var next atomic.Uint32
 			b.RunParallel(func(pb *testing.PB) {

@@ -12,14 +12,14 @@ package offheap
 // Its magazines keep sampleAt equal to hits (magazine.go), so every Alloc
 // falls to allocSlow, and Free's fast path takes none of its addresses
 // (Heap.fastSize is 0), so every Free falls to freeSlow; fast mode pays no
-// flag test for it (BenchmarkPair64). A sampled heap (Options.SampleRate
+// flag test for it (BenchmarkPair64). A sampled heap (Options.GuardOneIn
 // without Checked) keeps its fast paths, and its slow path hands the
-// checker one allocation in about SampleRate and their frees (guard.go).
+// checker one allocation in about GuardOneIn and their frees (guard.go).
 // The two kinds of heap have two names: checked is checked mode,
 // hasChecker is either.
 //
 // The other layers reach the checker through methods of the checked_*.go
-// files: the Cache forwards in checked mode (Heap.checked);
+// files: the Local forwards in checked mode (Heap.checked);
 // Realloc leaves the free check to it (checked); Ref and Bytes resolve a
 // handle through its records (checked_ref.go); a Shared of a heap with a
 // checker is kept in the registry, and a Hot one of a checked heap counts
@@ -122,7 +122,7 @@ type checker struct {
 	id    uint64 // the heap's identity: keys seals and canaries
 	all   bool   // every allocation is checked; false: a sampled fast heap
 	guard bool   // every checked allocation gets guard pages
-	rate  uint64 // Options.SampleRate
+	rate  uint64 // Options.GuardOneIn
 	ticks atomic.Uint64
 
 	// The record table (checked_record.go): region 0's part, found with one
@@ -165,7 +165,7 @@ func (h *Heap) initChecked() {
 		id:    rand.Uint64() | 1,
 		all:   h.opts.Checked || h.opts.GuardPages,
 		guard: h.opts.GuardPages,
-		rate:  uint64(h.opts.SampleRate),
+		rate:  uint64(h.opts.GuardOneIn),
 		base:  h.base,
 		size:  h.size,
 		pmap:  h.pmap,
@@ -189,16 +189,16 @@ func (h *Heap) initChecked() {
 func (h *Heap) checked() bool { return h.chk != nil && h.chk.all }
 
 // hasChecker reports whether h has a checker: in checked mode, or in a
-// sampled heap (Options.SampleRate without Checked), whose checker takes
+// sampled heap (Options.GuardOneIn without Checked), whose checker takes
 // the guard pages' samples and their Frees. Such a heap keeps records of
 // the blocks its checker has, for Lookup, Leaks and MemoryErrors.
 func (h *Heap) hasChecker() bool { return h.chk != nil }
 
 // guardSampled reports whether h samples allocations for guard pages
-// (Options.SampleRate, with or without Checked).
+// (Options.GuardOneIn, with or without Checked).
 func (h *Heap) guardSampled() bool { c := h.chk; return c != nil && c.rate > 0 }
 
-// nextGuard is the count of hits of a magazine's or a Cache's stack, now at
+// nextGuard is the count of hits of a magazine's or a Local's stack, now at
 // hits, at which the guard pages' next sample is due: this allocation's,
 // then interval-1 hits; never in a heap that does not sample (sampling.go).
 func (h *Heap) nextGuard(hits uint64) uint64 {
@@ -210,7 +210,7 @@ func (h *Heap) nextGuard(hits uint64) uint64 {
 
 // guardTick counts a sampled heap's allocation that no stack counts (a
 // large block, magazines off, a P without a magazine) and reports whether
-// it is the guard pages' sample: one in SampleRate.
+// it is the guard pages' sample: one in GuardOneIn.
 func (h *Heap) guardTick() bool {
 	c := h.chk
 	return c.ticks.Add(1)%c.rate == 0

@@ -14,7 +14,7 @@ import (
 //	go test -run XXX -bench 'Checked' -count 5 .
 //
 // arm=fast is the zero Options; arm=checked is Options{Checked: true};
-// arm=sampled is Options{SampleRate: 1000}. BenchmarkCallStack shows what
+// arm=sampled is Options{GuardOneIn: 1000}. BenchmarkCallStack shows what
 // the frame-pointer walk saves over runtime.Callers.
 
 var checkedArms = []struct {
@@ -23,7 +23,7 @@ var checkedArms = []struct {
 }{
 	{"fast", Options{}},
 	{"checked", Options{Checked: true}},
-	{"sampled", Options{SampleRate: 1000}},
+	{"sampled", Options{GuardOneIn: 1000}},
 }
 
 // BenchmarkCheckedPair64 is one goroutine allocating and freeing 64 bytes.

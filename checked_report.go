@@ -232,7 +232,7 @@ func plural(n int, what string) string {
 // none; after Close, the one Close returned. A heap that is not checked
 // (Options.Checked, GuardPages or the offheapchecked build tag) keeps no
 // record of its blocks and returns nil; Stats counts them (LiveBlocks). A
-// sampled heap (SampleRate) lists its sampled blocks. The heap stays open
+// sampled heap (GuardOneIn) lists its sampled blocks. The heap stays open
 // and usable. The list is exact when no Alloc or Free runs meanwhile;
 // blocks allocated or freed during the call may or may not be in it. Leaks
 // walks every page in use, holding the lock that allocations of new pages

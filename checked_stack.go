@@ -48,7 +48,7 @@ func internalFrame(fn string) bool {
 	if !ok {
 		return strings.HasPrefix(fn, "runtime.") // panics that reach Free
 	}
-	if strings.HasPrefix(rest, "(*checker).") || strings.HasPrefix(rest, "(*Cache).") || strings.HasPrefix(rest, "Shared.") || strings.HasPrefix(rest, "fpStack") {
+	if strings.HasPrefix(rest, "(*checker).") || strings.HasPrefix(rest, "(*Local).") || strings.HasPrefix(rest, "Shared.") || strings.HasPrefix(rest, "fpStack") {
 		return true
 	}
 	switch strings.TrimPrefix(rest, "(*Heap).") {

@@ -402,7 +402,7 @@ func TestCheckedStats(t *testing.T) {
 	}
 	s := h.Stats()
 	if s.Allocs != 1000 || s.Frees != 500 || s.InUseBytes != inUse ||
-		s.MagazineHits+s.CacheHits+s.CentralHits+s.Fresh+s.Large != s.Allocs {
+		s.MagazineHits+s.LocalHits+s.CentralHits+s.Fresh+s.Large != s.Allocs {
 		t.Fatalf("Stats %+v, want 1000 allocs, 500 frees, %d bytes in use", s, inUse)
 	}
 	for _, b := range live {
@@ -560,7 +560,7 @@ func TestSampleRateOffCostsNothing(t *testing.T) {
 	if buildChecked {
 		t.Skip("checked mode's magazines decline every allocation: TestCheckedMagazinesDecline")
 	}
-	h := newTestHeap(t, Options{ProfileRate: -1})
+	h := newTestHeap(t, Options{ProfileBytes: -1})
 	h.Free(h.Alloc(64)) // installs this P's magazine
 	for _, m := range h.mags.all {
 		for c := 1; c < numClasses; c++ {
@@ -577,7 +577,7 @@ func TestSampleRateOffCostsNothing(t *testing.T) {
 // TestCheckedSampleRate is a checked heap that also samples: its small
 // blocks are small blocks or guarded ones, and both kinds are checked.
 func TestCheckedSampleRate(t *testing.T) {
-	h := checkedHeap(t, Options{SampleRate: 3})
+	h := checkedHeap(t, Options{GuardOneIn: 3})
 	guarded := 0
 	for i := range 300 {
 		b := h.Alloc(1 + i%200)
@@ -594,7 +594,7 @@ func TestCheckedSampleRate(t *testing.T) {
 		}
 	}
 	if guarded < 50 || guarded > 150 {
-		t.Fatalf("%d of 300 guarded at SampleRate 3", guarded)
+		t.Fatalf("%d of 300 guarded at GuardOneIn 3", guarded)
 	}
 	closeClean(t, h)
 }

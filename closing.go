@@ -40,9 +40,9 @@ import (
 //     are go:nosplit, which leaves them no safe point but their calls, so
 //     the stop of the world waits for them as for a pinned section. Free
 //     sees the heap open in fastSize, which Close zeroes first (heap.go);
-//     Retain and Release in h.closed (shared.go, Plain handles). A Cache's
+//     Retain and Release in h.closed (shared.go, Plain handles). A Local's
 //     Alloc, AllocUnzeroed and Free too, in fastSize, before they touch
-//     the Cache's stacks, which Close unmaps with the rest (cache.go); and
+//     the Local's stacks, which Close unmaps with the rest (local.go); and
 //     Relocate's dense check, in fastSize (relocate.go).
 //  3. Under a central list's lock, having seen h.closed false under it: the
 //     central lists (central.get) and the spans and page-heap operations
@@ -64,7 +64,7 @@ import (
 //
 // Close's order: mark closed; take the per-P structures out of service and
 // zero fastSize; quiesce; wait for the counts; take each central lock; let
-// the checker report; save the magazines' and Caches' census; mark the page
+// the checker report; save the magazines' and Locals' census; mark the page
 // heap closed under its lock; unmap. No
 // pinned section takes a lock, and code
 // between enter and exit must not wait for anything Close holds while it
@@ -160,7 +160,7 @@ func closedError(call string) error {
 // must not run concurrently with other calls on the heap; a program that
 // breaks that rule gets the same errors from the calls that meet the
 // closing heap, and only its own accesses to the memory may fault. A second
-// Close returns nil. A Cache still open keeps its census in Stats; its
+// Close returns nil. A Local still open keeps its census in Stats; its
 // Alloc and Free then panic with ErrClosed, and its Close only releases it. In checked mode Close returns a *LeakError when blocks
 // are still live.
 func (h *Heap) Close() error {

@@ -50,7 +50,7 @@ var modeArms = []struct {
 	{"fast", Options{}},
 	{"nomag", Options{MagazineDepth: -1}},
 	{"checked", Options{Checked: true}},
-	{"sampled", Options{SampleRate: 3}},
+	{"sampled", Options{GuardOneIn: 3}},
 }
 
 // TestAfterClose calls every method of Arenas and Shareds made before the
@@ -206,7 +206,7 @@ func closeRacingTrial(opts Options, seed uint64) error {
 func closeRacingWorker(h *Heap, arena *Arena, hot Shared, rng *rand.Rand, ops *atomic.Int64) {
 	var live [][]byte
 	var refs []Shared
-	cache := h.NewCache()
+	cache := h.NewLocal()
 	size := func() int {
 		if rng.IntN(20) == 0 {
 			return maxSmall + rng.IntN(100_000)

@@ -27,8 +27,8 @@
 //     goroutine; Relocate (RelocateAll, for a batch) moves a value out of
 //     a span its neighbours' frees left sparse, so that a cache that evicts
 //     can give the memory back. Most programs need one Heap.
-//   - Cache, for a goroutine that allocates and frees many blocks over a
-//     long life (a worker of a pool, a connection's loop): Heap.NewCache
+//   - Local, for a goroutine that allocates and frees many blocks over a
+//     long life (a worker of a pool, a connection's loop): Heap.NewLocal
 //     gives it a stock of free blocks of its own, which it reaches without
 //     pinning to its P, for less than a Heap's Alloc and Free cost.
 //   - Arena, for many small allocations that die together (one request, one
@@ -77,7 +77,7 @@
 // block at 0x... (N bytes) was written after it was freed", and the heap
 // leaves those blocks (Stats.CorruptBytes) and works on. Fast mode does not
 // see a write that leaves the links intact, nor one after the block was
-// allocated again: checked mode, or SampleRate in production, finds those.
+// allocated again: checked mode, or GuardOneIn in production, finds those.
 //
 // # Checked mode in tests
 //
@@ -89,12 +89,12 @@
 // panics with a *MemoryError carrying the stacks, and Close returns a
 // *LeakError grouping live blocks by allocation stack (Heap.Leaks and
 // Heap.MemoryErrors say the same at any moment); offheaptest.New fails a
-// test with both. In production, Options.SampleRate puts one allocation in
-// SampleRate on guard pages, so that a stray access to it faults at once.
+// test with both. In production, Options.GuardOneIn puts one allocation in
+// GuardOneIn on guard pages, so that a stray access to it faults at once.
 //
 // # Profiles
 //
-// Heap.WriteProfile writes a sampled allocation profile (Options.ProfileRate)
+// Heap.WriteProfile writes a sampled allocation profile (Options.ProfileBytes)
 // that go tool pprof reads, naming the lines whose off-heap memory is still
 // live; the offheappprof package serves it beside net/http/pprof.
 //

@@ -57,7 +57,7 @@ func TestDoubleFree(t *testing.T) {
 	for _, arm := range arms {
 		for _, n := range []int{9, 16, 64, 1000, maxSmall} {
 			t.Run(fmt.Sprintf("%s/%d", arm.name, n), func(t *testing.T) {
-				h := newTestHeap(t, Options{MagazineDepth: arm.opts.MagazineDepth, ReleaseDelay: time.Hour, ProfileRate: -1})
+				h := newTestHeap(t, Options{MagazineDepth: arm.opts.MagazineDepth, ReleaseDelay: time.Hour, ProfileBytes: -1})
 				many := 3*maxDepth + 10 // past a magazine and into the depot
 				check := func(where string, b []byte) {
 					t.Helper()

@@ -27,7 +27,7 @@ func ExampleHeap_Stats() {
 	// others are served by the magazine (a goroutine that moves to another
 	// P refills that P's magazine once).
 	fmt.Println("allocs", s.Allocs, "frees", s.Frees)
-	fmt.Println("every Alloc counted once:", s.MagazineHits+s.CacheHits+s.CentralHits+s.Fresh+s.Large == s.Allocs)
+	fmt.Println("every Alloc counted once:", s.MagazineHits+s.LocalHits+s.CentralHits+s.Fresh+s.Large == s.Allocs)
 	fmt.Println("mostly magazine hits:", s.MagazineHits >= 990)
 	// Output:
 	// allocs 1000 frees 1000

@@ -137,7 +137,7 @@ func (s Shared) releaseLosingSlot() {
 }
 
 // cacheHeld is the bytes of free blocks c's stacks hold.
-func cacheHeld(c *Cache) int {
+func cacheHeld(c *Local) int {
 	n := 0
 	for cl := 1; cl < numClasses; cl++ {
 		n += int(c.st.cls[cl].n) * int(classSize[cl])
@@ -145,7 +145,7 @@ func cacheHeld(c *Cache) int {
 	return n
 }
 
-// cacheStates is how many Cache states h has mapped.
+// cacheStates is how many Local states h has mapped.
 func cacheStates(h *Heap) int {
 	h.caches.mu.Lock()
 	defer h.caches.mu.Unlock()
@@ -154,8 +154,8 @@ func cacheStates(h *Heap) int {
 
 // holdCache begins a call on c, as a goroutine inside one would, and
 // returns the function that ends it: for the test of checked mode's
-// detection of two goroutines on one Cache.
-func holdCache(c *Cache) (release func()) {
+// detection of two goroutines on one Local.
+func holdCache(c *Local) (release func()) {
 	c.use("Alloc")
 	return c.done
 }

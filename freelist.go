@@ -40,7 +40,7 @@ import (
 // spans, and the Alloc that found it panics, with no lock held, with a
 // message that names the block (corruptError).
 //
-// Magazines, depot batches and a Cache's stacks keep their blocks'
+// Magazines, depot batches and a Local's stacks keep their blocks'
 // addresses in the heap's own metadata, not in the blocks: a write after
 // free into a block waiting there changes the block's bytes, which its next
 // owner gets (zeroed by Alloc), and never where an Alloc goes. The metadata
@@ -51,7 +51,7 @@ import (
 // which lands in its new owner's bytes (no allocator can tell); a write
 // into a free block's bytes past its second word; a writer that read the
 // keys out of freed blocks and forges a link to another block of the same
-// span. Checked mode and SampleRate see writes after free where they
+// span. Checked mode and GuardOneIn see writes after free where they
 // happen (checked.go, guard.go).
 
 // listKeys are a heap's secret keys for its free lists' links, random at
@@ -126,7 +126,7 @@ type corruptError struct {
 func (e *corruptError) Error() string {
 	return fmt.Sprintf("offheap: heap corruption: the free block at %#x (%d bytes) was written after it was freed; "+
 		"the heap abandons the free blocks of its span (Stats.CorruptBytes) and goes on; "+
-		"Options.Checked (or, in production, Options.SampleRate) reports where the program writes a freed block",
+		"Options.Checked (or, in production, Options.GuardOneIn) reports where the program writes a freed block",
 		e.addr, e.size)
 }
 

@@ -16,11 +16,11 @@ import (
 // abandoned. No Alloc may return memory outside the heap, or a block that
 // is live; a corrupt list must panic with the corruption's message, and
 // the heap must work afterwards. Each flow runs in every magazine
-// configuration and through a Cache, several rounds, each with fresh keys:
+// configuration and through a Local, several rounds, each with fresh keys:
 // a check that passed by chance would show as a block out of place.
 
 // corruptArm is a way of allocating and freeing: a magazine configuration,
-// or a Cache.
+// or a Local.
 type corruptArm struct {
 	name  string
 	opts  Options
@@ -35,19 +35,19 @@ var corruptArms = []corruptArm{
 }
 
 // corruptRE is what a detected corruption panics with.
-var corruptRE = regexp.MustCompile(`^offheap: heap corruption: the free block at 0x[0-9a-f]+ \(([0-9]+) bytes\) was written after it was freed; .*Options\.Checked.*Options\.SampleRate`)
+var corruptRE = regexp.MustCompile(`^offheap: heap corruption: the free block at 0x[0-9a-f]+ \(([0-9]+) bytes\) was written after it was freed; .*Options\.Checked.*Options\.GuardOneIn`)
 
 // allocator is an arm's Alloc, AllocUnzeroed and Free.
 type allocator struct {
 	h *Heap
-	c *Cache
+	c *Local
 }
 
 func newAllocator(t *testing.T, arm corruptArm) allocator {
 	h := newTestHeap(t, unprofiled(arm.opts))
 	al := allocator{h: h}
 	if arm.cache {
-		al.c = h.NewCache()
+		al.c = h.NewLocal()
 		t.Cleanup(al.c.Close)
 	}
 	return al
@@ -140,8 +140,8 @@ func checkWorks(t *testing.T, al allocator) {
 	}
 	h.Trim()
 	s := h.Stats()
-	if s.MagazineHits+s.CacheHits+s.CentralHits+s.Fresh+s.Large != s.Allocs {
-		t.Fatalf("census: %d+%d+%d+%d+%d != Allocs %d", s.MagazineHits, s.CacheHits, s.CentralHits, s.Fresh, s.Large, s.Allocs)
+	if s.MagazineHits+s.LocalHits+s.CentralHits+s.Fresh+s.Large != s.Allocs {
+		t.Fatalf("census: %d+%d+%d+%d+%d != Allocs %d", s.MagazineHits, s.LocalHits, s.CentralHits, s.Fresh, s.Large, s.Allocs)
 	}
 }
 
@@ -384,7 +384,7 @@ func TestFreeListPointerData(t *testing.T) {
 }
 
 // TestFreeListCorruptConcurrent: goroutines that meet corrupt lists at once,
-// in every arm, each through its own Cache in the Cache arm. Every block
+// in every arm, each through its own Local in the Local arm. Every block
 // they are handed is a block of the heap, and none goes to two of them.
 func TestFreeListCorruptConcurrent(t *testing.T) {
 	skipCheckedBuild(t)
@@ -397,7 +397,7 @@ func TestFreeListCorruptConcurrent(t *testing.T) {
 			for w := range als {
 				als[w] = allocator{h: h}
 				if arm.cache {
-					als[w].c = h.NewCache()
+					als[w].c = h.NewLocal()
 					defer als[w].c.Close()
 				}
 			}

@@ -1,8 +1,8 @@
 package offheap
 
 // Guard pages and sampling: Electric Fence for every allocation
-// (Options.GuardPages) or GWP-ASan for one in about SampleRate
-// (Options.SampleRate).
+// (Options.GuardPages) or GWP-ASan for one in about GuardOneIn
+// (Options.GuardOneIn).
 //
 // A guarded block of n bytes gets a page run of its own: its data pages,
 // ceil(n/8 KiB) rounded up to whole OS pages, and a guard page after them,
@@ -63,7 +63,7 @@ package offheap
 // next allocation is sampled (classStack.sampleAt), shared with the profile's
 // sampling (sampling.go). The fast path stops short when the two are equal,
 // so the allocation falls to the slow path, where sampleDue draws the next
-// interval (uniform in [1, 2*SampleRate-1], mean SampleRate, random so that
+// interval (uniform in [1, 2*GuardOneIn-1], mean GuardOneIn, random so that
 // a periodic program is not always sampled at the same call) and the
 // checker allocates the block with guard pages. Allocations that miss the
 // magazine (a refill, or a large block) are sampled by a shared counter
@@ -76,8 +76,8 @@ package offheap
 // two of those calls (read-write at Alloc, PROT_NONE at Free) and takes the
 // fault, the least a guarded sample can make; a sample on a new run makes
 // three or four (its guard page, PROT_NONE at Free, read-write when it
-// leaves the quarantine, to the page heap). So the price of a SampleRate is
-// about the cost of a sample over SampleRate pairs (BenchmarkGuardSample,
+// leaves the quarantine, to the page heap). So the price of a GuardOneIn is
+// about the cost of a sample over GuardOneIn pairs (BenchmarkGuardSample,
 // BenchmarkSampleRateCost; the figures are in docs/DESIGN.md). Deferring
 // the PROT_NONE of freed blocks to batch it would cut that cost but leave a
 // window in which a use after free does not fault.
@@ -90,7 +90,7 @@ import (
 )
 
 // FaultError turns the value recovered from a fault on a guarded block (of
-// a heap with GuardPages or SampleRate) into a *MemoryError: UseAfterFree
+// a heap with GuardPages or GuardOneIn) into a *MemoryError: UseAfterFree
 // for a freed block, OutOfBounds for an access past the end of a live one,
 // with the stacks of the block's allocation and free and of the access
 // that faulted (AgainStack). It returns nil for any other value: a panic
@@ -100,7 +100,7 @@ import (
 //
 // A fault panics only on a goroutine that runs with
 // debug.SetPanicOnFault(true); without it the process dies with the
-// runtime's "unexpected fault address" (see Options.SampleRate):
+// runtime's "unexpected fault address" (see Options.GuardOneIn):
 //
 //	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 //	defer func() {

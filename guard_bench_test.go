@@ -8,7 +8,7 @@ import (
 )
 
 // BenchmarkGuardSample is a 64-byte Alloc+Free pair in a heap that puts
-// every allocation on guard pages (SampleRate 1) and in one that guards
+// every allocation on guard pages (GuardOneIn 1) and in one that guards
 // none: the difference is what one guarded sample costs, its Alloc, its
 // Free and its way through the quarantine back to the pool together.
 func BenchmarkGuardSample(b *testing.B) {
@@ -16,7 +16,7 @@ func BenchmarkGuardSample(b *testing.B) {
 		name string
 		rate int
 	}{{"off", 0}, {"1", 1}} {
-		h := newTestHeap(b, Options{SampleRate: arm.rate, ProfileRate: -1})
+		h := newTestHeap(b, Options{GuardOneIn: arm.rate, ProfileBytes: -1})
 		b.Run("rate="+arm.name, func(b *testing.B) {
 			for b.Loop() {
 				h.Free(h.Alloc(64))
@@ -26,14 +26,14 @@ func BenchmarkGuardSample(b *testing.B) {
 }
 
 // BenchmarkGuardColdSamples is a new sampled heap's first 1000 samples
-// (SampleRate 1, an Alloc and a Free each), reported per sample: until its
+// (GuardOneIn 1, an Alloc and a Free each), reported per sample: until its
 // quarantine fills, a sample that finds neither the pool nor a spare run
 // takes a run of its own.
 func BenchmarkGuardColdSamples(b *testing.B) {
 	const samples = 1000
 	for b.Loop() {
 		b.StopTimer()
-		h, err := NewHeap(Options{SampleRate: 1, ProfileRate: -1})
+		h, err := NewHeap(Options{GuardOneIn: 1, ProfileBytes: -1})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -59,8 +59,8 @@ func BenchmarkGuardColdSamples(b *testing.B) {
 func BenchmarkSampleRateCost(b *testing.B) {
 	for _, rate := range []int{10_000, 25_000, 50_000, 100_000} {
 		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) {
-			on := newTestHeap(b, Options{SampleRate: rate, ProfileRate: -1})
-			off := newTestHeap(b, Options{ProfileRate: -1})
+			on := newTestHeap(b, Options{GuardOneIn: rate, ProfileBytes: -1})
+			off := newTestHeap(b, Options{ProfileBytes: -1})
 			pairs := func(h *Heap) time.Duration {
 				t := time.Now()
 				for range rate {

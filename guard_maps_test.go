@@ -22,7 +22,7 @@ func TestGuardMappingsDegrade(t *testing.T) {
 	held0, skipped0 := guardMappingsHeld()
 	const room = 10 * guardMappings
 	setGuardMappingsMost(t, room)
-	h := newTestHeap(t, Options{SampleRate: 1, ProfileRate: -1})
+	h := newTestHeap(t, Options{GuardOneIn: 1, ProfileBytes: -1})
 	n := 3 * int(osPageBytes) // more than the pool's and the spares' one OS page of data
 	first := h.Alloc(n)       // the heap's regions as the blocks find them
 	before := heapMaps(t, h)
@@ -60,14 +60,14 @@ func TestGuardMappingsDegrade(t *testing.T) {
 //
 //	OFFHEAP_MAPS=1 go test -run GuardMappingsTorture -v .
 //
-// With SampleRate 2, 300,000 live blocks, about 150,000 of them sampled:
+// With GuardOneIn 2, 300,000 live blocks, about 150,000 of them sampled:
 // every Alloc succeeds and the process keeps room for mappings.
 func TestGuardMappingsTorture(t *testing.T) {
 	if os.Getenv("OFFHEAP_MAPS") == "" {
 		t.Skip("set OFFHEAP_MAPS=1 to run")
 	}
 	skipRace(t, "guard pages are not protected in a race build")
-	h := newTestHeap(t, Options{SampleRate: 2, ProfileRate: -1})
+	h := newTestHeap(t, Options{GuardOneIn: 2, ProfileBytes: -1})
 	start := processMaps(t)
 	_, skipped0 := guardMappingsHeld()
 	bs := make([][]byte, 300000)

@@ -218,16 +218,16 @@ func TestSampleRate(t *testing.T) {
 	if buildChecked {
 		t.Skip("checked mode samples through its own counter")
 	}
-	// SampleRate 1: every allocation on guard pages, in a heap with
+	// GuardOneIn 1: every allocation on guard pages, in a heap with
 	// magazines.
-	h := newTestHeap(t, Options{SampleRate: 1})
+	h := newTestHeap(t, Options{GuardOneIn: 1})
 	if !h.mags.on {
 		t.Fatal("a sampled heap lost its magazines")
 	}
 	for _, n := range []int{64, 64, 64, 100_000, 64, 64} {
 		b := h.Alloc(n)
 		if info, ok := h.Lookup(addrOf(b)); !ok || !info.Guarded {
-			t.Fatalf("SampleRate 1: Alloc(%d) not guarded: %+v %v", n, info, ok)
+			t.Fatalf("GuardOneIn 1: Alloc(%d) not guarded: %+v %v", n, info, ok)
 		}
 		h.Free(b)
 		if me := memoryError(t, func() { h.Free(b) }); me.Kind != DoubleFree {
@@ -235,10 +235,10 @@ func TestSampleRate(t *testing.T) {
 		}
 	}
 
-	// SampleRate 100: about one in a hundred, and the others are ordinary
+	// GuardOneIn 100: about one in a hundred, and the others are ordinary
 	// fast-path blocks. The intervals are uniform in [1, 199], so 20000
 	// allocations give 200 samples, give or take about 12.
-	h = newTestHeap(t, Options{SampleRate: 100})
+	h = newTestHeap(t, Options{GuardOneIn: 100})
 	sampled := 0
 	var live [][]byte
 	for i := range 20000 {
@@ -260,17 +260,17 @@ func TestSampleRate(t *testing.T) {
 		h.Free(b)
 	}
 	if sampled < 120 || sampled > 300 {
-		t.Fatalf("SampleRate 100: %d of 20000 sampled", sampled)
+		t.Fatalf("GuardOneIn 100: %d of 20000 sampled", sampled)
 	}
 	s := h.Stats()
 	if s.Allocs != 20000 || s.Frees != 20000 || s.InUseBytes != 0 || s.MagazineHits == 0 ||
-		s.MagazineHits+s.CacheHits+s.CentralHits+s.Fresh+s.Large != s.Allocs {
+		s.MagazineHits+s.LocalHits+s.CentralHits+s.Fresh+s.Large != s.Allocs {
 		t.Fatalf("Stats %+v", s)
 	}
 	closeClean(t, h)
 
 	// A leaked sampled block is reported; unsampled ones are not known.
-	h = newTestHeap(t, Options{SampleRate: 1})
+	h = newTestHeap(t, Options{GuardOneIn: 1})
 	h.Alloc(10)
 	var le *LeakError
 	if err := h.Close(); !errors.As(err, &le) || len(le.Leaks) != 1 || le.Leaks[0].Size != 10 {
@@ -290,7 +290,7 @@ func TestGuardPool(t *testing.T) {
 		t.Skip("every heap is checked under the offheapchecked tag: a checked heap has no pool")
 	}
 	skipRace(t, "guard pages do not fault: the heap is Go memory, which is never made inaccessible")
-	h := newTestHeap(t, Options{SampleRate: 1, ProfileRate: -1})
+	h := newTestHeap(t, Options{GuardOneIn: 1, ProfileBytes: -1})
 	c := h.chk
 	p := &c.pool
 	if p.n != poolSlots || p.end-p.base != poolSlots*2*osPageBytes {
@@ -370,7 +370,7 @@ func readAt(p unsafe.Pointer) { sinkByte = *(*byte)(p) }
 // panic that is no fault, or a fault elsewhere, becomes nil.
 func TestFaultError(t *testing.T) {
 	skipRace(t, "guard pages do not fault: the heap is Go memory, which is never made inaccessible")
-	for _, opts := range []Options{{GuardPages: true}, {SampleRate: 1}} {
+	for _, opts := range []Options{{GuardPages: true}, {GuardOneIn: 1}} {
 		h := checkedHeap(t, opts)
 		b := h.Alloc(100)
 		h.Free(b)
@@ -423,7 +423,7 @@ func TestGuardPoolLimit(t *testing.T) {
 	}
 	pool := int64(poolSlots*slotPages) << pageShift
 	for _, limit := range []int64{4 * pool, 8 * pool} {
-		h := newTestHeap(t, Options{SampleRate: 1, ProfileRate: -1, Limit: limit})
+		h := newTestHeap(t, Options{GuardOneIn: 1, ProfileBytes: -1, Limit: limit})
 		if got, want := h.chk.pool.n, map[bool]int{true: poolSlots}[limit >= 8*pool]; got != want {
 			t.Errorf("a sampled heap with a Limit of %d bytes, a pool of %d: %d runs in the pool, want %d", limit, pool, got, want)
 		}

@@ -50,11 +50,11 @@ type Options struct {
 	// inaccessible page after it, and makes its pages inaccessible once
 	// freed: a use after free or past the end faults at once. It implies
 	// Checked, whose records name the block behind a fault; a fast heap
-	// guards every allocation with SampleRate 1. Not in a race build,
+	// guards every allocation with GuardOneIn 1. Not in a race build,
 	// where nothing faults (see the package doc, Race detector).
 	GuardPages bool
 
-	// SampleRate, when positive, gives one allocation in SampleRate (on
+	// GuardOneIn, when positive, gives one allocation in GuardOneIn (on
 	// average) the GuardPages treatment in an otherwise fast heap: a use after
 	// free or a write past the end of a sampled block faults where it happens,
 	// in production. The process then dies printing the runtime's "unexpected
@@ -72,7 +72,7 @@ type Options struct {
 	//
 	// 50000 is a production rate: a sample's system calls, spread over
 	// 50000 allocations, cost a 64-byte Alloc+Free pair little (the figures
-	// for 10000 to 50000 are in docs/benchmarks.md, SampleRate), and a server
+	// for 10000 to 50000 are in docs/benchmarks.md, GuardOneIn), and a server
 	// that allocates a million blocks a second puts 72,000 blocks an hour
 	// on guard pages, each of whose uses after free (within the pool's
 	// window) and overruns faults: a bug that touches a freed or overrun
@@ -80,11 +80,11 @@ type Options struct {
 	// probability 7% in an hour on one server, 88% on a fleet of 30. The
 	// pool's window there is about 1.5 s (31 samples at 20 a second). In a
 	// race build nothing faults (see the package doc, Race detector).
-	SampleRate int
+	GuardOneIn int
 
-	// ProfileRate is the average number of bytes allocated between two
+	// ProfileBytes is the average number of bytes allocated between two
 	// samples of the heap's allocation profile (WriteProfile). 0 means
-	// DefaultProfileRate (512 KiB, as runtime.MemProfileRate); a negative
+	// DefaultProfileBytes (512 KiB, as runtime.MemProfileRate); a negative
 	// rate turns profiling off. Sampling costs the fast path nothing; a
 	// sample records a stack at its Alloc and drops it at its Free, and a
 	// sampled small block takes a page of its own while it lives
@@ -94,11 +94,11 @@ type Options struct {
 	// block in 2.5. So at the default rate a 64-byte Alloc+Free pair costs
 	// what it costs unprofiled, and pairs of tens of KiB and more cost
 	// several times as much (BenchmarkPairSizes against its arm noprof; the
-	// figures are in docs/benchmarks.md, ProfileRate): a program
+	// figures are in docs/benchmarks.md, ProfileBytes): a program
 	// whose hot loop allocates and frees blocks of tens of KiB takes that
 	// back with a larger rate, or a negative one. A checked heap does not
 	// profile.
-	ProfileRate int
+	ProfileBytes int
 
 	// HugePages puts the heap's memory on 2 MiB transparent huge pages
 	// where it is dense, which makes random access over a large heap
@@ -165,7 +165,7 @@ type Heap struct {
 	opts    Options // fixed at NewHeap
 	_       [centralPad]byte
 	central [numClasses]central // on cache lines of their own (centralPad)
-	caches  cacheSet            // the Caches' stacks and census (cache.go)
+	caches  cacheSet            // the Locals' stacks and census (local.go)
 	links   listKeys            // the keys of the spans' free lists (freelist.go)
 	pages   pageHeap
 	reclaim reclaimState // the last reclaim under the Limit (reclaim.go)
@@ -182,7 +182,7 @@ type Heap struct {
 	arenas  map[weak.Pointer[Arena]]struct{}
 
 	// chk is nil in a fast heap. In checked mode every Alloc and Free
-	// reaches it through the slow paths; in a sampled heap (SampleRate
+	// reaches it through the slow paths; in a sampled heap (GuardOneIn
 	// without Checked) the slow path hands it the sampled allocations and
 	// their frees.
 	chk *checker
@@ -260,9 +260,9 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 	if err := h.mapBusy(); err != nil {
 		return nil, err
 	}
-	checked := opts.Checked || opts.SampleRate > 0 // GuardPages set Checked above
+	checked := opts.Checked || opts.GuardOneIn > 0 // GuardPages set Checked above
 	if !opts.Checked {
-		h.startProfile(opts.ProfileRate) // sampling.go
+		h.startProfile(opts.ProfileBytes) // sampling.go
 	}
 	if err := h.reserve(opts.Limit, first, checked); err != nil {
 		osmem.Unmap(h.busy, maxProcs*busyStride)
@@ -281,8 +281,8 @@ func (opts *Options) check() error {
 		return fmt.Errorf("offheap: MagazineDepth %d is above MaxMagazineDepth (%d)", opts.MagazineDepth, MaxMagazineDepth)
 	case opts.Limit < 0:
 		return fmt.Errorf("offheap: negative Limit %d", opts.Limit)
-	case opts.SampleRate < 0:
-		return fmt.Errorf("offheap: negative SampleRate %d", opts.SampleRate)
+	case opts.GuardOneIn < 0:
+		return fmt.Errorf("offheap: negative GuardOneIn %d", opts.GuardOneIn)
 	}
 	return nil
 }
@@ -438,7 +438,7 @@ func SetDefaultOptions(opts Options) error {
 // one, which stops the world briefly (see quiesce), as runtime.ReadMemStats
 // does. A checked heap's per-P quarantine rings and magazines are emptied
 // the same way, their blocks' poison checked as they leave. The blocks a
-// Cache holds stay with it: its owner may be using them (Cache.Flush gives
+// Local holds stay with it: its owner may be using them (Local.Flush gives
 // them back).
 func (h *Heap) Trim() {
 	if !h.enter() {

@@ -19,7 +19,7 @@ var sink []byte
 var pool64 = sync.Pool{New: func() any { return new([64]byte) }}
 
 // BenchmarkPair64 is one goroutine allocating and freeing 64 bytes: through
-// the heap, through a Cache, through sync.Pool and make, and the floors of
+// the heap, through a Local, through sync.Pool and make, and the floors of
 // a pinned design.
 func BenchmarkPair64(b *testing.B) {
 	h := newTestHeap(b, Options{})
@@ -29,17 +29,17 @@ func BenchmarkPair64(b *testing.B) {
 		}
 	})
 	b.Run("arm=offheap-cache", func(b *testing.B) {
-		c := h.NewCache()
+		c := h.NewLocal()
 		defer c.Close()
 		for b.Loop() {
 			c.Free(c.AllocUnzeroed(64))
 		}
 	})
-	// A Cache of a heap that samples for guard pages at the production
-	// rate: the Cache pair and one guarded sample in 50000.
-	sampled := newTestHeap(b, Options{SampleRate: 50000})
+	// A Local of a heap that samples for guard pages at the production
+	// rate: the Local pair and one guarded sample in 50000.
+	sampled := newTestHeap(b, Options{GuardOneIn: 50000})
 	b.Run("arm=offheap-cache-sampled", func(b *testing.B) {
-		c := sampled.NewCache()
+		c := sampled.NewLocal()
 		defer c.Close()
 		for b.Loop() {
 			c.Free(c.AllocUnzeroed(64))
@@ -66,9 +66,9 @@ func BenchmarkPair64(b *testing.B) {
 			h.Free(h.Alloc(64))
 		}
 	})
-	// The default heap profiles (ProfileRate 0: 512 KiB); this one does
+	// The default heap profiles (ProfileBytes 0: 512 KiB); this one does
 	// not, the arm that shows what the profile costs.
-	noprof := newTestHeap(b, Options{ProfileRate: -1})
+	noprof := newTestHeap(b, Options{ProfileBytes: -1})
 	b.Run("arm=offheap-noprof", func(b *testing.B) {
 		for b.Loop() {
 			noprof.Free(noprof.Alloc(64))
@@ -101,7 +101,7 @@ func BenchmarkPair64(b *testing.B) {
 // at the default rate) are most of a large class's pair.
 func BenchmarkPairSizes(b *testing.B) {
 	h := newTestHeap(b, Options{})
-	noprof := newTestHeap(b, Options{ProfileRate: -1})
+	noprof := newTestHeap(b, Options{ProfileBytes: -1})
 	for _, n := range []int{64, 16 << 10, 64 << 10, 256 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("size=%d/arm=offheap-unzeroed", n), func(b *testing.B) {
 			for b.Loop() {
@@ -190,13 +190,13 @@ func leanFree(a uintptr) {
 	pin.Unpin()
 }
 
-// The Cache's floor is the least a stack a goroutine owns can cost with the
-// shape Cache's fast paths must have: two calls that are nosplit and never
+// The Local's floor is the least a stack a goroutine owns can cost with the
+// shape Local's fast paths must have: two calls that are nosplit and never
 // inlined (so that the heap's Close waits them out: closing.go, way 2),
 // each a pop or a push on a fixed array, with no size class, census, range
-// check, block-start check or key. What a Cache pair costs above it is its
+// check, block-start check or key. What a Local pair costs above it is its
 // checks; the distance from it to sync.Pool bounds how far below the pool a
-// Cache can go while it keeps them.
+// Local can go while it keeps them.
 type cacheFloor struct {
 	n     uint64
 	slots [8]uintptr
@@ -273,7 +273,7 @@ func BenchmarkScale(b *testing.B) {
 				for b.Loop() {
 					runWorkers(w, scaleTotal, func(n int, slot *padded) {
 						if arm == "offheap-cache" {
-							c := heaps["offheap"].NewCache() // each worker its own
+							c := heaps["offheap"].NewLocal() // each worker its own
 							for range n {
 								c.Free(c.AllocUnzeroed(64))
 							}
@@ -372,7 +372,7 @@ func BenchmarkProdCons(b *testing.B) {
 		})
 		if arm.depth == 0 {
 			b.Run("shape=prodcons/arm=offheap-cache", func(b *testing.B) {
-				c := h.NewCache() // the consumer's: only it uses the Cache
+				c := h.NewLocal() // the consumer's: only it uses the Local
 				prodCons(b, func() []byte { return h.AllocUnzeroed(64) }, c.Free)
 				c.Close()
 				b.ReportMetric(float64(h.Stats().MappedBytes), "mapped-bytes")

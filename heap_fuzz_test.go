@@ -16,7 +16,7 @@ import (
 // every step that the two agree: every live block keeps its pattern, no two
 // live blocks overlap, Realloc and ReallocUnzeroed keep what they must, and
 // the census counts what the model did. Bit 5 of an operation's byte sends
-// a small Alloc, a Free or a check through a Cache of the heap (a check
+// a small Alloc, a Free or a check through a Local of the heap (a check
 // then flushes it); bit 6 makes a resize ReallocUnzeroed; bit 7 makes a
 // resize a relocation of up to four live blocks, by RelocateAll (with bit
 // 6, by Relocate one at a time), which must keep their bytes.
@@ -29,7 +29,7 @@ func FuzzHeap(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 0, 0, 0xff, 0x7f, 0, 1, 1, 0, 0, 2, 0, 0, 0}, int8(-1))
 	f.Add([]byte{0, 0, 0x80, 0, 0, 0, 0x80, 1, 1, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0}, int8(1))
 	f.Add(make([]byte, 64), int8(4))
-	f.Add([]byte{0x23, 64, 0, 0, 0x23, 1, 0, 0, 0x25, 0, 0, 0, 0x21, 0, 0, 0, 0x25, 0, 0, 0}, int8(0)) // through a Cache
+	f.Add([]byte{0x23, 64, 0, 0, 0x23, 1, 0, 0, 0x25, 0, 0, 0, 0x21, 0, 0, 0, 0x25, 0, 0, 0}, int8(0)) // through a Local
 	// Writes after free (0xe4, 0xe9, ...: op%5 == 3) between frees and allocs.
 	f.Add([]byte{0, 64, 0, 0, 0, 64, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 0xe4, 0, 0, 0, 0xe9, 1, 0, 0, 0, 64, 0, 0, 0, 64, 0, 0, 3, 0, 0, 0}, int8(-1))
 	f.Add([]byte{0, 16, 0, 0, 2, 0, 0, 0, 0xee, 0x12, 0, 0, 0, 16, 0, 0, 0xf3, 0x23, 0, 0, 0, 16, 0, 0, 3, 0, 0, 0}, int8(1))
@@ -52,12 +52,12 @@ func FuzzHeap(f *testing.F) {
 		ops = ops[:min(len(ops), 4*maxFuzzOps)]
 		// A first region of 8 MiB: past it, blocks come from later regions
 		// (region.go), whose Frees take the slow path.
-		h, err := newHeap(Options{MagazineDepth: int(depth), Limit: 64 << 20, ProfileRate: -1}, 8<<20)
+		h, err := newHeap(Options{MagazineDepth: int(depth), Limit: 64 << 20, ProfileBytes: -1}, 8<<20)
 		if err != nil {
 			return // depth out of range: NewHeap said so, nothing to test
 		}
 		defer h.Close()
-		c := h.NewCache()
+		c := h.NewLocal()
 		defer c.Close()
 		model := map[uintptr][]byte{}
 		freed := map[uintptr]int{} // small blocks freed and not since handed out, by size

@@ -71,7 +71,7 @@ func stressSize(r *rand.Rand) int {
 // them on the pool's runs, and profiles at a tenth of a page.
 func TestConcurrentStress(t *testing.T) {
 	sampled := arms[0]
-	sampled.name, sampled.opts = "sampled", Options{SampleRate: 7, ProfileRate: 800}
+	sampled.name, sampled.opts = "sampled", Options{GuardOneIn: 7, ProfileBytes: 800}
 	for _, arm := range append(arms[:len(arms):len(arms)], sampled) {
 		t.Run(arm.name, func(t *testing.T) {
 			h := newTestHeap(t, arm.opts)

@@ -26,7 +26,7 @@ var arms = []struct {
 // a fast heap's blocks are and how the census counts them: the profile
 // gives each sampled block a page run of its own (profile.go).
 func unprofiled(opts Options) Options {
-	opts.ProfileRate = -1
+	opts.ProfileBytes = -1
 	return opts
 }
 
@@ -125,8 +125,8 @@ func checkCensus(s Stats, want census) error {
 	if s.InUseBytes != want.inUse {
 		errs = append(errs, fmt.Errorf("InUseBytes = %d, want %d", s.InUseBytes, want.inUse))
 	}
-	if sum := s.MagazineHits + s.CacheHits + s.CentralHits + s.Fresh + s.Large; sum != s.Allocs {
-		errs = append(errs, fmt.Errorf("MagazineHits+CacheHits+CentralHits+Fresh+Large = %d, Allocs = %d", sum, s.Allocs))
+	if sum := s.MagazineHits + s.LocalHits + s.CentralHits + s.Fresh + s.Large; sum != s.Allocs {
+		errs = append(errs, fmt.Errorf("MagazineHits+LocalHits+CentralHits+Fresh+Large = %d, Allocs = %d", sum, s.Allocs))
 	}
 	var ca, cf uint64
 	for _, c := range s.Classes {
@@ -711,8 +711,8 @@ func TestSetDefaultOptions(t *testing.T) {
 // TestStatsString: the one-line summary names every count and byte figure,
 // bytes in the largest unit they fill.
 func TestStatsString(t *testing.T) {
-	s := Stats{Allocs: 1000, Frees: 990, MagazineHits: 970, CacheHits: 10, CentralHits: 12, Fresh: 5, Large: 3,
-		InUseBytes: 512, MappedBytes: 3 << 20, ReleasedBytes: 1536, MagazineBytes: 0, DepotBytes: 5 << 30, CacheBytes: 2048}
+	s := Stats{Allocs: 1000, Frees: 990, MagazineHits: 970, LocalHits: 10, CentralHits: 12, Fresh: 5, Large: 3,
+		InUseBytes: 512, MappedBytes: 3 << 20, ReleasedBytes: 1536, MagazineBytes: 0, DepotBytes: 5 << 30, LocalBytes: 2048}
 	want := "1000 allocs (970 magazine, 10 cache, 12 central, 5 fresh, 3 large), 990 frees; 512 B in use, 3.0 MiB mapped, 1.5 KiB released, 0 B in magazines, 5.0 GiB in depots, 2.0 KiB in caches"
 	if got := s.String(); got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)

@@ -26,7 +26,7 @@ func BenchmarkHugePlacement(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		now := int64(0)
-		h, err := NewHeap(Options{HugePages: true, ProfileRate: -1, ReleaseDelay: time.Minute})
+		h, err := NewHeap(Options{HugePages: true, ProfileBytes: -1, ReleaseDelay: time.Minute})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func partialRanges(h *Heap) int {
 func BenchmarkPageChurn(b *testing.B) {
 	for _, huge := range []bool{false, true} {
 		b.Run(map[bool]string{false: "huge=off", true: "huge=on"}[huge], func(b *testing.B) {
-			h := newTestHeap(b, Options{HugePages: huge, ProfileRate: -1})
+			h := newTestHeap(b, Options{HugePages: huge, ProfileBytes: -1})
 			rnd := rand.New(rand.NewPCG(3, 4))
 			size := func() int { return 260<<10 + rnd.IntN(3<<20-260<<10) }
 			live := make([][]byte, 256)

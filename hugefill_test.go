@@ -15,7 +15,7 @@ func placeHeap(t *testing.T) *Heap {
 	if buildChecked {
 		t.Skip("checked mode's canaries and quarantine change the layouts these tests set up")
 	}
-	h := newTestHeap(t, Options{HugePages: true, ProfileRate: -1, ReleaseDelay: time.Hour})
+	h := newTestHeap(t, Options{HugePages: true, ProfileBytes: -1, ReleaseDelay: time.Hour})
 	if !h.pages.huge.on {
 		t.Skip("no 2 MiB transparent huge pages on this system")
 	}

@@ -41,8 +41,8 @@ func BenchmarkHugePagesFresh(b *testing.B) {
 	var worst, median, late, hugeEnd, huge30, write float64
 	for range b.N {
 		b.StopTimer()
-		on := newTestHeap(b, Options{HugePages: true, ProfileRate: -1})
-		off := newTestHeap(b, Options{ProfileRate: -1})
+		on := newTestHeap(b, Options{HugePages: true, ProfileBytes: -1})
+		off := newTestHeap(b, Options{ProfileBytes: -1})
 		if !on.pages.huge.on {
 			b.Skip("no 2 MiB transparent huge pages on this system")
 		}
@@ -135,7 +135,7 @@ func BenchmarkHugePagesGrow(b *testing.B) {
 		b.Run(map[bool]string{false: "huge=off", true: "huge=on"}[huge], func(b *testing.B) {
 			var re, all time.Duration
 			for range b.N {
-				h := newTestHeap(b, Options{HugePages: huge, ProfileRate: -1})
+				h := newTestHeap(b, Options{HugePages: huge, ProfileBytes: -1})
 				x := h.Alloc(1 << 20)
 				touch(x)
 				for n := 2 << 20; n <= 256<<20; n *= 2 {

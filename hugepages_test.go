@@ -25,7 +25,7 @@ func hugeHeap(t *testing.T, now *int64) *Heap {
 	if buildChecked {
 		t.Skip("checked mode's canaries and quarantine change the layouts these tests set up")
 	}
-	h := newTestHeap(t, Options{HugePages: true, ProfileRate: -1, ReleaseDelay: time.Hour})
+	h := newTestHeap(t, Options{HugePages: true, ProfileBytes: -1, ReleaseDelay: time.Hour})
 	h.setClock(func() int64 { return *now })
 	if !h.collapseNow() {
 		t.Skip("no 2 MiB transparent huge pages on this system")
@@ -105,7 +105,7 @@ func TestHugePagesCollapse(t *testing.T) {
 	h.Free(y)
 	h.Free(b)
 
-	plain := newTestHeap(t, Options{ProfileRate: -1})
+	plain := newTestHeap(t, Options{ProfileBytes: -1})
 	pb := plain.Alloc(8 << 20)
 	touch(pb)
 	if got := hugeBytes(t, plain); got != 0 {
@@ -299,7 +299,7 @@ func TestHugePagesReleaseWhole(t *testing.T) {
 // huge-page ranges assume (hugeRange), the later regions' too.
 func TestRegionsHugeAligned(t *testing.T) {
 	skipRace(t, "regions are Go memory, aligned to pages only")
-	h := newTestHeapFirstRegion(t, Options{ProfileRate: -1}, 4<<20)
+	h := newTestHeapFirstRegion(t, Options{ProfileBytes: -1}, 4<<20)
 	b := h.Alloc(8 << 20) // past the first region
 	for _, r := range h.pages.regions.Load().byPage {
 		if r.base&(2<<20-1) != 0 {

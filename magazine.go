@@ -37,8 +37,8 @@ import (
 type magazine struct{ stacks }
 
 // stacks is a stock of free blocks, per size class a stack with its header
-// and census: a P's magazine, or a Cache's (cache.go), whose owner, the
-// pinned goroutine or the Cache's, alone writes it.
+// and census: a P's magazine, or a Local's (local.go), whose owner, the
+// pinned goroutine or the Local's, alone writes it.
 type stacks struct {
 	cls   [numClasses]classStack
 	slots [numClasses][maxDepth]uintptr
@@ -52,10 +52,10 @@ type stacks struct {
 type sampleNext struct{ prof, guard uint64 }
 
 // classStack is one class's stack header and census in a magazine or a
-// Cache: 32 bytes, so that the classes' headers tile cache lines and pop's
+// Local: 32 bytes, so that the classes' headers tile cache lines and pop's
 // loads and stores fall on one.
 type classStack struct {
-	n, cap uint32 // blocks held; most blocks held (0 for the classes a Cache does not hold)
+	n, cap uint32 // blocks held; most blocks held (0 for the classes a Local does not hold)
 	hits   uint64 // Allocs served from this stack
 	frees  uint64 // Frees pushed onto this stack
 
@@ -65,7 +65,7 @@ type classStack struct {
 	// it. The maximum uint64, never reached, in a heap that does not
 	// sample; in a checked heap's magazine, from which its checker takes
 	// every allocation, always hits (take keeps the two equal), so the
-	// fast path declines every one (a checked heap's Cache holds nothing).
+	// fast path declines every one (a checked heap's Local holds nothing).
 	sampleAt uint64
 }
 
@@ -184,7 +184,7 @@ func (h *Heap) installMagazine(pid int) error {
 
 // pop takes a block of class c for the fast path, or returns 0: the stack
 // is empty, or this allocation is to be sampled (sampleAt). The caller is
-// the stacks' owner: pinned to a magazine's P, or a Cache's goroutine. It
+// the stacks' owner: pinned to a magazine's P, or a Local's goroutine. It
 // inlines into the fast paths.
 func (s *stacks) pop(c uint8) uintptr {
 	mc := &s.cls[c]

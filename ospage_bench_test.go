@@ -40,7 +40,7 @@ func BenchmarkTrimResident(b *testing.B) {
 			var inuse, mapped, resident, parked uint64
 			seed := uint64(0)
 			for b.Loop() {
-				h := newTestHeap(b, Options{ProfileRate: -1, ReleaseDelay: time.Hour})
+				h := newTestHeap(b, Options{ProfileBytes: -1, ReleaseDelay: time.Hour})
 				seed++
 				rng := rand.New(rand.NewPCG(seed, 2))
 				size := func() int {

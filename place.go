@@ -5,7 +5,7 @@ package offheap
 // freeable adds whether a block there is free, and is the one decision of
 // what Free, Realloc and Relocate (RelocateAll through it) take and what
 // they refuse; refusal words the refusal. The fast paths (Free's,
-// Cache.Free's, Relocate's dense check, RelocateAll's batch) test the same
+// Local.Free's, Relocate's dense check, RelocateAll's batch) test the same
 // encoding inline with blockStart, and send what they do not take here.
 
 import "fmt"

@@ -2,7 +2,7 @@ package offheap
 
 // Sampled allocation profiles: Go's heap profile for off-heap memory.
 //
-// One allocation in about every ProfileRate bytes is sampled (sampling.go
+// One allocation in about every ProfileBytes bytes is sampled (sampling.go
 // says how the slow path decides, at no cost to the fast path). A sampled
 // block, small or large, is a page run of its own whose pagemap words carry
 // classSampled, as jemalloc promotes its sampled small allocations to a
@@ -11,7 +11,7 @@ package offheap
 // counts the Free in the profile (freeSampled), while every other Free
 // costs what it did. A sampled small block costs a page (8 KiB) for its
 // lifetime, so the profile costs a heap of small blocks about 8 KiB /
-// ProfileRate of its live bytes in mapped memory: 1.6% at the default rate,
+// ProfileBytes of its live bytes in mapped memory: 1.6% at the default rate,
 // and less resident, since only the block's own bytes are touched. The
 // census counts a sampled block as what it is, a page run (Stats.Large, and
 // InUseBytes by pages).
@@ -38,10 +38,10 @@ import (
 	"time"
 )
 
-// DefaultProfileRate is the average number of bytes allocated between two
-// samples of a heap's profile when Options.ProfileRate is 0: 512 KiB, the Go
+// DefaultProfileBytes is the average number of bytes allocated between two
+// samples of a heap's profile when Options.ProfileBytes is 0: 512 KiB, the Go
 // runtime's default runtime.MemProfileRate.
-const DefaultProfileRate = 512 << 10
+const DefaultProfileBytes = 512 << 10
 
 // sampleKind says what a sampled block is, for the profile's kind label.
 type sampleKind uint8
@@ -56,7 +56,7 @@ var kindNames = [...]string{kindHeap: "heap", kindArena: "arena", kindShared: "s
 
 // profiler is a heap's allocation profile.
 type profiler struct {
-	rate float64 // Options.ProfileRate
+	rate float64 // Options.ProfileBytes
 	// mean[c] is rate/classSize[c]: the mean number of allocations of class
 	// c between samples, less the sampled one.
 	mean [numClasses]float64
@@ -93,14 +93,14 @@ type bucketKey struct {
 // bucket counts the sampled allocations of one bucketKey, and their frees.
 type bucket struct{ allocs, frees uint64 }
 
-// newProfiler returns the profile of a heap with the given ProfileRate, or
+// newProfiler returns the profile of a heap with the given ProfileBytes, or
 // nil for a negative one.
 func newProfiler(rate int) *profiler {
 	if rate < 0 {
 		return nil
 	}
 	if rate == 0 {
-		rate = DefaultProfileRate
+		rate = DefaultProfileBytes
 	}
 	p := &profiler{rate: float64(rate), buckets: make(map[bucketKey]*bucket), live: make(map[uintptr]*bucket)}
 	for c := 1; c < numClasses; c++ {
@@ -292,7 +292,7 @@ func (h *Heap) releaseArenaRun(a uintptr) {
 // It holds four values per call stack: alloc_objects and alloc_space, the
 // blocks and bytes allocated there since the heap was made, and
 // inuse_objects and inuse_space (the default), those not yet freed. They
-// are estimates from the sample Options.ProfileRate sets, scaled as the Go
+// are estimates from the sample Options.ProfileBytes sets, scaled as the Go
 // runtime scales its heap profile, so that their totals estimate the
 // heap's; a block counts at its size in the heap (its size class, or whole
 // pages), as Stats counts it. Each stack starts at the program's call into
@@ -303,7 +303,7 @@ func (h *Heap) releaseArenaRun(a uintptr) {
 // one whose allocation took it) or shared (a Shared's block); and the label
 // bytes, the size of each of its blocks.
 //
-// A heap with a negative ProfileRate, or a checked heap (Options.Checked,
+// A heap with a negative ProfileBytes, or a checked heap (Options.Checked,
 // GuardPages, or the offheapchecked build tag), whose LeakError and Lookup
 // name every block's stack instead, writes a profile with no samples.
 // WriteProfile may be called at any time, from any goroutine, also after

@@ -15,7 +15,7 @@ func BenchmarkProfileSample(b *testing.B) {
 		name string
 		rate int
 	}{{"off", -1}, {"default", 0}, {"1", 1}} {
-		h := newTestHeap(b, Options{ProfileRate: arm.rate})
+		h := newTestHeap(b, Options{ProfileBytes: arm.rate})
 		b.Run("rate="+arm.name, func(b *testing.B) {
 			for b.Loop() {
 				h.Free(h.Alloc(64))
@@ -39,7 +39,7 @@ func BenchmarkProfileCost(b *testing.B) {
 	}{{"default", 0}, {"off", -1}} {
 		b.Run("depth="+depth.name, func(b *testing.B) {
 			on := newTestHeap(b, Options{MagazineDepth: depth.depth})
-			off := newTestHeap(b, Options{MagazineDepth: depth.depth, ProfileRate: -1})
+			off := newTestHeap(b, Options{MagazineDepth: depth.depth, ProfileBytes: -1})
 			const round = 1 << 16
 			pairs := func(h *Heap) time.Duration {
 				t := time.Now()

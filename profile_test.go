@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestSampledBlock: a block the profile sampled (ProfileRate 1 samples
+// TestSampledBlock: a block the profile sampled (ProfileBytes 1 samples
 // every allocation) is a page run of its own that behaves as any block:
 // Alloc's shape and zeroing, Realloc, Ref and Bytes, Free; a second Free or
 // a Free inside it panics with offheap's message; the census counts it as a
@@ -16,7 +16,7 @@ func TestSampledBlock(t *testing.T) {
 	if buildChecked {
 		t.Skip("a checked heap does not profile")
 	}
-	h := newTestHeap(t, Options{ProfileRate: 1}) // every block sampled
+	h := newTestHeap(t, Options{ProfileBytes: 1}) // every block sampled
 	b := h.Alloc(100)
 	if len(b) != 100 || cap(b) != 100 || addrOf(b)&(pageSize-1) != 0 {
 		t.Fatalf("a sampled Alloc(100): len %d cap %d at %#x, want a page of its own", len(b), cap(b), addrOf(b))
@@ -78,7 +78,7 @@ func TestSampledReallocAfterFree(t *testing.T) {
 	if buildChecked {
 		t.Skip("a checked heap does not profile")
 	}
-	h := newTestHeap(t, Options{ProfileRate: 1}) // every block sampled
+	h := newTestHeap(t, Options{ProfileBytes: 1}) // every block sampled
 	for _, n := range []int{16, 100, 5000} {
 		b := h.Alloc(n)
 		a := addrOf(b)
@@ -127,18 +127,18 @@ func TestProfileScale(t *testing.T) {
 	}
 }
 
-// TestCacheProfiled: a Cache's allocations are sampled as the heap's are,
-// those its stacks serve included. At ProfileRate 512, a 64-byte block is
-// sampled with odds 1-exp(-1/8), 11.75%: 4000 pairs through a Cache, whose
+// TestLocalProfiled: a Local's allocations are sampled as the heap's are,
+// those its stacks serve included. At ProfileBytes 512, a 64-byte block is
+// sampled with odds 1-exp(-1/8), 11.75%: 4000 pairs through a Local, whose
 // stack serves all but its first Alloc, take some 470 samples (a standard
 // deviation of 20); with the stacks never declining for a sample, there
 // would be one or none.
-func TestCacheProfiled(t *testing.T) {
+func TestLocalProfiled(t *testing.T) {
 	if buildChecked {
 		t.Skip("a checked heap does not profile")
 	}
-	h := newTestHeap(t, Options{ProfileRate: 512})
-	c := h.NewCache()
+	h := newTestHeap(t, Options{ProfileBytes: 512})
+	c := h.NewLocal()
 	defer c.Close()
 	sampled := 0
 	for i := range 4000 {
@@ -154,7 +154,7 @@ func TestCacheProfiled(t *testing.T) {
 		c.Free(b)
 	}
 	if sampled < 300 || sampled > 650 {
-		t.Errorf("%d of 4000 Allocs through a Cache sampled, want about 470", sampled)
+		t.Errorf("%d of 4000 Allocs through a Local sampled, want about 470", sampled)
 	}
 	p := h.prof
 	p.mu.Lock()
@@ -177,7 +177,7 @@ func TestSampledRunsKept(t *testing.T) {
 	if buildChecked {
 		t.Skip("a checked heap does not profile")
 	}
-	h := newTestHeap(t, Options{ProfileRate: 1, ReleaseDelay: -1}) // every block sampled
+	h := newTestHeap(t, Options{ProfileBytes: 1, ReleaseDelay: -1}) // every block sampled
 	const n = 64 << 10
 	b := h.AllocUnzeroed(n)
 	first := addrOf(b)

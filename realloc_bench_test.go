@@ -40,7 +40,7 @@ func BenchmarkRealloc(b *testing.B) {
 			continue
 		}
 		b.Run(fmt.Sprintf("from=%s/to=%s", sizeString(uint64(from)), sizeString(uint64(to))), func(b *testing.B) {
-			h := newTestHeap(b, Options{ProfileRate: -1})
+			h := newTestHeap(b, Options{ProfileBytes: -1})
 			fence := h.Alloc(maxSmall + 1) // keeps each block from the frontier
 			defer h.Free(fence)
 			arms := []struct {
@@ -163,7 +163,7 @@ func benchReallocPair(b *testing.B, from, to int) {
 		{name: "clock", op: func(h *Heap, old []byte) []byte { return old }},
 	}
 	for i := range arms {
-		arms[i].h = newTestHeap(b, Options{ProfileRate: -1})
+		arms[i].h = newTestHeap(b, Options{ProfileBytes: -1})
 	}
 	r := min(max((64<<10)/max(from, to), 1), 16) // ops per timing
 	blocks := make([][]byte, r)

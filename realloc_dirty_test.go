@@ -26,12 +26,12 @@ func TestReallocRegrowZeroed(t *testing.T) {
 		opts Options
 		zero bool
 	}{
-		{Options{ProfileRate: -1, ReleaseDelay: time.Hour, Limit: 4 << 20}, true},
-		{Options{ProfileRate: -1, Limit: 4 << 20}, true},
-		{Options{ProfileRate: -1}, true},
+		{Options{ProfileBytes: -1, ReleaseDelay: time.Hour, Limit: 4 << 20}, true},
+		{Options{ProfileBytes: -1, Limit: 4 << 20}, true},
+		{Options{ProfileBytes: -1}, true},
 		// The figures alone, where nothing is zeroed.
-		{Options{ProfileRate: -1, ReleaseDelay: time.Hour, Limit: 4 << 20}, false},
-		{Options{ProfileRate: -1}, false},
+		{Options{ProfileBytes: -1, ReleaseDelay: time.Hour, Limit: 4 << 20}, false},
+		{Options{ProfileBytes: -1}, false},
 	} {
 		opts := c.opts
 		t.Run(fmt.Sprintf("delay=%v/limit=%d/zero=%v", opts.ReleaseDelay, opts.Limit, c.zero), func(t *testing.T) {

@@ -64,7 +64,7 @@ func TestReallocMapsTorture(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("OFFHEAP_MAPS_REALLOCS")); err == nil {
 		reallocs = v
 	}
-	h := newTestHeap(t, Options{ProfileRate: -1})
+	h := newTestHeap(t, Options{ProfileBytes: -1})
 	start := processMaps(t)
 	var after int
 	bs := reallocChurn(t, h, blocks, reallocs, func(i int) {

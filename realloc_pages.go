@@ -160,7 +160,7 @@ const (
 )
 
 // reallocGuarded is Realloc to a new block on guard pages, for a heap whose
-// SampleRate drew this one: the checker's, as Alloc's sample would be.
+// GuardOneIn drew this one: the checker's, as Alloc's sample would be.
 func (h *Heap) reallocGuarded(b []byte, n int, zero bool, st stackID) []byte {
 	nb, err := h.allocChecked(n, false, st)
 	if err != nil {

@@ -54,7 +54,7 @@ func TestReallocLargeInPlace(t *testing.T) {
 	if buildChecked {
 		t.Skip("checked mode copies every Realloc, so that a stale use of the old block is caught")
 	}
-	h := newTestHeap(t, Options{ProfileRate: -1, ReleaseDelay: time.Hour})
+	h := newTestHeap(t, Options{ProfileBytes: -1, ReleaseDelay: time.Hour})
 	if raceEnabled {
 		// The first region holds 4 MiB (region_race.go): fill it, so that
 		// the blocks below share the next one.
@@ -110,7 +110,7 @@ func moveTestHeap(t *testing.T) *Heap {
 	}
 	skipRace(t, "regions are Go memory, and Realloc copies")
 	skipQemuUser(t, "its mincore refuses the range mremap moved pages from (ENOMEM)")
-	return newTestHeap(t, Options{ProfileRate: -1, ReleaseDelay: time.Hour})
+	return newTestHeap(t, Options{ProfileBytes: -1, ReleaseDelay: time.Hour})
 }
 
 // TestReallocMovesPages: a large block that cannot grow in place moves to
@@ -195,9 +195,9 @@ func TestReallocCopiesOntoResident(t *testing.T) {
 func TestReallocLargeSizes(t *testing.T) {
 	sizes := []int{1000, maxSmall + 1, 3*pageSize + 1, moveMin - 1, moveMin, moveMin + pageSize + 3, 1 << 20, 3<<20 + 5}
 	for _, opts := range []Options{
-		{ProfileRate: -1},
-		{ProfileRate: 1 << 10},
-		{SampleRate: 3, ProfileRate: -1},
+		{ProfileBytes: -1},
+		{ProfileBytes: 1 << 10},
+		{GuardOneIn: 3, ProfileBytes: -1},
 		{ReleaseDelay: -1},
 	} {
 		t.Run(fmt.Sprintf("%+v", opts), func(t *testing.T) {

@@ -27,7 +27,7 @@ func TestRealloc(t *testing.T) {
 	sizes := []int{1, 8, 9, 48, 100, 112, 113, 1000, 1024, 4000, maxSmall, maxSmall + 1, 3 * pageSize, 3*pageSize + 1, 100_000}
 	for _, c := range []struct{ checked, zero bool }{{false, true}, {true, true}, {false, false}, {true, false}} {
 		checked := c.checked
-		h := newTestHeap(t, Options{Checked: checked, ProfileRate: -1}) // a sampled block always moves
+		h := newTestHeap(t, Options{Checked: checked, ProfileBytes: -1}) // a sampled block always moves
 		realloc := reallocFunc(h, c.zero)
 		for _, from := range sizes {
 			for _, to := range sizes {

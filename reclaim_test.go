@@ -50,7 +50,7 @@ func TestLimitReclaimBounded(t *testing.T) {
 		t.Skip("checked mode's own retry empties the calling P's magazine on every refused allocation (checker.alloc), so magazines cannot show a reclaim")
 	}
 	const limit = 8 << 20
-	h := newTestHeap(t, Options{Limit: limit, ProfileRate: -1})
+	h := newTestHeap(t, Options{Limit: limit, ProfileBytes: -1})
 	// Fragmentation: one 64-byte block kept in each span, 70% of the
 	// limit mapped and nearly none of it live.
 	c := sizeClass(64)

@@ -22,7 +22,7 @@ var refArms = []struct {
 	{"nomag", Options{MagazineDepth: -1}},
 	{"checked", Options{Checked: true}},
 	{"guarded", Options{Checked: true, GuardPages: true}},
-	{"sampled", Options{SampleRate: 3}},
+	{"sampled", Options{GuardOneIn: 3}},
 }
 
 // TestRefRoundTrip: for blocks of every class and some large ones, Ref of
@@ -170,7 +170,7 @@ func TestRefFreedFast(t *testing.T) {
 	if buildChecked {
 		t.Skip("fast mode's limits: every heap is checked under the offheapchecked tag")
 	}
-	h := newTestHeap(t, Options{ProfileRate: -1}) // a freed sample is a free page, which the pagemap can tell
+	h := newTestHeap(t, Options{ProfileBytes: -1}) // a freed sample is a free page, which the pagemap can tell
 	large := h.Alloc(maxSmall + 1)
 	h.Free(large)
 	if msg := mustPanic(t, func() { h.Ref(large) }); !strings.Contains(msg, "not allocated") {

@@ -24,7 +24,7 @@ func TestRegionGuards(t *testing.T) {
 		keep = append(keep, h.Alloc(4<<20))
 	}
 	b := h.Alloc(64)
-	c := h.NewCache()
+	c := h.NewLocal()
 	defer c.Close()
 	c.Free(c.Alloc(64))
 	maps := readMaps(t)
@@ -34,7 +34,7 @@ func TestRegionGuards(t *testing.T) {
 	}{
 		{"the pagemap", uintptr(h.pages.pmap)},
 		{"the span array", uintptr(h.pages.spans)},
-		{"a Cache's state", uintptr(unsafe.Pointer(c.st))},
+		{"a Local's state", uintptr(unsafe.Pointer(c.st))},
 	}
 	for _, m := range h.mags.all {
 		meta = append(meta, struct {

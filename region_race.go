@@ -33,7 +33,7 @@ import (
 //   - Committing is a no-op: Go memory is readable and writable.
 //   - Protecting is a no-op: mprotect on Go memory would fault the Go
 //     runtime when it reuses the memory. Guard pages (GuardPages,
-//     SampleRate) keep their layout, but nothing faults: see the package
+//     GuardOneIn) keep their layout, but nothing faults: see the package
 //     doc, Race detector.
 //   - Released pages are given back with madvise as in a fast build: it
 //     works on Go's private anonymous memory as on any, and the pages read

@@ -28,7 +28,7 @@ import (
 // list, so that a sparse span empties as its blocks move and its pages go
 // back to the page heap (and to the operating system at the next Trim or
 // release). Blocks the program freed count as live for their span while a
-// magazine, a depot or a Cache holds them, so call Trim before a pass.
+// magazine, a depot or a Local holds them, so call Trim before a pass.
 // Relocate keeps, per class, a summary of whether any block of the class can
 // move (a pass that converged leaves none that can): where none can, a
 // block costs Relocate a pagemap lookup, which also refuses what Free
@@ -44,8 +44,8 @@ import (
 // LiveBlocks do not change.
 //
 // Which handles can move: a slice from Alloc (or its Ref: store the Ref of
-// the slice Relocate returns); a block allocated through a Cache, which
-// goes back to its span, not to the Cache; a Buffer's block, with
+// the slice Relocate returns); a block allocated through a Local, which
+// goes back to its span, not to the Local; a Buffer's block, with
 // Buffer.Relocate. A Shared's bytes cannot move while it is retained, and
 // Arena memory is freed only all at once: Relocate refuses both, panicking
 // as Free does, as it does for anything Free refuses (the same decision); only

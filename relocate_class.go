@@ -94,7 +94,7 @@ func (c *central) publish(h *Heap) {
 func sparseSpan(live, blocks uint32) bool { return live <= blocks/2 }
 
 // spanLive is how many of s's blocks are live (handed out, or held by a
-// magazine, a depot or a Cache), read without the central lock that guards
+// magazine, a depot or a Local), read without the central lock that guards
 // s: a hint, which Relocate checks again under the lock. nfree is read
 // first, so that the difference cannot wrap (carved only grows while a span
 // lives, and nfree never passes it). The span array is metadata, mapped

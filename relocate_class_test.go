@@ -105,7 +105,7 @@ func (c *central) stuck(h *Heap) bool {
 
 // TestRelocateSummary: Relocate's summary of each class (recount)
 // matches a recount of its spans after random churn (Allocs and Frees of
-// many classes, through magazines, a Cache and with magazines off,
+// many classes, through magazines, a Local and with magazines off,
 // Relocates, Trims), and a heap whose summary says nothing moves moves
 // nothing. Positive control: with put's recount left out of putLocked,
 // the counts drift at the first check.
@@ -116,7 +116,7 @@ func TestRelocateSummary(t *testing.T) {
 	for _, opts := range []Options{{}, {MagazineDepth: -1}} {
 		h := newTestHeap(t, unprofiled(opts))
 		rng := rand.New(rand.NewPCG(11, 12))
-		ca := h.NewCache()
+		ca := h.NewLocal()
 		var live [][]byte
 		var cached [][]byte
 		for round := range 40 {

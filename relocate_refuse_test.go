@@ -9,13 +9,13 @@ import (
 
 // TestRefusalsAgree: Free, Realloc, Relocate and RelocateAll refuse the
 // same addresses, for the same reason, since they take one decision
-// (freeable): a freed block, a freed sampled block (ProfileRate 1 samples
+// (freeable): a freed block, a freed sampled block (ProfileBytes 1 samples
 // every block, and a freed sample's run waits in the profile's stash with
 // its pagemap word unchanged), a freed large block, Go memory, an interior
 // address, an address inside a large block, Arena memory and a Shared's
 // bytes (of a small block or a large one). Each refusal leaves the heap as
 // it was: the live blocks, and no freed block handed out twice. Before the
-// fix, with ProfileRate 1, a second Free and a Realloc panicked as double
+// fix, with ProfileBytes 1, a second Free and a Realloc panicked as double
 // frees, but Relocate returned the freed block and RelocateAll took it.
 func TestRefusalsAgree(t *testing.T) {
 	if buildChecked {
@@ -25,9 +25,9 @@ func TestRefusalsAgree(t *testing.T) {
 		name string
 		opts Options
 	}{
-		{"fast", Options{ProfileRate: -1}},
-		{"profiled", Options{ProfileRate: 1}},
-		{"profiled-nomag", Options{ProfileRate: 1, MagazineDepth: -1}},
+		{"fast", Options{ProfileBytes: -1}},
+		{"profiled", Options{ProfileBytes: 1}},
+		{"profiled-nomag", Options{ProfileBytes: 1, MagazineDepth: -1}},
 	} {
 		t.Run(arm.name, func(t *testing.T) {
 			h := newTestHeap(t, arm.opts)
@@ -45,7 +45,7 @@ func TestRefusalsAgree(t *testing.T) {
 			freed, freedBig := h.Alloc(100), h.Alloc(maxSmall+10)
 			h.Free(freed)
 			h.Free(freedBig)
-			if arm.opts.ProfileRate < 0 {
+			if arm.opts.ProfileBytes < 0 {
 				h.Trim() // the freed block back on its span's free list
 			} else if !h.prof.kept(addrOf(freed)) {
 				t.Fatal("the freed sample is not in the profile's stash: the case this test is for")

@@ -234,8 +234,8 @@ func TestRelocateChecked(t *testing.T) {
 }
 
 // TestRelocateHandles: a Buffer's block moves with Buffer.Relocate and
-// keeps its bytes; a Cache's block moves and the new one goes back through
-// the Cache; a Shared's bytes are refused while it is retained.
+// keeps its bytes; a Local's block moves and the new one goes back through
+// the Local; a Shared's bytes are refused while it is retained.
 func TestRelocateHandles(t *testing.T) {
 	h := newTestHeap(t, unprofiled(Options{}))
 	buf := h.NewBuffer(200)
@@ -266,13 +266,13 @@ func TestRelocateHandles(t *testing.T) {
 		t.Error("an empty Buffer moved")
 	}
 
-	c := h.NewCache()
+	c := h.NewLocal()
 	defer c.Close()
 	cb := c.Alloc(64)
 	fillMark(cb, 5)
 	nb, _ := h.Relocate(cb)
 	if !hasMark(nb, 5) {
-		t.Error("a Cache's block lost its bytes")
+		t.Error("a Local's block lost its bytes")
 	}
 	c.Free(nb)
 

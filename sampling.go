@@ -1,24 +1,24 @@
 package offheap
 
-// Which allocations the slow path samples: the profile's (Options.ProfileRate,
-// profile.go) and the guard pages' (Options.SampleRate, guard.go). Both ride
+// Which allocations the slow path samples: the profile's (Options.ProfileBytes,
+// profile.go) and the guard pages' (Options.GuardOneIn, guard.go). Both ride
 // on the magazines' count of hits, so that the fast path pays one compare
 // for the two together, the one it paid before either existed: each
 // magazine class keeps the hits count at which each sampler next takes an
 // allocation (magazine.next) and the lesser of them as sampleAt, at which
 // the fast path declines. The allocation then reaches allocSlow, which asks
-// sampleDue what to do with it. A Cache's stacks keep samplers' counts and a
-// sampleAt of their own, as the magazines do (Cache.sampleDue).
+// sampleDue what to do with it. A Local's stacks keep samplers' counts and a
+// sampleAt of their own, as the magazines do (Local.sampleDue).
 //
 // The profile samples each block of s bytes with probability
-// 1-exp(-s/ProfileRate), the chance that a byte counter with exponential
-// gaps of mean ProfileRate crosses zero within it, as the Go runtime's does:
+// 1-exp(-s/ProfileBytes), the chance that a byte counter with exponential
+// gaps of mean ProfileBytes crosses zero within it, as the Go runtime's does:
 // per class, the number of allocations between samples is then geometric,
 // and each counter draws it. Small allocations that no magazine counts (a
 // refill's own, or every one with magazines off) are counted by their
 // class's central list under the lock it takes anyway (countSample); a
 // large block or an arena's chunk is drawn for on its own. The guard pages
-// take one in SampleRate of the allocations no magazine counts by a shared
+// take one in GuardOneIn of the allocations no magazine counts by a shared
 // counter.
 
 import (
@@ -72,7 +72,7 @@ func (h *Heap) sampleDue(n int) (guard, prof bool) {
 		prof = cen.profDue.Load() && cen.takeSample(p) // a load, not a call, while none is due
 	}
 	// A guarded sample is the checker's block: the profile does not see it
-	// (one in SampleRate of the profile's samples, a bias far below the
+	// (one in GuardOneIn of the profile's samples, a bias far below the
 	// sampling error).
 	return guard, prof && !guard
 }
@@ -114,7 +114,7 @@ func (c *central) drawSample(p *profiler) {
 	}
 }
 
-// startProfile gives h the profile of ProfileRate rate (none if negative)
+// startProfile gives h the profile of ProfileBytes rate (none if negative)
 // and draws each central list's first sample.
 func (h *Heap) startProfile(rate int) {
 	h.prof = newProfiler(rate)
@@ -127,8 +127,8 @@ func (h *Heap) startProfile(rate int) {
 }
 
 // startCacheSampling draws the first sample of each class of st, the state
-// of a new Cache, for each sampler, counted from its hits (a state may have
-// served an earlier Cache), as startSampling does for a magazine; in a heap
+// of a new Local, for each sampler, counted from its hits (a state may have
+// served an earlier Local), as startSampling does for a magazine; in a heap
 // that does not sample, never.
 func (h *Heap) startCacheSampling(st *cacheState) {
 	for cl := 1; cl < numClasses; cl++ {
@@ -142,11 +142,11 @@ func (h *Heap) startCacheSampling(st *cacheState) {
 }
 
 // sampleDue is Heap.sampleDue for an allocation of class cl that reached
-// the Cache's slow path: the samplers whose next sample its stack declined
+// the Local's slow path: the samplers whose next sample its stack declined
 // at sampleAt draw their next, counted from its hits as a magazine's are;
 // a refill is the profile's sample if the class's central list marked it.
 // Called between enter and exit, by the owner.
-func (c *Cache) sampleDue(cl uint8) (guard, prof bool) {
+func (c *Local) sampleDue(cl uint8) (guard, prof bool) {
 	h := c.h
 	mc, nx := &c.st.cls[cl], &c.st.next[cl]
 	if mc.hits >= nx.guard {

@@ -81,7 +81,7 @@ import (
 // reference must be released once. Retain returns a new reference.
 //
 // The zero Shared holds nothing and is not a valid handle: Release and
-// ReleaseAll ignore it (as Free ignores nil), Retain returns it, Bytes is nil
+// ReleaseShared ignore it (as Free ignores nil), Retain returns it, Bytes is nil
 // and Refs is 0.
 //
 // Retain and Release are safe for concurrent use. The bytes are not
@@ -267,9 +267,9 @@ func StaticShared(b []byte) Shared {
 	return Shared{data: p, meta: uint64(len(b)) | flagStatic}
 }
 
-// ReleaseAll releases every element of s and sets it to the zero Shared, so
+// ReleaseShared releases every element of s and sets it to the zero Shared, so
 // that releasing the slice again is harmless. Zero elements are skipped.
-func ReleaseAll(s []Shared) {
+func ReleaseShared(s []Shared) {
 	for i := range s {
 		x := s[i]
 		s[i] = Shared{}

@@ -116,13 +116,13 @@ func TestSharedBasics(t *testing.T) {
 			if got := refs[0].Refs(); got != 10 {
 				t.Fatalf("hot=%v: Refs = %d after the creator's Release, want 10", hot, got)
 			}
-			ReleaseAll(refs[1:])
+			ReleaseShared(refs[1:])
 			if calls != 0 {
 				t.Fatalf("hot=%v: OnLastRelease ran with a reference left", hot)
 			}
 			for _, r := range refs[1:] {
 				if !r.IsZero() {
-					t.Fatal("ReleaseAll did not zero the element")
+					t.Fatal("ReleaseShared did not zero the element")
 				}
 			}
 			refs[0].Release()
@@ -147,7 +147,7 @@ func TestSharedZero(t *testing.T) {
 		t.Fatal("the zero Shared is not empty")
 	}
 	z.Release()
-	ReleaseAll([]Shared{{}, {}})
+	ReleaseShared([]Shared{{}, {}})
 	if StaticShared(nil).IsZero() || len(StaticShared(nil).Bytes()) != 0 {
 		t.Fatal("StaticShared(nil) is the zero Shared")
 	}
@@ -177,11 +177,11 @@ func TestSharedStaticReadOnly(t *testing.T) {
 	for i := range 200_000 {
 		held = append(held, s.Retain())
 		if len(held) == cap(held) || i%3 == 0 {
-			ReleaseAll(held)
+			ReleaseShared(held)
 			held = held[:0]
 		}
 	}
-	ReleaseAll(held)
+	ReleaseShared(held)
 	for range 1000 {
 		s.Release() // immortal: any number of Releases is fine
 	}
@@ -301,7 +301,7 @@ func TestSharedStaleKeepsKey(t *testing.T) {
 }
 
 // TestSharedReleaseAllRounds grows a slice of 4 handles and shrinks it with
-// ReleaseAll 1000 times: nothing may stay live.
+// ReleaseShared 1000 times: nothing may stay live.
 func TestSharedReleaseAllRounds(t *testing.T) {
 	for _, mode := range []string{"fast", "checked"} {
 		t.Run(mode, func(t *testing.T) {
@@ -320,7 +320,7 @@ func TestSharedReleaseAllRounds(t *testing.T) {
 					}
 					s = append(s, h.NewShared(8*(i+1), opts...))
 				}
-				ReleaseAll(s)
+				ReleaseShared(s)
 				s = s[:0]
 			}
 			if got := sharedLive(h); got != base {
@@ -388,7 +388,7 @@ func TestSharedOnReleaseTree(t *testing.T) {
 				}
 				maxDepth = max(maxDepth, d)
 				id := binary.LittleEndian.Uint32(b)
-				ReleaseAll(kids[id])
+				ReleaseShared(kids[id])
 			}
 			nodes := make([]Shared, n)
 			for i := range nodes {
@@ -483,7 +483,7 @@ func TestSharedOnReleasePanics(t *testing.T) {
 			}))
 		}
 		parent := h.NewShared(8, OnLastRelease(func([]byte) {
-			ReleaseAll(kids) // all queued: they run after this callback, last first
+			ReleaseShared(kids) // all queued: they run after this callback, last first
 			if parentPanics {
 				panic("parent")
 			}

@@ -82,7 +82,7 @@ func blockIn(a uintptr, e uint64, ci *classInfo) (index, into uint64) {
 
 // blockStart reports whether a starts a block of the small class whose
 // info is ci, e being the pagemap word of a's page (blockIn): the test
-// every Free makes, Heap.Free's and Cache.Free's fast paths included. It
+// every Free makes, Heap.Free's and Local.Free's fast paths included. It
 // is nosplit, as they are, and inlines into them.
 //
 //go:nosplit

@@ -8,14 +8,14 @@ import (
 	"unsafe"
 )
 
-// Allocator is what New and MakeSlice allocate from: a *Heap, a *Cache or
+// Allocator is what New and MakeSlice allocate from: a *Heap, a *Local or
 // an *Arena.
 type Allocator interface {
 	Alloc(n int) []byte
 }
 
 // Freer is what Free and FreeSlice give memory back to: the *Heap or a
-// *Cache of the heap that allocated it (an Arena's memory is freed whole,
+// *Local of the heap that allocated it (an Arena's memory is freed whole,
 // by Reset or Release).
 type Freer interface {
 	Free(b []byte)
@@ -56,8 +56,8 @@ func MakeSlice[T any](a Allocator, n int) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
-// Free returns *p, allocated by New from a heap or one of its Caches, to
-// f: the heap or any of its Caches. A nil p is ignored.
+// Free returns *p, allocated by New from a heap or one of its Locals, to
+// f: the heap or any of its Locals. A nil p is ignored.
 func Free[T any](f Freer, p *T) {
 	size := unsafe.Sizeof(*p)
 	if p == nil || size == 0 {
@@ -67,7 +67,7 @@ func Free[T any](f Freer, p *T) {
 }
 
 // FreeSlice returns s, allocated by MakeSlice from a heap or one of its
-// Caches, to f: the heap or any of its Caches. s must start where
+// Locals, to f: the heap or any of its Locals. s must start where
 // MakeSlice's result started; an empty s is ignored.
 func FreeSlice[T any](f Freer, s []T) {
 	size := unsafe.Sizeof(*new(T))

@@ -80,11 +80,11 @@ func TestTypedRefusesPointers(t *testing.T) {
 	}
 }
 
-// TestTypedThroughCache makes a value and a slice from a Cache and frees
+// TestTypedThroughCache makes a value and a slice from a Local and frees
 // them through it, and through the Heap, as Free takes what Alloc took.
 func TestTypedThroughCache(t *testing.T) {
 	h := newTestHeap(t, Options{})
-	c := h.NewCache()
+	c := h.NewLocal()
 	defer c.Close()
 	p, s := New[plain](c), MakeSlice[plain](c, 100)
 	Free(c, p)
@@ -92,7 +92,7 @@ func TestTypedThroughCache(t *testing.T) {
 	q := New[plain](c)
 	Free(h, q)
 	if st := h.Stats(); st.InUseBytes != 0 || st.LiveBlocks != 0 {
-		t.Fatalf("after freeing through the Cache and the Heap: %d bytes in %d blocks in use", st.InUseBytes, st.LiveBlocks)
+		t.Fatalf("after freeing through the Local and the Heap: %d bytes in %d blocks in use", st.InUseBytes, st.LiveBlocks)
 	}
 }
 

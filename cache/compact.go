@@ -101,7 +101,7 @@ const fixedReserve = 256 << 10
 // the budget grows back toward shardBudget by half the room. It stays
 // between 3/4 of shardBudget and shardBudget.
 func (c *Cache) fitBudget(st offheap.Stats) {
-	foot := int64(st.InUseBytes + st.SpanFreeBytes + st.MagazineBytes + st.DepotBytes + st.CacheBytes)
+	foot := int64(st.InUseBytes + st.SpanFreeBytes + st.MagazineBytes + st.DepotBytes + st.LocalBytes)
 	target := c.maxBytes - c.maxBytes/32 + fixedReserve
 	b := c.budget.Load()
 	n := int64(len(c.shards))

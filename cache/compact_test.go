@@ -13,7 +13,7 @@ import (
 // hold. Wholly free pages go back to the operating system on the heap's
 // release timer, so footprint is what stays resident.
 func footprint(st offheap.Stats) uint64 {
-	return st.InUseBytes + st.SpanFreeBytes + st.MagazineBytes + st.DepotBytes + st.CacheBytes
+	return st.InUseBytes + st.SpanFreeBytes + st.MagazineBytes + st.DepotBytes + st.LocalBytes
 }
 
 // TestDeleteCompacts deletes 90% of a cache's entries, at random, and

@@ -16,7 +16,7 @@ func TestProfileSeesEntries(t *testing.T) {
 	if checkedBuild {
 		t.Skip("a checked heap does not profile")
 	}
-	h, err := offheap.NewHeap(offheap.Options{ProfileRate: 4096})
+	h, err := offheap.NewHeap(offheap.Options{ProfileBytes: 4096})
 	if err != nil {
 		t.Skip(err)
 	}

@@ -14,7 +14,7 @@
 //
 // which shows the off-heap bytes still live by the line that allocated
 // them (-sample_index=alloc_space for every byte allocated). The profile is
-// the one Heap.WriteProfile writes, sampled at Options.ProfileRate.
+// the one Heap.WriteProfile writes, sampled at Options.ProfileBytes.
 package offheappprof
 
 import (

@@ -16,7 +16,7 @@ import (
 // TestHandler: a GET serves the heap's profile, gzipped, as WriteProfile
 // writes it; another method is refused with 405 and an Allow header.
 func TestHandler(t *testing.T) {
-	h, err := offheap.NewHeap(offheap.Options{ProfileRate: 1})
+	h, err := offheap.NewHeap(offheap.Options{ProfileBytes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@
 // Stats without a metric here fails this package's tests.
 //
 //	offheap_allocs_total{source}     counter  Allocs of non-empty blocks, by where they were served:
-//	                                          source="magazine", "cache", "central", "fresh" or "large"
+//	                                          source="magazine", "local", "central", "fresh" or "large"
 //	                                          (sum by source for every Alloc)
 //	offheap_frees_total              counter  Frees of non-empty blocks
 //	offheap_live_blocks              gauge    blocks allocated and not freed
@@ -23,9 +23,9 @@
 //	offheap_released_bytes           gauge    address space given back to the operating system
 //	offheap_magazine_bytes           gauge    free blocks parked in per-P magazines
 //	offheap_depot_bytes              gauge    free blocks in the central depots
-//	offheap_cache_bytes              gauge    free blocks held by open Caches (Heap.NewCache)
+//	offheap_local_bytes              gauge    free blocks held by open Locals (Heap.NewLocal)
 //	offheap_span_free_bytes          gauge    free bytes of small-block spans that no magazine, depot
-//	                                          or Cache holds: what a Relocate pass could give back
+//	                                          or Local holds: what a Relocate pass could give back
 //	offheap_relocations_total        counter  blocks Relocate moved
 //	offheap_corrupt_bytes            gauge    free blocks abandoned to a write after free
 //	                                          (nonzero: a use-after-free bug; alert on it)
@@ -56,7 +56,7 @@
 //	offheap_cache_expirations_total  counter  entries removed as their TTL passed
 //	offheap_cache_compactions_total  counter  compaction passes begun
 //	offheap_cache_entries            gauge    entries held
-//	offheap_cache_bytes              gauge    heap bytes held: entries at class size, plus the index
+//	offheap_local_bytes              gauge    heap bytes held: entries at class size, plus the index
 //	offheap_cache_max_bytes          gauge    the cache's MaxBytes
 //
 // # Cost
@@ -112,8 +112,8 @@ const (
 // heapStats exports every uint64 field of offheap.Stats but those in
 // summed; TestEveryStatsField keeps it so.
 var heapStats = []stat{
-	{"MagazineHits", "allocs_total", "magazine", counter, "Allocations of non-empty blocks, by where they were served: a per-P magazine, a Cache (Heap.NewCache), a central free list, a never-used block of a span, or pages of their own (large)."},
-	{"CacheHits", "allocs_total", "cache", counter, ""},
+	{"MagazineHits", "allocs_total", "magazine", counter, "Allocations of non-empty blocks, by where they were served: a per-P magazine, a Local (Heap.NewLocal), a central free list, a never-used block of a span, or pages of their own (large)."},
+	{"LocalHits", "allocs_total", "local", counter, ""},
 	{"CentralHits", "allocs_total", "central", counter, ""},
 	{"Fresh", "allocs_total", "fresh", counter, ""},
 	{"Large", "allocs_total", "large", counter, ""},
@@ -124,8 +124,8 @@ var heapStats = []stat{
 	{"ReleasedBytes", "released_bytes", "", gauge, "Address space given back to the operating system and kept reserved for reuse."},
 	{"MagazineBytes", "magazine_bytes", "", gauge, "Bytes of free blocks parked in per-P magazines."},
 	{"DepotBytes", "depot_bytes", "", gauge, "Bytes of free blocks in the central depots, waiting for a magazine."},
-	{"CacheBytes", "cache_bytes", "", gauge, "Bytes of free blocks held by open Caches (Heap.NewCache)."},
-	{"SpanFreeBytes", "span_free_bytes", "", gauge, "Free bytes of small-block spans that no magazine, depot or Cache holds: what a Relocate pass could give back."},
+	{"LocalBytes", "local_bytes", "", gauge, "Bytes of free blocks held by open Locals (Heap.NewLocal)."},
+	{"SpanFreeBytes", "span_free_bytes", "", gauge, "Free bytes of small-block spans that no magazine, depot or Local holds: what a Relocate pass could give back."},
 	{"Relocations", "relocations_total", "", counter, "Blocks Relocate moved."},
 	{"CorruptBytes", "corrupt_bytes", "", gauge, "Bytes of free blocks the heap abandoned because a write after free corrupted their span's free list: nonzero means a use-after-free bug."},
 }
@@ -140,7 +140,7 @@ var classStats = []stat{
 	{"Allocs", "class_allocs_total", "", counter, "Allocations served by the size class whose block size in bytes is the label size."},
 	{"Frees", "class_frees_total", "", counter, "Frees of blocks of the size class."},
 	{"InUse", "class_live_blocks", "", gauge, "Live blocks of the size class."},
-	{"SpanFreeBytes", "class_span_free_bytes", "", gauge, "Free bytes of the size class's spans that no magazine, depot or Cache holds."},
+	{"SpanFreeBytes", "class_span_free_bytes", "", gauge, "Free bytes of the size class's spans that no magazine, depot or Local holds."},
 	{"Relocations", "class_relocations_total", "", counter, "Blocks of the size class Relocate moved."},
 }
 

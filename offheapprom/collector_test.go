@@ -21,7 +21,7 @@ import (
 // which P a goroutine runs on, and that releases free pages at once.
 func newHeap(t *testing.T) *offheap.Heap {
 	t.Helper()
-	h, err := offheap.NewHeap(offheap.Options{MagazineDepth: -1, ReleaseDelay: -1, ProfileRate: -1}) // exact sources: a sampled 64-byte block would count as large
+	h, err := offheap.NewHeap(offheap.Options{MagazineDepth: -1, ReleaseDelay: -1, ProfileBytes: -1}) // exact sources: a sampled 64-byte block would count as large
 	if err != nil {
 		t.Skip(err) // a system without a backend
 	}
@@ -47,16 +47,16 @@ func TestCollector(t *testing.T) {
 	work(h)
 	s := h.Stats()
 	want := fmt.Sprintf(`
-# HELP offheap_allocs_total Allocations of non-empty blocks, by where they were served: a per-P magazine, a Cache (Heap.NewCache), a central free list, a never-used block of a span, or pages of their own (large).
+# HELP offheap_allocs_total Allocations of non-empty blocks, by where they were served: a per-P magazine, a Local (Heap.NewLocal), a central free list, a never-used block of a span, or pages of their own (large).
 # TYPE offheap_allocs_total counter
-offheap_allocs_total{heap="test",source="cache"} 0
+offheap_allocs_total{heap="test",source="local"} 0
 offheap_allocs_total{heap="test",source="central"} 1
 offheap_allocs_total{heap="test",source="fresh"} 2
 offheap_allocs_total{heap="test",source="large"} 1
 offheap_allocs_total{heap="test",source="magazine"} 0
-# HELP offheap_cache_bytes Bytes of free blocks held by open Caches (Heap.NewCache).
-# TYPE offheap_cache_bytes gauge
-offheap_cache_bytes{heap="test"} 0
+# HELP offheap_local_bytes Bytes of free blocks held by open Locals (Heap.NewLocal).
+# TYPE offheap_local_bytes gauge
+offheap_local_bytes{heap="test"} 0
 # HELP offheap_corrupt_bytes Bytes of free blocks the heap abandoned because a write after free corrupted their span's free list: nonzero means a use-after-free bug.
 # TYPE offheap_corrupt_bytes gauge
 offheap_corrupt_bytes{heap="test"} 0
@@ -84,7 +84,7 @@ offheap_released_bytes{heap="test"} 1.048576e+06
 # HELP offheap_relocations_total Blocks Relocate moved.
 # TYPE offheap_relocations_total counter
 offheap_relocations_total{heap="test"} 0
-# HELP offheap_span_free_bytes Free bytes of small-block spans that no magazine, depot or Cache holds: what a Relocate pass could give back.
+# HELP offheap_span_free_bytes Free bytes of small-block spans that no magazine, depot or Local holds: what a Relocate pass could give back.
 # TYPE offheap_span_free_bytes gauge
 offheap_span_free_bytes{heap="test"} %d
 `, s.MappedBytes, s.SpanFreeBytes)

@@ -12,7 +12,7 @@
 //	offheap: leak: 6 blocks (384 bytes) still live at Close, allocated at 1 place
 //
 //	6 blocks, 384 bytes, allocated at:
-//	example.com/cache.(*Cache).Put
+//	example.com/cache.(*Local).Put
 //		/src/cache/cache.go:42
 //	...
 //	at 0x7f3a1c200000 (64 bytes), 0x7f3a1c200040 (64 bytes), 0x7f3a1c200080 (64 bytes), 0x7f3a1c2000c0 (64 bytes) and 2 more
@@ -102,7 +102,7 @@ func VerifyNone(tb testing.TB, h *offheap.Heap) {
 // VerifyTestMain runs the tests (m.Run) and exits with their status, unless
 // they passed and some checked heap that is still open (the default heap
 // included, when it is checked) has live blocks or has found memory errors,
-// or some sampled heap (Options.SampleRate) has found memory errors: then it
+// or some sampled heap (Options.GuardOneIn) has found memory errors: then it
 // prints them on stderr and exits with status 1. A sampled heap's live
 // blocks are not reported: it is a fast heap, which the tests may keep
 // open and in use to the end. Call it from TestMain:

@@ -291,7 +291,7 @@ func childMain(what string) {
 	var err error
 	if what == "sampled" {
 		// A fast heap that samples: open and in use when the tests end.
-		if open, err = offheap.NewHeap(offheap.Options{SampleRate: 1}); err != nil {
+		if open, err = offheap.NewHeap(offheap.Options{GuardOneIn: 1}); err != nil {
 			panic(err)
 		}
 		childLeak(open)

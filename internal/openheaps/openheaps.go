@@ -7,7 +7,7 @@ package openheaps
 // Heap is an open heap with a checker.
 type Heap struct {
 	Heap    any  // the *offheap.Heap
-	Sampled bool // a fast heap that checks only its samples (SampleRate): it knows of no leaks but its samples'
+	Sampled bool // a fast heap that checks only its samples (GuardOneIn): it knows of no leaks but its samples'
 }
 
 // Checked returns every checked (or sampled) heap that is open, in the

@@ -11,13 +11,13 @@ import (
 // kernel (offheap's guard.go): its data page made accessible again and
 // written (a fault), then made inaccessible when it is freed. The noop arm is
 // one mprotect that changes nothing, the floor of any system call that
-// touches the address space. A SampleRate of N spreads this over N
+// touches the address space. A GuardOneIn of N spreads this over N
 // allocations, so it is the figure that decides what sampling costs:
 //
 //	go test -run '^$' -bench Sample -count 5 ./internal/osmem
 //
 // On the 2-vCPU VM of the README: noop 1.4 µs, a sample 17 µs, so 17 ns
-// per allocation at SampleRate 1000, where a fast Alloc+Free pair takes 11.
+// per allocation at GuardOneIn 1000, where a fast Alloc+Free pair takes 11.
 func BenchmarkSample(b *testing.B) {
 	const pages = 256 // cycled through, so that no page is hot in the TLB
 	ps := PageSize

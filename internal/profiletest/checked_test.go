@@ -14,7 +14,7 @@ import (
 // offheapchecked tag, does not profile: it writes a valid profile without
 // samples.
 func TestCheckedHeapProfileEmpty(t *testing.T) {
-	h, err := offheap.NewHeap(offheap.Options{ProfileRate: 1})
+	h, err := offheap.NewHeap(offheap.Options{ProfileBytes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

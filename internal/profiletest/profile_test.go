@@ -20,13 +20,13 @@ import (
 	"github.com/offheap/offheap"
 )
 
-// rate is the tests' ProfileRate: small, so that thousands of samples make
+// rate is the tests' ProfileBytes: small, so that thousands of samples make
 // the estimates' sampling error a percent or two.
 const rate = 4096
 
 func newHeap(t *testing.T, rate int) *offheap.Heap {
 	t.Helper()
-	return newHeapOpts(t, offheap.Options{ProfileRate: rate})
+	return newHeapOpts(t, offheap.Options{ProfileBytes: rate})
 }
 
 func newHeapOpts(t *testing.T, opts offheap.Options) *offheap.Heap {
@@ -125,7 +125,7 @@ func allocOne(h *offheap.Heap) []byte { return h.Alloc(1024) }
 func TestProfileRatio(t *testing.T) {
 	t.Run("magazines", func(t *testing.T) { testProfileRatio(t, newHeap(t, rate)) })
 	t.Run("nomag", func(t *testing.T) {
-		testProfileRatio(t, newHeapOpts(t, offheap.Options{ProfileRate: rate, MagazineDepth: -1}))
+		testProfileRatio(t, newHeapOpts(t, offheap.Options{ProfileBytes: rate, MagazineDepth: -1}))
 	})
 }
 
@@ -276,7 +276,7 @@ func TestPprofTop(t *testing.T) {
 	}
 }
 
-// TestProfileOff: a heap with a negative ProfileRate writes a valid profile
+// TestProfileOff: a heap with a negative ProfileBytes writes a valid profile
 // without samples.
 func TestProfileOff(t *testing.T) {
 	h := newHeap(t, -1)

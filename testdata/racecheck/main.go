@@ -63,7 +63,7 @@ func main() {
 // blocks of their own: the scenarios hand a block from one owner to the next
 // and check that the next owner got it.
 func newHeap(opts offheap.Options) *offheap.Heap {
-	opts.ProfileRate = -1
+	opts.ProfileBytes = -1
 	h, err := offheap.NewHeap(opts)
 	if err != nil {
 		fail("NewHeap: %v", err)
@@ -613,7 +613,7 @@ func allocFree(h *offheap.Heap, cache bool) (alloc func(n int, zeroed bool) []by
 				}
 			}
 	}
-	c := h.NewCache()
+	c := h.NewLocal()
 	return func(n int, zeroed bool) []byte {
 			if zeroed {
 				return c.Alloc(n)

@@ -34,7 +34,7 @@ func init() {
 // block with make, and a full one drops it to the garbage collector, so no
 // central list, census, size-class table or check stands between the two
 // pinned sections. offheap's pair through the Heap adds those to it; a
-// pair through a Cache, which needs no pin, can go below it.
+// pair through a Local, which needs no pin, can go below it.
 type pinFloor struct {
 	procs [pinFloorProcs]pinFloorProc
 }

@@ -8,7 +8,7 @@ import (
 func init() {
 	bench.RegisterArm(bench.Arm{
 		Name: "offheap-sampled",
-		Doc:  "offheap with Options{SampleRate: 1000}: one allocation in 1000 on guard pages (not in the default list)",
-		New:  func() (bench.Allocator, error) { return newHeap(offheap.Options{SampleRate: 1000}) },
+		Doc:  "offheap with Options{GuardOneIn: 1000}: one allocation in 1000 on guard pages (not in the default list)",
+		New:  func() (bench.Allocator, error) { return newHeap(offheap.Options{GuardOneIn: 1000}) },
 	})
 }

@@ -452,7 +452,7 @@ func TestDefaults(t *testing.T) {
 	for _, a := range arms {
 		names = append(names, a.Name)
 	}
-	if got := strings.Join(names, ","); got != "offheap,offheap-cache,offheap-nomag,go-make,sync-pool,pin-floor,null" {
+	if got := strings.Join(names, ","); got != "offheap,offheap-local,offheap-nomag,go-make,sync-pool,pin-floor,null" {
 		t.Errorf("default arms %s", got)
 	}
 }

@@ -384,7 +384,7 @@ func Arms() []*Arm {
 // armRank keeps the well-known arms in a readable order in tables; other
 // arms sort by name after them.
 func armRank(name string) int {
-	for i, n := range []string{"offheap", "offheap-cache", "offheap-nomag", "go-make", "sync-pool", "pin-floor", "null"} {
+	for i, n := range []string{"offheap", "offheap-local", "offheap-nomag", "go-make", "sync-pool", "pin-floor", "null"} {
 		if n == name {
 			return i
 		}

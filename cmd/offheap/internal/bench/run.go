@@ -381,7 +381,7 @@ func runTrial(s *shape, t *Trial, a Allocator) (Measurement, error) {
 			m.Metrics = map[string]float64{}
 		}
 		if allocs > 0 {
-			hits := after.MagazineHits + after.CacheHits - before.MagazineHits - before.CacheHits
+			hits := after.MagazineHits + after.LocalHits - before.MagazineHits - before.LocalHits
 			m.Metrics[MetricHitRate] = 100 * float64(hits) / float64(allocs)
 		}
 	}
@@ -390,13 +390,13 @@ func runTrial(s *shape, t *Trial, a Allocator) (Measurement, error) {
 
 // MetricHitRate is the metric (and benchmark unit) of the magazine hit rate,
 // in percent of allocations, that the runner adds for offheap arms: the
-// allocations a magazine or a Cache served without the central lock.
+// allocations a magazine or a Local served without the central lock.
 const MetricHitRate = "maghit-pct"
 
-func statsOf(ss StatsSource, ok bool) (s struct{ Allocs, MagazineHits, CacheHits, InUseBytes uint64 }) {
+func statsOf(ss StatsSource, ok bool) (s struct{ Allocs, MagazineHits, LocalHits, InUseBytes uint64 }) {
 	if ok {
 		st := ss.Stats()
-		s.Allocs, s.MagazineHits, s.CacheHits, s.InUseBytes = st.Allocs, st.MagazineHits, st.CacheHits, st.InUseBytes
+		s.Allocs, s.MagazineHits, s.LocalHits, s.InUseBytes = st.Allocs, st.MagazineHits, st.LocalHits, st.InUseBytes
 	}
 	return s
 }

@@ -24,7 +24,7 @@ var legend = []Metric{
 	{Name: "x<row>", Doc: "this row's min / that row's min at the same worker count: 0.25x is four times as fast"},
 	{Name: "t/t1", Doc: "this row's min / its own min at 1 worker; with fixed total work, 0.50 at 2 workers is perfect scaling"},
 	{Name: "ctl-speedup", Doc: "the compute control's speedup at this worker count: how far this machine scaled a loop with no memory traffic"},
-	{Name: MetricHitRate, Doc: "allocations served by a per-P magazine or a Cache, in percent (offheap arms)"},
+	{Name: MetricHitRate, Doc: "allocations served by a per-P magazine or a Local, in percent (offheap arms)"},
 }
 
 // Width is the most columns a line of the text report takes: a table too

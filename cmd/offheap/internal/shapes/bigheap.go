@@ -82,7 +82,7 @@ func bigSize(t *bench.Trial) int {
 // bigWay is the offheap way, with huge pages or not.
 func bigWay(huge bool) func(t *bench.Trial) (bench.Sample, error) {
 	return func(t *bench.Trial) (bench.Sample, error) {
-		h, err := offheap.NewHeap(offheap.Options{HugePages: huge, ProfileRate: -1})
+		h, err := offheap.NewHeap(offheap.Options{HugePages: huge, ProfileBytes: -1})
 		if err != nil {
 			return bench.Sample{}, err
 		}

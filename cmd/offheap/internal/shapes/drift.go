@@ -49,7 +49,7 @@ func driftSize(r *bench.Rand, p float64) int {
 // runDrift: a cache at a fixed live size whose values drift in size, with
 // random evictions. The timed ops are its Allocs and Frees.
 func runDrift(t *bench.Trial, row bench.Allocator) (bench.Sample, error) {
-	arm := bench.ForWorker(row, 0) // one worker: a Cache arm's own Cache
+	arm := bench.ForWorker(row, 0) // one worker: a Local arm's own Local
 	ops := t.Size(150_000, 1_500_000)
 	vals := make([][]byte, 0, driftLive/32)
 	bench.Touch(vals)

@@ -57,7 +57,7 @@ const (
 const fragDensePasses = 20
 
 // relocater is an arm that can move a block to a denser span, a batch at
-// a time: offheap's heap, and its Cache arm.
+// a time: offheap's heap, and its Local arm.
 type relocater interface {
 	RelocateAll(bs [][]byte) int
 }
@@ -71,7 +71,7 @@ const fragBatch = 1000
 // what one Relocate pass gives back. The timed ops are the fill's, the
 // eviction's and the refill's Allocs and Frees.
 func runFrag(t *bench.Trial, row bench.Allocator) (bench.Sample, error) {
-	arm := bench.ForWorker(row, 0) // one worker: a Cache arm's own Cache
+	arm := bench.ForWorker(row, 0) // one worker: a Local arm's own Local
 	n := t.Size(200_000, 2_000_000)
 	vals := make([][]byte, n)
 	refill := make([][]byte, 0, n/8)

@@ -132,20 +132,20 @@ func pairsVerdicts(r *bench.Report) []bench.Verdict {
 			"pairs", pairs64Unzeroed, "offheap", "sync-pool", 0.7),
 		needsIdleCore(oneWorker(r, "pairs-zeroed", "64 B pairs, 1 goroutine: offheap Alloc+Free / make",
 			"pairs", pairs64, "offheap", "go-make", 0.45), r, makeIdleCore))
-	// A Cache takes the pins out of the pair: about half of the heap's.
+	// A Local takes the pins out of the pair: about half of the heap's.
 	vs = append(vs,
-		oneWorker(r, "pairs-cache/pool", "64 B pairs, 1 goroutine: offheap-cache AllocUnzeroed+Free / sync-pool Get+Put",
-			"pairs", pairs64Unzeroed, "offheap-cache", "sync-pool", 0.35),
-		oneWorker(r, "pairs-cache/heap", "64 B pairs, 1 goroutine: offheap-cache AllocUnzeroed+Free / offheap's",
-			"pairs", pairs64Unzeroed, "offheap-cache", "offheap", 0.5))
-	// A Cache needs no pin: below the least two pinned sections cost (the
+		oneWorker(r, "pairs-local/pool", "64 B pairs, 1 goroutine: offheap-local AllocUnzeroed+Free / sync-pool Get+Put",
+			"pairs", pairs64Unzeroed, "offheap-local", "sync-pool", 0.35),
+		oneWorker(r, "pairs-local/heap", "64 B pairs, 1 goroutine: offheap-local AllocUnzeroed+Free / offheap's",
+			"pairs", pairs64Unzeroed, "offheap-local", "offheap", 0.5))
+	// A Local needs no pin: below the least two pinned sections cost (the
 	// pin-floor arm). The Heap's pair against that floor is not judged
 	// here: the harness's own cost (the null arm, a third of the floor)
 	// weighs on both sides of that ratio; BenchmarkPair64's lean-floor arm
 	// measures it without.
 	vs = append(vs,
-		oneWorker(r, "pairs-cache/pin-floor", "64 B pairs, 1 goroutine: offheap-cache AllocUnzeroed+Free / pin-floor's",
-			"pairs", pairs64Unzeroed, "offheap-cache", "pin-floor", 1.0))
+		oneWorker(r, "pairs-local/pin-floor", "64 B pairs, 1 goroutine: offheap-local AllocUnzeroed+Free / pin-floor's",
+			"pairs", pairs64Unzeroed, "offheap-local", "pin-floor", 1.0))
 	// A block a per-P cache serves costs about the same whatever its size;
 	// one that goes to a page heap under a lock costs many times more.
 	vs = append(vs, cellRatio(r, "pairs-64k/16k", "AllocUnzeroed+Free pairs, 1 goroutine, offheap: 64 KiB / 16 KiB",

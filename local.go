@@ -8,94 +8,94 @@ import (
 	"weak"
 )
 
-// A Cache is a stock of free blocks that one goroutine holds for itself, for
+// A Local is a stock of free blocks that one goroutine holds for itself, for
 // the goroutines that own their work: a worker of a pool, a connection's
 // read loop, a shard's single writer. Its Alloc pops and its Free pushes
 // without pinning the goroutine to its P, without an atomic and without a
-// cache line any other goroutine writes: a pair through a Cache costs less
+// cache line any other goroutine writes: a pair through a Local costs less
 // than a pair through the Heap, and less than the two pinned sections alone
 // (offheap bench's pin-floor arm; docs/benchmarks.md has the figures).
 //
-// A Cache is not safe for concurrent use: one goroutine at a time uses it,
+// A Local is not safe for concurrent use: one goroutine at a time uses it,
 // as a bufio.Writer. It may pass from goroutine to goroutine with the usual
 // synchronization (a channel, a mutex). Its Free takes any block of its
 // heap, whoever allocated it, and makes every check Heap.Free makes.
 //
-// A Cache holds, per size class up to 32 KiB, a stack of the depth a P's
+// A Local holds, per size class up to 32 KiB, a stack of the depth a P's
 // magazine has (Options.MagazineDepth), filled from and emptied into the
 // central lists in the batches the magazines exchange with them; larger
-// blocks pass straight to the heap. A Cache holds at most 4 MiB of free
-// blocks with the default depth, so a Cache that only frees (the consumer of
+// blocks pass straight to the heap. A Local holds at most 4 MiB of free
+// blocks with the default depth, so a Local that only frees (the consumer of
 // a producer) hands its blocks on instead of hoarding them.
 //
-// Use a Cache where one goroutine allocates and frees many blocks over a
+// Use a Local where one goroutine allocates and frees many blocks over a
 // long life; use the Heap where goroutines are many and short-lived (a
-// Cache per request would hold each request's blocks apart), and where
+// Local per request would hold each request's blocks apart), and where
 // every core's blocks should be shared at once.
 //
-// Stats counts a Cache's allocations as CacheHits and the free blocks it holds
-// as CacheBytes, while it is open and after: exact once the Cache's owner is
+// Stats counts a Local's allocations as LocalHits and the free blocks it holds
+// as LocalBytes, while it is open and after: exact once the Local's owner is
 // between calls, as a magazine's counts are once its P is. The heap's Trim
-// cannot take the blocks a Cache holds: its owner may be using them; Flush
-// gives them back. After the heap's Close, every call on the Cache panics with
-// an error wrapping ErrClosed (Close releasing the Cache first), but TryAlloc,
-// which returns it, and none faults. A Cache left unclosed gives its blocks
+// cannot take the blocks a Local holds: its owner may be using them; Flush
+// gives them back. After the heap's Close, every call on the Local panics with
+// an error wrapping ErrClosed (Close releasing the Local first), but TryAlloc,
+// which returns it, and none faults. A Local left unclosed gives its blocks
 // back to the heap when the garbage collector finds it unreachable; a
-// NewCache that finds many Caches open (256, or twice as many as after its
+// NewLocal that finds many Locals open (256, or twice as many as after its
 // last look) runs a collection first, to take back the states of those
 // dropped unclosed.
 //
-// A Cache of a sampled heap (Options.SampleRate) holds blocks as any other
+// A Local of a sampled heap (Options.GuardOneIn) holds blocks as any other
 // and samples its allocations for guard pages as the magazines do, with the
-// same odds. A Cache of a checked heap (Options.Checked or GuardPages, or
+// same odds. A Local of a checked heap (Options.Checked or GuardPages, or
 // the offheapchecked build tag) holds no blocks: it passes every call to
 // the heap, so every check and report is the heap's, and it panics when two
 // goroutines use it at once.
-type Cache struct {
+type Local struct {
 	h  *Heap
 	st *cacheState // the stacks: off-heap, or noCache (forwarding or closed)
 
 	fwd     bool            // a checked heap: every call goes to the heap
 	closed  bool            // Close ran
-	busy    atomic.Bool     // a forwarding Cache: a call is in progress
-	cleanup runtime.Cleanup // hands the blocks back if the Cache is dropped unclosed
+	busy    atomic.Bool     // a forwarding Local: a call is in progress
+	cleanup runtime.Cleanup // hands the blocks back if the Local is dropped unclosed
 }
 
-// cacheState is a Cache's stacks and census, mapped off-heap, as a
+// cacheState is a Local's stacks and census, mapped off-heap, as a
 // magazine is, so that Stats, InUse and the double-free check read the
 // census and stacks that the owner writes with plain stores (the race
 // detector does not see off-heap memory; an aligned load is never torn).
 // The heap keeps every state it mapped (cacheSet) until its Close, and a
-// closed Cache's state, emptied, serves the next NewCache, census and all:
+// closed Local's state, emptied, serves the next NewLocal, census and all:
 // a state's counts only grow, so the census sums the states without ever
 // moving a count from one place to another, and stays exact.
 type cacheState struct{ stacks }
 
-// noCache is the state of a Cache that holds nothing: one that forwards
+// noCache is the state of a Local that holds nothing: one that forwards
 // every call, and one that is closed. Its stacks are empty and hold
 // nothing, so the fast paths never write it and go to the slow ones.
 var noCache cacheState
 
-// cacheMax is the largest block a Cache holds: the larger classes' blocks
+// cacheMax is the largest block a Local holds: the larger classes' blocks
 // take microseconds to fill, beside which the heap's magazine costs
-// nothing, and holding them would take the Cache's bound past a few MiB.
+// nothing, and holding them would take the Local's bound past a few MiB.
 const cacheMax = bigClassMin
 
-// NewCache returns a Cache of h for one goroutine at a time (see Cache).
+// NewLocal returns a Local of h for one goroutine at a time (see Local).
 // It panics with an error wrapping ErrClosed on a closed heap. Close it when
 // done.
-func (h *Heap) NewCache() *Cache {
-	c := &Cache{h: h, st: &noCache, fwd: h.checked()}
+func (h *Heap) NewLocal() *Local {
+	c := &Local{h: h, st: &noCache, fwd: h.checked()}
 	if c.fwd {
 		if h.closed.Load() {
-			panic(closedError("NewCache"))
+			panic(closedError("NewLocal"))
 		}
 		return c
 	}
 	w := weak.Make(c)
 	st, err := h.getCache(w)
 	if err != nil {
-		panic(fmt.Errorf("offheap: NewCache: %w", err))
+		panic(fmt.Errorf("offheap: NewLocal: %w", err))
 	}
 	h.startCacheSampling(st)
 	c.st = st
@@ -103,17 +103,17 @@ func (h *Heap) NewCache() *Cache {
 	return c
 }
 
-// Alloc is Heap.Alloc through the Cache: n zeroed bytes with len and cap n,
+// Alloc is Heap.Alloc through the Local: n zeroed bytes with len and cap n,
 // which any Free of the heap takes.
 //
 //go:nosplit
 //go:noinline
-func (c *Cache) Alloc(n int) []byte {
+func (c *Local) Alloc(n int) []byte {
 	// Nosplit and never inlined, as Heap.Free: from the load of fastSize
 	// to the last touch of the block there is no safe point, so a Close
 	// that zeroed fastSize and quiesces waits the block's zeroing out
 	// (closing.go, way 2). fastSize is 0 in a checked heap too, whose
-	// Caches go to the slow path.
+	// Locals go to the slow path.
 	h := c.h
 	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
 		if a := c.st.pop(sizeClass(n)); a != 0 {
@@ -124,12 +124,12 @@ func (c *Cache) Alloc(n int) []byte {
 	return c.allocSlow(n, true)
 }
 
-// AllocUnzeroed is Heap.AllocUnzeroed through the Cache: Alloc without the
+// AllocUnzeroed is Heap.AllocUnzeroed through the Local: Alloc without the
 // zeroing.
 //
 //go:nosplit
 //go:noinline
-func (c *Cache) AllocUnzeroed(n int) []byte {
+func (c *Local) AllocUnzeroed(n int) []byte {
 	h := c.h
 	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
 		if a := c.st.pop(sizeClass(n)); a != 0 {
@@ -145,11 +145,11 @@ func (c *Cache) AllocUnzeroed(n int) []byte {
 // TryAlloc is Alloc returning an error instead of panicking, as
 // Heap.TryAlloc does: errors.Is(err, ErrLimit), ErrClosed, ErrSize or
 // ErrAddressSpace (the heap's address space is full). It panics, as Alloc
-// does, after the Cache's Close.
+// does, after the Local's Close.
 //
 //go:nosplit
 //go:noinline
-func (c *Cache) TryAlloc(n int) ([]byte, error) {
+func (c *Local) TryAlloc(n int) ([]byte, error) {
 	h := c.h // Alloc's fast path, for the reasons given there
 	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
 		if a := c.st.pop(sizeClass(n)); a != 0 {
@@ -160,18 +160,18 @@ func (c *Cache) TryAlloc(n int) ([]byte, error) {
 	return c.slow(n, true, "TryAlloc")
 }
 
-// Free is Heap.Free through the Cache: b may be any block of the heap,
+// Free is Heap.Free through the Local: b may be any block of the heap,
 // whoever allocated it, and Free panics, leaving the heap intact, where
 // Heap.Free does.
 //
 //go:nosplit
 //go:noinline
-func (c *Cache) Free(b []byte) {
+func (c *Local) Free(b []byte) {
 	// The class is the one cap(b) names, as it is for every slice Alloc
 	// returned, confirmed by the pagemap: the push depends on cap(b), not on
 	// the pagemap's word, which only a branch reads, so the chain of dependent
 	// loads from one pair to the next is shorter (BenchmarkPair64's
-	// offheap-cache arm; docs/benchmarks.md, The Cache pair). The checks are
+	// offheap-cache arm; docs/benchmarks.md, The Local pair). The checks are
 	// Heap.Free's, in a nosplit section as there and in Alloc; freeAny makes
 	// them for every other slice.
 	h := c.h
@@ -204,12 +204,12 @@ func (c *Cache) Free(b []byte) {
 // freeAny is Free for a slice whose capacity does not name its block's
 // class (b[:k:k], or not a block), a block of 8 bytes or above cacheMax,
 // a full stack and the key found: Heap.Free's fast path, written out with
-// the Cache's stack for the magazine (a call level costs a pair a
+// the Local's stack for the magazine (a call level costs a pair a
 // nanosecond), with the same checks in the same nosplit section.
-// TestCacheFreeAgrees holds the two together.
+// TestLocalFreeAgrees holds the two together.
 //
 //go:nosplit
-func (c *Cache) freeAny(b []byte) {
+func (c *Local) freeAny(b []byte) {
 	if cap(b) == 0 {
 		return
 	}
@@ -258,10 +258,10 @@ slow:
 	c.freeSlow(b)
 }
 
-// freeSlow serves the Frees the Cache's stacks do not take: of a class the
-// Cache does not hold, through a forwarding or closed Cache (whose stacks
+// freeSlow serves the Frees the Local's stacks do not take: of a class the
+// Local does not hold, through a forwarding or closed Local (whose stacks
 // hold nothing), and everything Heap.Free's slow path serves.
-func (c *Cache) freeSlow(b []byte) {
+func (c *Local) freeSlow(b []byte) {
 	c.use("Free")
 	defer c.done()
 	c.h.Free(b)
@@ -269,7 +269,7 @@ func (c *Cache) freeSlow(b []byte) {
 
 // freeFull serves a Free of block b of class cl, whose stack is full: it
 // spills the stack's oldest batch and frees b again, with room.
-func (c *Cache) freeFull(b []byte, cl uint8) {
+func (c *Local) freeFull(b []byte, cl uint8) {
 	if c.spill(cl) {
 		c.Free(b)
 		return
@@ -277,30 +277,30 @@ func (c *Cache) freeFull(b []byte, cl uint8) {
 	c.freeSlow(b)
 }
 
-// Flush hands every block the Cache holds back to the heap, where other
+// Flush hands every block the Local holds back to the heap, where other
 // goroutines' Allocs find them.
-func (c *Cache) Flush() {
+func (c *Local) Flush() {
 	c.use("Flush")
 	defer c.done()
 	h := c.h
 	if c.fwd {
 		if h.closed.Load() {
-			panic(closedError("Cache.Flush"))
+			panic(closedError("Local.Flush"))
 		}
 		return
 	}
 	if !h.enter() {
-		panic(closedError("Cache.Flush")) // Close took the blocks with the rest of the heap
+		panic(closedError("Local.Flush")) // Close took the blocks with the rest of the heap
 	}
 	defer h.exit()
 	h.emptyCache(c.st)
 }
 
-// Close flushes the Cache and releases it; later calls on it panic. Close
-// of a closed Cache does nothing. After the heap's Close it releases the
-// Cache and panics with an error wrapping ErrClosed, as an Arena's Release
+// Close flushes the Local and releases it; later calls on it panic. Close
+// of a closed Local does nothing. After the heap's Close it releases the
+// Local and panics with an error wrapping ErrClosed, as an Arena's Release
 // does.
-func (c *Cache) Close() {
+func (c *Local) Close() {
 	c.use("Close")
 	defer c.done()
 	if c.closed {
@@ -315,13 +315,13 @@ func (c *Cache) Close() {
 		open = c.h.dropCache(st, weak.Make(c))
 	}
 	if !open {
-		panic(closedError("Cache.Close"))
+		panic(closedError("Local.Close"))
 	}
 }
 
 // allocSlow is slow for Alloc and AllocUnzeroed, which panic with its
 // error.
-func (c *Cache) allocSlow(n int, zero bool) []byte {
+func (c *Local) allocSlow(n int, zero bool) []byte {
 	call := "Alloc"
 	if !zero {
 		call = "AllocUnzeroed"
@@ -333,11 +333,11 @@ func (c *Cache) allocSlow(n int, zero bool) []byte {
 	return b
 }
 
-// slow serves every allocation the Cache's stacks did not: an empty stack
-// (a refill), a sample, a size the Cache does not hold, a checked heap, a
-// closed Cache or heap. call names the method, for a closed Cache's panic
+// slow serves every allocation the Local's stacks did not: an empty stack
+// (a refill), a sample, a size the Local does not hold, a checked heap, a
+// closed Local or heap. call names the method, for a closed Local's panic
 // and a closed heap's error.
-func (c *Cache) slow(n int, zero bool, call string) ([]byte, error) {
+func (c *Local) slow(n int, zero bool, call string) ([]byte, error) {
 	c.use(call)
 	defer c.done()
 	h := c.h
@@ -345,7 +345,7 @@ func (c *Cache) slow(n int, zero bool, call string) ([]byte, error) {
 		return h.allocVia(n, zero)
 	}
 	if !h.enter() {
-		return nil, closedError("Cache." + call)
+		return nil, closedError("Local." + call)
 	}
 	cl := sizeClass(n)
 	if guard, prof := c.sampleDue(cl); guard || prof {
@@ -364,7 +364,7 @@ func (c *Cache) slow(n int, zero bool, call string) ([]byte, error) {
 			return b, nil
 		}
 		if !h.enter() {
-			return nil, closedError("Cache." + call)
+			return nil, closedError("Local." + call)
 		}
 	} else if a, err := c.refill(cl); err == nil {
 		raceAcquire(ptr(a)) // as in pop
@@ -379,7 +379,7 @@ func (c *Cache) slow(n int, zero bool, call string) ([]byte, error) {
 		h.exit()
 		panicCorrupt(err)
 	}
-	// At the limit, or closing: the Cache's own blocks go back first,
+	// At the limit, or closing: the Local's own blocks go back first,
 	// where the heap's reclaim (reclaim.go) finds them, and the heap's
 	// slow path tries again, or returns its error.
 	h.emptyCache(c.st)
@@ -387,7 +387,7 @@ func (c *Cache) slow(n int, zero bool, call string) ([]byte, error) {
 	return h.allocVia(n, zero)
 }
 
-// allocVia is an allocation a Cache passes to the heap, with the heap's
+// allocVia is an allocation a Local passes to the heap, with the heap's
 // error: TryAlloc's, or, unzeroed, the panic of AllocUnzeroed (which no
 // TryAlloc reaches).
 func (h *Heap) allocVia(n int, zero bool) ([]byte, error) {
@@ -400,7 +400,7 @@ func (h *Heap) allocVia(n int, zero bool) ([]byte, error) {
 // refill takes a batch of class cl from the central list, returns its first
 // block and stacks the rest. Called between enter and exit, by the owner,
 // with cl's stack empty.
-func (c *Cache) refill(cl uint8) (uintptr, error) {
+func (c *Local) refill(cl uint8) (uintptr, error) {
 	st := c.st
 	mc := &st.cls[cl]
 	var buf [maxDepth/2 + 1]uintptr
@@ -415,7 +415,7 @@ func (c *Cache) refill(cl uint8) (uintptr, error) {
 // spill makes room in the full stack of class cl, for Free to try again,
 // by moving the stack's oldest batch to the central list; it reports false
 // on a closed heap, whose Free then panics.
-func (c *Cache) spill(cl uint8) bool {
+func (c *Local) spill(cl uint8) bool {
 	h := c.h
 	if !h.enter() {
 		return false
@@ -434,18 +434,18 @@ func (c *Cache) spill(cl uint8) bool {
 // use begins a call on c off its fast paths: it panics if c is closed and,
 // in checked mode, if another goroutine is inside a call on c. done ends
 // it.
-func (c *Cache) use(call string) {
+func (c *Local) use(call string) {
 	if c.fwd && !c.busy.CompareAndSwap(false, true) {
-		panic(fmt.Sprintf("offheap: Cache.%s while another goroutine is using the Cache: a Cache is for one goroutine at a time; give each goroutine its own Cache (Heap.NewCache), or use the Heap", call))
+		panic(fmt.Sprintf("offheap: Local.%s while another goroutine is using the Local: a Local is for one goroutine at a time; give each goroutine its own Local (Heap.NewLocal), or use the Heap", call))
 	}
 	if c.closed && call != "Close" {
 		c.done()
-		panic(fmt.Sprintf("offheap: Cache.%s after the Cache's Close", call))
+		panic(fmt.Sprintf("offheap: Local.%s after the Local's Close", call))
 	}
 }
 
 // done ends what use began.
-func (c *Cache) done() {
+func (c *Local) done() {
 	if c.fwd {
 		c.busy.Store(false)
 	}

@@ -10,25 +10,25 @@ import (
 	"github.com/offheap/offheap/internal/osmem"
 )
 
-// cacheSet is a heap's registry of Cache states.
+// cacheSet is a heap's registry of Local states.
 //
-// The collector sees a Cache's Go object (a few words), not its state or
-// the blocks the state holds, so it feels no pressure from Caches dropped
+// The collector sees a Local's Go object (a few words), not its state or
+// the blocks the state holds, so it feels no pressure from Locals dropped
 // unclosed: a program that makes them faster than collections come would
 // map a state, and keep a stock of blocks, for each. So the registry knows
-// each open Cache's state by the Cache's weak pointer (owners), and when
-// NewCache finds no spare state and reclaimAt states in use, it runs a
-// collection and takes back the states of the Caches it found unreachable
+// each open Local's state by the Local's weak pointer (owners), and when
+// NewLocal finds no spare state and reclaimAt states in use, it runs a
+// collection and takes back the states of the Locals it found unreachable
 // (reclaimCaches) before it maps another. reclaimAt then doubles the states
 // still in use, at least minReclaim, so that a program that keeps many
-// Caches open pays a collection per doubling, as a growing heap does. A
-// reclaimed Cache's cleanup, which may run later, finds its state owned by
+// Locals open pays a collection per doubling, as a growing heap does. A
+// reclaimed Local's cleanup, which may run later, finds its state owned by
 // another (or by none) and leaves it.
 type cacheSet struct {
 	mu        sync.Mutex
 	all       []*cacheState                       // every state mapped: the census, the double-free check, Close
-	spare     []*cacheState                       // states of closed Caches, emptied, for the next NewCache
-	owners    map[*cacheState]weak.Pointer[Cache] // the states of open Caches (and of unreachable ones not yet reclaimed)
+	spare     []*cacheState                       // states of closed Locals, emptied, for the next NewLocal
+	owners    map[*cacheState]weak.Pointer[Local] // the states of open Locals (and of unreachable ones not yet reclaimed)
 	reclaimAt int                                 // len(owners) from which getCache reclaims before it maps
 	list      atomic.Pointer[[]*cacheState]       // all, for InUse without mu (only grows, as perP's)
 	caps      [numClasses]uint32                  // a new state's stack caps, fixed at NewHeap
@@ -38,20 +38,20 @@ type cacheSet struct {
 	}
 }
 
-// cacheOwner is a Cache's cleanup's argument: its state and its weak
+// cacheOwner is a Local's cleanup's argument: its state and its weak
 // pointer, which says whether the state is still its own.
 type cacheOwner struct {
 	st *cacheState
-	w  weak.Pointer[Cache]
+	w  weak.Pointer[Local]
 }
 
-// minReclaim is the fewest states in use from which NewCache collects to
-// reclaim unreachable Caches' states: a bound of a few MiB of states and
-// blocks for a program that drops Caches unclosed in a loop (each holds a
-// refill's batch of its class at least: TestCacheDroppedUnclosed).
+// minReclaim is the fewest states in use from which NewLocal collects to
+// reclaim unreachable Locals' states: a bound of a few MiB of states and
+// blocks for a program that drops Locals unclosed in a loop (each holds a
+// refill's batch of its class at least: TestLocalDroppedUnclosed).
 const minReclaim = 256
 
-// initCaches sizes the Caches' stacks for a heap of MagazineDepth depth: as
+// initCaches sizes the Locals' stacks for a heap of MagazineDepth depth: as
 // deep as its magazines, or as the default depth with magazines off.
 func (cs *cacheSet) init(depth int) {
 	if depth <= 0 {
@@ -64,11 +64,11 @@ func (cs *cacheSet) init(depth int) {
 	}
 }
 
-// batchOf is how many blocks a Cache's stack of capacity cap moves to or
+// batchOf is how many blocks a Local's stack of capacity cap moves to or
 // from the central list at once: half of it, as a magazine does.
 func batchOf(cap uint32) uint32 { return max(cap/2, 1) }
 
-// cacheBound is the most bytes of free blocks one Cache holds in a heap of
+// cacheBound is the most bytes of free blocks one Local holds in a heap of
 // MagazineDepth depth.
 func cacheBound(depth int) int {
 	var cs cacheSet
@@ -80,9 +80,9 @@ func cacheBound(depth int) int {
 	return total
 }
 
-// getCache gives the new Cache w points to a state: a spare, one reclaimed
-// from an unreachable Cache, or a new mapping.
-func (h *Heap) getCache(w weak.Pointer[Cache]) (*cacheState, error) {
+// getCache gives the new Local w points to a state: a spare, one reclaimed
+// from an unreachable Local, or a new mapping.
+func (h *Heap) getCache(w weak.Pointer[Local]) (*cacheState, error) {
 	cs := &h.caches
 	cs.mu.Lock()
 	if len(cs.spare) == 0 && len(cs.owners) >= max(cs.reclaimAt, minReclaim) {
@@ -92,7 +92,7 @@ func (h *Heap) getCache(w weak.Pointer[Cache]) (*cacheState, error) {
 	}
 	defer cs.mu.Unlock()
 	if h.closed.Load() {
-		return nil, closedError("NewCache")
+		return nil, closedError("NewLocal")
 	}
 	var st *cacheState
 	if k := len(cs.spare); k > 0 {
@@ -112,16 +112,16 @@ func (h *Heap) getCache(w weak.Pointer[Cache]) (*cacheState, error) {
 		cs.list.Store(&list)
 	}
 	if cs.owners == nil {
-		cs.owners = make(map[*cacheState]weak.Pointer[Cache])
+		cs.owners = make(map[*cacheState]weak.Pointer[Local])
 	}
 	cs.owners[st] = w
 	return st, nil
 }
 
 // reclaimCaches runs a collection and takes back, emptied, the states of
-// the Caches it found unreachable, as their cleanups would (see cacheSet).
-// A Cache whose weak pointer is nil is used by no goroutine: one inside a
-// call holds the Cache.
+// the Locals it found unreachable, as their cleanups would (see cacheSet).
+// A Local whose weak pointer is nil is used by no goroutine: one inside a
+// call holds the Local.
 func (h *Heap) reclaimCaches() {
 	runtime.GC()
 	if !h.enter() {
@@ -147,13 +147,13 @@ func (h *Heap) reclaimCaches() {
 	cs.mu.Unlock()
 }
 
-// dropCache empties the state of a Cache that is closed or unreachable (w
-// its weak pointer) and keeps it for the next NewCache, unless
+// dropCache empties the state of a Local that is closed or unreachable (w
+// its weak pointer) and keeps it for the next NewLocal, unless
 // reclaimCaches took it first. On a closed heap it does nothing and reports
 // false: Close saved every state's census and unmapped them. It runs on the
-// goroutine of Cache.Close or on the runtime's cleanup goroutine, between
+// goroutine of Local.Close or on the runtime's cleanup goroutine, between
 // enter and exit, so the heap's Close waits it out.
-func (h *Heap) dropCache(st *cacheState, w weak.Pointer[Cache]) bool {
+func (h *Heap) dropCache(st *cacheState, w weak.Pointer[Local]) bool {
 	if !h.enter() {
 		return false
 	}
@@ -162,7 +162,7 @@ func (h *Heap) dropCache(st *cacheState, w weak.Pointer[Cache]) bool {
 	cs.mu.Lock()
 	if cs.owners[st] != w {
 		cs.mu.Unlock()
-		return true // reclaimed already, and maybe another Cache's now
+		return true // reclaimed already, and maybe another Local's now
 	}
 	delete(cs.owners, st)
 	cs.mu.Unlock()
@@ -187,7 +187,7 @@ func (h *Heap) emptyCache(st *cacheState) {
 	}
 }
 
-// censusCaches adds the Caches' census to s: under mu, so that no state is
+// censusCaches adds the Locals' census to s: under mu, so that no state is
 // added or unmapped meanwhile; each count is the owner's, written with
 // plain stores, read whole.
 func (h *Heap) censusCaches(s *Stats) {
@@ -195,7 +195,7 @@ func (h *Heap) censusCaches(s *Stats) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	// Before the heap's Close, closed is zero; after, all is empty.
-	s.CacheHits += cs.closed.hits
+	s.LocalHits += cs.closed.hits
 	for c := 1; c < numClasses; c++ {
 		s.Classes[c-1].Allocs += cs.closed.class[c].hits
 		s.Classes[c-1].Frees += cs.closed.class[c].frees
@@ -204,18 +204,18 @@ func (h *Heap) censusCaches(s *Stats) {
 		for c := 1; c < numClasses; c++ {
 			mc := &st.cls[c]
 			hits := atomic.LoadUint64(&mc.hits)
-			s.CacheHits += hits
+			s.LocalHits += hits
 			s.Classes[c-1].Allocs += hits
 			s.Classes[c-1].Frees += atomic.LoadUint64(&mc.frees)
-			s.CacheBytes += uint64(atomic.LoadUint32(&mc.n)) * uint64(classSize[c])
+			s.LocalBytes += uint64(atomic.LoadUint32(&mc.n)) * uint64(classSize[c])
 		}
 	}
 }
 
-// closeCaches saves the Caches' census and unmaps their states, for the
-// heap's Close, which has waited out every Cache call that touches them:
+// closeCaches saves the Locals' census and unmaps their states, for the
+// heap's Close, which has waited out every Local call that touches them:
 // each fast path saw fastSize nonzero and ended before the quiesce, and
-// every other one runs between enter and exit. The open Caches keep
+// every other one runs between enter and exit. The open Locals keep
 // pointers to unmapped states, which they never touch again: their fast
 // paths see fastSize 0, and enter fails.
 func (h *Heap) closeCaches() error {
@@ -240,8 +240,8 @@ func (h *Heap) closeCaches() error {
 	return err
 }
 
-// cachedAt reports whether block a of class cl waits in a Cache's stack,
-// for the double-free check (freeState), which holds no Cache's owner
+// cachedAt reports whether block a of class cl waits in a Local's stack,
+// for the double-free check (freeState), which holds no Local's owner
 // still: a block an owner is moving meanwhile may go unseen, as one
 // between a magazine and the central list does. Called between enter and
 // exit.

@@ -8,10 +8,10 @@ import (
 	"github.com/offheap/offheap"
 )
 
-// A pool of workers, each with a Cache of its own: the workers allocate
+// A pool of workers, each with a Local of its own: the workers allocate
 // and free without pinning, and any worker may free a block another
 // allocated (here, the blocks a worker hands to the next).
-func ExampleHeap_NewCache() {
+func ExampleHeap_NewLocal() {
 	h, _ := offheap.NewHeap(offheap.Options{})
 	defer h.Close()
 
@@ -20,7 +20,7 @@ func ExampleHeap_NewCache() {
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			c := h.NewCache() // one per worker: a Cache is for one goroutine at a time
+			c := h.NewLocal() // one per worker: a Local is for one goroutine at a time
 			defer c.Close()   // hands what it holds back to the heap
 			for n := range jobs {
 				scratch := c.AllocUnzeroed(n) // written in full before it is read
@@ -50,18 +50,18 @@ func ExampleHeap_NewCache() {
 	}
 	s := h.Stats()
 	fmt.Println("live blocks:", s.LiveBlocks)
-	fmt.Println("every Alloc counted once:", s.MagazineHits+s.CacheHits+s.CentralHits+s.Fresh+s.Large == s.Allocs)
+	fmt.Println("every Alloc counted once:", s.MagazineHits+s.LocalHits+s.CentralHits+s.Fresh+s.Large == s.Allocs)
 	// Output:
 	// live blocks: 0
 	// every Alloc counted once: true
 }
 
-// TryAlloc lets a Cache's owner shed work at the heap's Limit instead of
+// TryAlloc lets a Local's owner shed work at the heap's Limit instead of
 // panicking: here a worker buffers messages until the heap is full.
-func ExampleCache_TryAlloc() {
+func ExampleLocal_TryAlloc() {
 	h, _ := offheap.NewHeap(offheap.Options{Limit: 1 << 20})
 	defer h.Close()
-	c := h.NewCache()
+	c := h.NewLocal()
 	defer c.Close()
 
 	var kept [][]byte

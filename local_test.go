@@ -11,15 +11,15 @@ import (
 	"time"
 )
 
-// TestCacheCensus: every Alloc and Free through a Cache is counted once,
-// as CacheHits where its stack served it, and Stats's identity and per-class
-// counts hold while the Cache is open, after Flush, after Close and after
+// TestLocalCensus: every Alloc and Free through a Local is counted once,
+// as LocalHits where its stack served it, and Stats's identity and per-class
+// counts hold while the Local is open, after Flush, after Close and after
 // the heap's Close; InUse agrees with Stats.
-func TestCacheCensus(t *testing.T) {
+func TestLocalCensus(t *testing.T) {
 	for _, arm := range modeArms {
 		t.Run(arm.name, func(t *testing.T) {
 			h := newTestHeap(t, unprofiled(arm.opts))
-			c := h.NewCache()
+			c := h.NewLocal()
 			var want census
 			var live [][]byte
 			sizes := testSizes()
@@ -39,7 +39,7 @@ func TestCacheCensus(t *testing.T) {
 				}
 				for i, b := range live {
 					if i%3 == round%3 {
-						h.Free(b) // a Cache's block, freed by the heap
+						h.Free(b) // a Local's block, freed by the heap
 					} else {
 						c.Free(b)
 					}
@@ -56,48 +56,48 @@ func TestCacheCensus(t *testing.T) {
 						t.Fatalf("round %d, %s: InUse %d bytes, %d blocks; Stats %d, %d", round, when, bytes, blocks, s.InUseBytes, s.LiveBlocks)
 					}
 					checked := h.checked()
-					if !checked && s.CacheHits == 0 && round > 0 {
-						t.Fatalf("round %d, %s: no CacheHits in a fast or sampled heap: %v", round, when, s)
+					if !checked && s.LocalHits == 0 && round > 0 {
+						t.Fatalf("round %d, %s: no LocalHits in a fast or sampled heap: %v", round, when, s)
 					}
-					if checked && (s.CacheHits != 0 || s.CacheBytes != 0) {
-						t.Fatalf("round %d, %s: a checked heap's Cache held blocks: %v", round, when, s)
+					if checked && (s.LocalHits != 0 || s.LocalBytes != 0) {
+						t.Fatalf("round %d, %s: a checked heap's Local held blocks: %v", round, when, s)
 					}
 				}
 				check("open")
 				if round == 1 {
 					c.Flush()
 					check("flushed")
-					if s := h.Stats(); s.CacheBytes != 0 {
-						t.Fatalf("CacheBytes %d after Flush", s.CacheBytes)
+					if s := h.Stats(); s.LocalBytes != 0 {
+						t.Fatalf("LocalBytes %d after Flush", s.LocalBytes)
 					}
 				}
 			}
-			hits := h.Stats().CacheHits
+			hits := h.Stats().LocalHits
 			c.Close()
 			s := h.Stats()
 			if err := checkCensusOf(h, s, want); err != nil {
-				t.Fatalf("after the Cache's Close: %v", err)
+				t.Fatalf("after the Local's Close: %v", err)
 			}
-			if s.CacheHits != hits || s.CacheBytes != 0 {
-				t.Fatalf("after the Cache's Close: CacheHits %d (was %d), CacheBytes %d", s.CacheHits, hits, s.CacheBytes)
+			if s.LocalHits != hits || s.LocalBytes != 0 {
+				t.Fatalf("after the Local's Close: LocalHits %d (was %d), LocalBytes %d", s.LocalHits, hits, s.LocalBytes)
 			}
-			// A new Cache takes the closed one's state, and its census
+			// A new Local takes the closed one's state, and its census
 			// goes on from there.
-			c = h.NewCache()
+			c = h.NewLocal()
 			c.Free(c.Alloc(64))
 			c.Free(c.Alloc(64))
 			want.allocs += 2
 			want.frees += 2
 			if err := checkCensusOf(h, h.Stats(), want); err != nil {
-				t.Fatalf("a second Cache: %v", err)
+				t.Fatalf("a second Local: %v", err)
 			}
-			hits = h.Stats().CacheHits
+			hits = h.Stats().LocalHits
 			h.Close()
 			if err := checkCensusOf(h, h.Stats(), want); err != nil {
 				t.Fatalf("after the heap's Close: %v", err)
 			}
-			if s := h.Stats(); s.CacheHits != hits {
-				t.Fatalf("after the heap's Close: CacheHits %d, was %d", s.CacheHits, hits)
+			if s := h.Stats(); s.LocalHits != hits {
+				t.Fatalf("after the heap's Close: LocalHits %d, was %d", s.LocalHits, hits)
 			}
 		})
 	}
@@ -113,18 +113,18 @@ func checkCensusOf(h *Heap, s Stats, want census) error {
 	return checkCensus(s, want)
 }
 
-// TestCacheFreeAgrees: Cache.Free refuses what Heap.Free refuses, with the
+// TestLocalFreeAgrees: Local.Free refuses what Heap.Free refuses, with the
 // same message, and leaves the heap intact: Go memory, another heap's
 // block, an address inside a block, an arena's memory, and a double free
-// wherever the first Free left the block (the Cache's stack, another
-// Cache's, a magazine, a depot batch). Cache.Free is Heap.Free's fast path
+// wherever the first Free left the block (the Local's stack, another
+// Local's, a magazine, a depot batch). Local.Free is Heap.Free's fast path
 // written out; this holds the two copies together.
-func TestCacheFreeAgrees(t *testing.T) {
+func TestLocalFreeAgrees(t *testing.T) {
 	for _, arm := range modeArms {
 		t.Run(arm.name, func(t *testing.T) {
 			h := newTestHeap(t, unprofiled(arm.opts))
 			other := newTestHeap(t, unprofiled(Options{}))
-			c := h.NewCache()
+			c := h.NewLocal()
 			defer c.Close()
 			a := h.NewArena()
 			defer a.Release()
@@ -142,21 +142,21 @@ func TestCacheFreeAgrees(t *testing.T) {
 					want := sharedPanic(func() { h.Free(x) })
 					got := sharedPanic(func() { c.Free(x) })
 					if want == "" || stripAddrs(got) != stripAddrs(want) {
-						t.Errorf("n=%d, %s: Cache.Free panicked %q, Heap.Free %q", n, what, got, want)
+						t.Errorf("n=%d, %s: Local.Free panicked %q, Heap.Free %q", n, what, got, want)
 					}
 				}
 				c.Free(b)
 				if n == 8 || n > maxSmall {
 					continue // no key: fast mode does not see it (doublefree.go)
 				}
-				wantDoubleFree(t, h, fmt.Sprintf("n=%d, in the Cache", n), addrOf(b), n, func() { c.Free(b) })
-				wantDoubleFree(t, h, fmt.Sprintf("n=%d, in the Cache, by the heap", n), addrOf(b), n, func() { h.Free(b) })
-				d := h.NewCache()
-				wantDoubleFree(t, h, fmt.Sprintf("n=%d, in the Cache, by another Cache", n), addrOf(b), n, func() { d.Free(b) })
+				wantDoubleFree(t, h, fmt.Sprintf("n=%d, in the Local", n), addrOf(b), n, func() { c.Free(b) })
+				wantDoubleFree(t, h, fmt.Sprintf("n=%d, in the Local, by the heap", n), addrOf(b), n, func() { h.Free(b) })
+				d := h.NewLocal()
+				wantDoubleFree(t, h, fmt.Sprintf("n=%d, in the Local, by another Local", n), addrOf(b), n, func() { d.Free(b) })
 				d.Close()
 				b = h.Alloc(n)
 				h.Free(b)
-				wantDoubleFree(t, h, fmt.Sprintf("n=%d, in the heap, by the Cache", n), addrOf(b), n, func() { c.Free(b) })
+				wantDoubleFree(t, h, fmt.Sprintf("n=%d, in the heap, by the Local", n), addrOf(b), n, func() { c.Free(b) })
 			}
 			// Intact: every block handed out once.
 			var blocks [][]byte
@@ -174,13 +174,13 @@ func TestCacheFreeAgrees(t *testing.T) {
 	}
 }
 
-// TestCacheFreeShortCap: a slice of a block with a smaller capacity than
+// TestLocalFreeShortCap: a slice of a block with a smaller capacity than
 // the block's, whose capacity names a smaller class, frees the block its
 // start is, as Heap.Free does; a second Free of it is a double free.
-func TestCacheFreeShortCap(t *testing.T) {
+func TestLocalFreeShortCap(t *testing.T) {
 	skipChecked(t)
 	h := newTestHeap(t, unprofiled(Options{}))
-	c := h.NewCache()
+	c := h.NewLocal()
 	defer c.Close()
 	for _, n := range []int{16, 64, 1000, 20000} {
 		b := c.Alloc(n)
@@ -205,11 +205,11 @@ func stripAddrs(msg string) string {
 	return strings.Join(f, " ")
 }
 
-// TestCacheBound: a Cache that only frees holds at most cacheBound bytes,
+// TestLocalBound: a Local that only frees holds at most cacheBound bytes,
 // which is a few MiB, and hands the rest on: blocks a producer allocates
-// from the heap and a consumer frees through its Cache go back to the
+// from the heap and a consumer frees through its Local go back to the
 // central lists, where the producer finds them again.
-func TestCacheBound(t *testing.T) {
+func TestLocalBound(t *testing.T) {
 	skipChecked(t)
 	if b := cacheBound(0); b > 4<<20 || b < 1<<20 {
 		t.Fatalf("cacheBound(0) = %d bytes, want 1-4 MiB", b)
@@ -217,7 +217,7 @@ func TestCacheBound(t *testing.T) {
 	for _, depth := range []int{0, 1, MaxMagazineDepth, -1} {
 		t.Run(fmt.Sprint("depth=", depth), func(t *testing.T) {
 			h := newTestHeap(t, unprofiled(Options{MagazineDepth: depth}))
-			c := h.NewCache()
+			c := h.NewLocal()
 			defer c.Close()
 			bound := uint64(cacheBound(depth))
 			for _, n := range []int{8, 64, 1000, 16 << 10, cacheMax} {
@@ -232,50 +232,50 @@ func TestCacheBound(t *testing.T) {
 				}
 			}
 			s := h.Stats()
-			if s.CacheBytes > bound || s.CacheBytes == 0 {
-				t.Fatalf("a Cache that only frees holds %d bytes; its bound is %d", s.CacheBytes, bound)
+			if s.LocalBytes > bound || s.LocalBytes == 0 {
+				t.Fatalf("a Local that only frees holds %d bytes; its bound is %d", s.LocalBytes, bound)
 			}
-			if held := uint64(cacheHeld(c)); held != s.CacheBytes {
-				t.Fatalf("CacheBytes %d, the Cache's stacks hold %d", s.CacheBytes, held)
+			if held := uint64(cacheHeld(c)); held != s.LocalBytes {
+				t.Fatalf("LocalBytes %d, the Local's stacks hold %d", s.LocalBytes, held)
 			}
 		})
 	}
 }
 
-// skipChecked skips a test of a Cache's stacks in the offheapchecked
-// build, whose Caches hold no blocks.
+// skipChecked skips a test of a Local's stacks in the offheapchecked
+// build, whose Locals hold no blocks.
 func skipChecked(t *testing.T) {
 	if buildChecked {
-		t.Skip("offheapchecked: a Cache passes every call to the checked heap")
+		t.Skip("offheapchecked: a Local passes every call to the checked heap")
 	}
 }
 
-// TestCacheFillsItsStacks: a Cache's Allocs come from its stacks once a
-// refill stocked them, and its Frees go back to them: the blocks a Cache
+// TestLocalFillsItsStacks: a Local's Allocs come from its stacks once a
+// refill stocked them, and its Frees go back to them: the blocks a Local
 // frees are the ones it hands out next.
-func TestCacheFillsItsStacks(t *testing.T) {
+func TestLocalFillsItsStacks(t *testing.T) {
 	skipChecked(t)
 	h := newTestHeap(t, unprofiled(Options{}))
-	c := h.NewCache()
+	c := h.NewLocal()
 	defer c.Close()
 	b := c.AllocUnzeroed(64)
 	before := h.Stats()
 	c.Free(b)
 	if x := c.Alloc(64); addrOf(x) != addrOf(b) {
-		t.Fatalf("the Cache handed out %#x after freeing %#x", addrOf(x), addrOf(b))
+		t.Fatalf("the Local handed out %#x after freeing %#x", addrOf(x), addrOf(b))
 	}
-	if s := h.Stats(); s.CacheHits != before.CacheHits+1 || s.MagazineHits != before.MagazineHits || s.CentralHits+s.Fresh != before.CentralHits+before.Fresh {
-		t.Fatalf("a Cache's pop counted as %v, was %v", s, before)
+	if s := h.Stats(); s.LocalHits != before.LocalHits+1 || s.MagazineHits != before.MagazineHits || s.CentralHits+s.Fresh != before.CentralHits+before.Fresh {
+		t.Fatalf("a Local's pop counted as %v, was %v", s, before)
 	}
 }
 
-// TestCacheServesEverySize: for every size a Cache holds, zeroed and
-// unzeroed, a pair after the first is served by the Cache's stack. Before the fix AllocUnzeroed of 8
+// TestLocalServesEverySize: for every size a Local holds, zeroed and
+// unzeroed, a pair after the first is served by the Local's stack. Before the fix AllocUnzeroed of 8
 // bytes or less refilled on every call, and dropped the stack it had.
-func TestCacheServesEverySize(t *testing.T) {
+func TestLocalServesEverySize(t *testing.T) {
 	skipChecked(t)
 	h := newTestHeap(t, unprofiled(Options{}))
-	c := h.NewCache()
+	c := h.NewLocal()
 	defer c.Close()
 	for _, n := range []int{1, 8, 9, 16, 64, 1000, cacheMax} {
 		for _, zero := range []bool{true, false} {
@@ -288,21 +288,21 @@ func TestCacheServesEverySize(t *testing.T) {
 			for range 10 {
 				c.Free(alloc(n))
 			}
-			if s := h.Stats(); s.CacheHits-before.CacheHits != 10 {
-				t.Errorf("n=%d, zero=%v: %d of 10 Allocs from the Cache's stack (%v)", n, zero, s.CacheHits-before.CacheHits, s)
+			if s := h.Stats(); s.LocalHits-before.LocalHits != 10 {
+				t.Errorf("n=%d, zero=%v: %d of 10 Allocs from the Local's stack (%v)", n, zero, s.LocalHits-before.LocalHits, s)
 			}
 		}
 	}
 }
 
-// TestCacheAtLimit: at the heap's Limit, a Cache's refill that the limit
-// refuses gives the Cache's own blocks back first, so that the heap's
-// reclaim finds them: a Cache holding a block of one class after another
+// TestLocalAtLimit: at the heap's Limit, a Local's refill that the limit
+// refuses gives the Local's own blocks back first, so that the heap's
+// reclaim finds them: a Local holding a block of one class after another
 // does not make the heap refuse what it has room for.
-func TestCacheAtLimit(t *testing.T) {
+func TestLocalAtLimit(t *testing.T) {
 	skipChecked(t)
 	h := newTestHeap(t, unprofiled(Options{Limit: 1 << 20, ReleaseDelay: -1}))
-	c := h.NewCache()
+	c := h.NewLocal()
 	defer c.Close()
 	noPanic(t, func() {
 		for cl := 2; cl < numClasses && classSize[cl] <= 4096; cl++ {
@@ -311,16 +311,16 @@ func TestCacheAtLimit(t *testing.T) {
 	})
 }
 
-// TestCacheTryAlloc: a Cache's TryAlloc returns the heap's errors where
+// TestLocalTryAlloc: a Local's TryAlloc returns the heap's errors where
 // Alloc panics with them (a request over the Limit, a negative size) and
 // loses nothing: every block it handed out frees, and the heap ends empty.
-func TestCacheTryAlloc(t *testing.T) {
+func TestLocalTryAlloc(t *testing.T) {
 	for _, arm := range modeArms {
 		t.Run(arm.name, func(t *testing.T) {
 			opts := arm.opts
 			opts.Limit, opts.ReleaseDelay = 4<<20, -1
 			h := newTestHeap(t, unprofiled(opts))
-			c := h.NewCache()
+			c := h.NewLocal()
 			defer c.Close()
 			if b, err := c.TryAlloc(8 << 20); !errors.Is(err, ErrLimit) || b != nil {
 				t.Errorf("TryAlloc(8 MiB) under a 4 MiB Limit: %d bytes, %v; want ErrLimit", len(b), err)
@@ -344,7 +344,7 @@ func TestCacheTryAlloc(t *testing.T) {
 				blocks = append(blocks, b)
 			}
 			want := 100
-			if r := arm.opts.SampleRate; r > 0 {
+			if r := arm.opts.GuardOneIn; r > 0 {
 				// Every r-th block on a guarded run of two OS pages:
 				// 128 KiB of the Limit each with 64 KiB pages. Half of what
 				// fits, for the quarantine's and the draw's share.
@@ -364,13 +364,13 @@ func TestCacheTryAlloc(t *testing.T) {
 	}
 }
 
-// TestCacheAfterClose: a closed Cache's Alloc, AllocUnzeroed, Free and
+// TestLocalAfterClose: a closed Local's Alloc, AllocUnzeroed, Free and
 // Flush panic, saying so; a second Close does nothing; the heap goes on.
-func TestCacheAfterClose(t *testing.T) {
+func TestLocalAfterClose(t *testing.T) {
 	for _, arm := range modeArms {
 		t.Run(arm.name, func(t *testing.T) {
 			h := newTestHeap(t, unprofiled(arm.opts))
-			c := h.NewCache()
+			c := h.NewLocal()
 			b := c.Alloc(64)
 			c.Close()
 			for what, f := range map[string]func(){
@@ -381,7 +381,7 @@ func TestCacheAfterClose(t *testing.T) {
 				"Free":          func() { c.Free(b) },
 				"Flush":         func() { c.Flush() },
 			} {
-				wantRefused(t, what+" after the Cache's Close", f, "Cache."+strings.Fields(what)[len(strings.Fields(what))-1], "after the Cache's Close")
+				wantRefused(t, what+" after the Local's Close", f, "Local."+strings.Fields(what)[len(strings.Fields(what))-1], "after the Local's Close")
 			}
 			noPanic(t, c.Close)
 			noPanic(t, func() { h.Free(b) })
@@ -389,15 +389,15 @@ func TestCacheAfterClose(t *testing.T) {
 	}
 }
 
-// TestCacheHeapClosed: after the heap's Close, an open Cache's Alloc,
+// TestLocalHeapClosed: after the heap's Close, an open Local's Alloc,
 // AllocUnzeroed, Free, Flush and Close panic with an error wrapping
-// ErrClosed, never fault; a second Close does nothing. NewCache panics
+// ErrClosed, never fault; a second Close does nothing. NewLocal panics
 // likewise.
-func TestCacheHeapClosed(t *testing.T) {
+func TestLocalHeapClosed(t *testing.T) {
 	for _, arm := range modeArms {
 		t.Run(arm.name, func(t *testing.T) {
 			h := newTestHeap(t, unprofiled(arm.opts))
-			c := h.NewCache()
+			c := h.NewLocal()
 			var blocks [][]byte
 			for i := range 300 {
 				blocks = append(blocks, c.Alloc(1+i*50))
@@ -407,30 +407,30 @@ func TestCacheHeapClosed(t *testing.T) {
 			}
 			h.Close()
 			for _, n := range []int{16, 64, cacheMax + 1, maxSmall + 1} {
-				wantClosed(t, fmt.Sprintf("Cache.Alloc(%d)", n), func() error { c.Alloc(n); return nil })
-				wantClosed(t, fmt.Sprintf("Cache.AllocUnzeroed(%d)", n), func() error { c.AllocUnzeroed(n); return nil })
-				wantClosed(t, fmt.Sprintf("Cache.TryAlloc(%d)", n), func() error {
+				wantClosed(t, fmt.Sprintf("Local.Alloc(%d)", n), func() error { c.Alloc(n); return nil })
+				wantClosed(t, fmt.Sprintf("Local.AllocUnzeroed(%d)", n), func() error { c.AllocUnzeroed(n); return nil })
+				wantClosed(t, fmt.Sprintf("Local.TryAlloc(%d)", n), func() error {
 					b, err := c.TryAlloc(n)
 					if b != nil {
-						t.Errorf("Cache.TryAlloc(%d) after the heap's Close: %d bytes", n, len(b))
+						t.Errorf("Local.TryAlloc(%d) after the heap's Close: %d bytes", n, len(b))
 					}
 					return err
 				})
 			}
-			wantClosed(t, "Cache.Free", func() error { c.Free(blocks[250]); return nil })
-			wantClosed(t, "NewCache", func() error { h.NewCache(); return nil })
-			wantClosed(t, "Cache.Flush", func() error { c.Flush(); return nil })
-			wantClosed(t, "Cache.Close", func() error { c.Close(); return nil })
+			wantClosed(t, "Local.Free", func() error { c.Free(blocks[250]); return nil })
+			wantClosed(t, "NewLocal", func() error { h.NewLocal(); return nil })
+			wantClosed(t, "Local.Flush", func() error { c.Flush(); return nil })
+			wantClosed(t, "Local.Close", func() error { c.Close(); return nil })
 			noPanic(t, c.Close)
 		})
 	}
 }
 
-// TestCacheTrim: Trim leaves a Cache's blocks to it; Flush gives them back.
-func TestCacheTrim(t *testing.T) {
+// TestLocalTrim: Trim leaves a Local's blocks to it; Flush gives them back.
+func TestLocalTrim(t *testing.T) {
 	skipChecked(t)
 	h := newTestHeap(t, unprofiled(Options{}))
-	c := h.NewCache()
+	c := h.NewLocal()
 	defer c.Close()
 	var blocks [][]byte
 	for range 100 {
@@ -439,25 +439,25 @@ func TestCacheTrim(t *testing.T) {
 	for _, b := range blocks {
 		c.Free(b)
 	}
-	held := h.Stats().CacheBytes
+	held := h.Stats().LocalBytes
 	h.Trim()
-	if s := h.Stats(); held == 0 || s.CacheBytes != held {
-		t.Fatalf("CacheBytes %d before Trim, %d after", held, s.CacheBytes)
+	if s := h.Stats(); held == 0 || s.LocalBytes != held {
+		t.Fatalf("LocalBytes %d before Trim, %d after", held, s.LocalBytes)
 	}
 	c.Flush()
 	h.Trim()
-	if s := h.Stats(); s.CacheBytes != 0 || s.DepotBytes != 0 || s.MagazineBytes != 0 {
+	if s := h.Stats(); s.LocalBytes != 0 || s.DepotBytes != 0 || s.MagazineBytes != 0 {
 		t.Fatalf("after Flush and Trim: %v", s)
 	}
 }
 
-// TestCacheCleanup: a Cache dropped unclosed gives its blocks back once
-// the collector finds it unreachable; its state serves the next NewCache.
-func TestCacheCleanup(t *testing.T) {
+// TestLocalCleanup: a Local dropped unclosed gives its blocks back once
+// the collector finds it unreachable; its state serves the next NewLocal.
+func TestLocalCleanup(t *testing.T) {
 	skipChecked(t)
 	h := newTestHeap(t, unprofiled(Options{}))
 	func() {
-		c := h.NewCache()
+		c := h.NewLocal()
 		var blocks [][]byte
 		for range 100 {
 			blocks = append(blocks, c.Alloc(64))
@@ -466,37 +466,37 @@ func TestCacheCleanup(t *testing.T) {
 			c.Free(b)
 		}
 	}()
-	if h.Stats().CacheBytes == 0 {
-		t.Fatal("the Cache held nothing")
+	if h.Stats().LocalBytes == 0 {
+		t.Fatal("the Local held nothing")
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for h.Stats().CacheBytes != 0 {
+	for h.Stats().LocalBytes != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("an unreachable Cache still holds %d bytes 20 s later", h.Stats().CacheBytes)
+			t.Fatalf("an unreachable Local still holds %d bytes 20 s later", h.Stats().LocalBytes)
 		}
 		runtime.GC()
 		time.Sleep(time.Millisecond)
 	}
 	if n := cacheStates(h); n != 1 {
-		t.Fatalf("%d Cache states, want 1", n)
+		t.Fatalf("%d Local states, want 1", n)
 	}
-	c := h.NewCache()
+	c := h.NewLocal()
 	defer c.Close()
 	if n := cacheStates(h); n != 1 {
-		t.Fatalf("a new Cache mapped a state of its own: %d states, want 1", n)
+		t.Fatalf("a new Local mapped a state of its own: %d states, want 1", n)
 	}
 }
 
-// TestCacheCleanupAfterClose: the cleanup of a Cache dropped unclosed runs
+// TestLocalCleanupAfterClose: the cleanup of a Local dropped unclosed runs
 // safely after the heap's Close, and at the same time as it.
-func TestCacheCleanupAfterClose(t *testing.T) {
+func TestLocalCleanupAfterClose(t *testing.T) {
 	for i := range 20 {
 		h, err := NewHeap(unprofiled(Options{}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		func() {
-			c := h.NewCache()
+			c := h.NewLocal()
 			for range 10 {
 				c.Free(c.Alloc(64))
 			}
@@ -509,11 +509,11 @@ func TestCacheCleanupAfterClose(t *testing.T) {
 	}
 }
 
-// TestCacheStress: workers, each with its own Cache, allocate
-// pattern-filled blocks and free them through their Caches, the heap, or
+// TestLocalStress: workers, each with its own Local, allocate
+// pattern-filled blocks and free them through their Locals, the heap, or
 // another worker's (by handing them over a channel); every block's pattern
 // is intact when freed, and the census is exact at the end.
-func TestCacheStress(t *testing.T) {
+func TestLocalStress(t *testing.T) {
 	for _, arm := range modeArms {
 		t.Run(arm.name, func(t *testing.T) {
 			h := newTestHeap(t, unprofiled(arm.opts))
@@ -528,7 +528,7 @@ func TestCacheStress(t *testing.T) {
 			var errs []error
 			for w := range workers {
 				wg.Go(func() {
-					c := h.NewCache()
+					c := h.NewLocal()
 					defer c.Close()
 					rng := rand.New(rand.NewPCG(uint64(w), 9))
 					var live [][]byte
@@ -594,8 +594,8 @@ func TestCacheStress(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := h.Stats()
-			if s.Allocs != s.Frees || s.LiveBlocks != 0 || s.InUseBytes != 0 || s.CacheBytes != 0 {
-				t.Fatalf("after every block was freed and every Cache closed: %v", s)
+			if s.Allocs != s.Frees || s.LiveBlocks != 0 || s.InUseBytes != 0 || s.LocalBytes != 0 {
+				t.Fatalf("after every block was freed and every Local closed: %v", s)
 			}
 			if err := checkCensus(s, census{allocs: s.Allocs, frees: s.Allocs, large: s.Large}); err != nil {
 				t.Fatal(err)
@@ -604,12 +604,12 @@ func TestCacheStress(t *testing.T) {
 	}
 }
 
-// TestCacheCheckedReports: a checked heap's Cache reports what the heap
-// reports, with stacks that start in the program, not in the Cache.
-func TestCacheCheckedReports(t *testing.T) {
+// TestLocalCheckedReports: a checked heap's Local reports what the heap
+// reports, with stacks that start in the program, not in the Local.
+func TestLocalCheckedReports(t *testing.T) {
 	for _, n := range corpusSizes {
 		h := checkedHeap(t, Options{})
-		c := h.NewCache()
+		c := h.NewLocal()
 		b := c.Alloc(n)
 		c.Free(b)
 		me := memoryError(t, func() { c.Free(b) })
@@ -617,9 +617,9 @@ func TestCacheCheckedReports(t *testing.T) {
 			t.Fatalf("n=%d: %v", n, me)
 		}
 		for what, st := range map[string]string{"alloc": me.AllocStack, "free": me.FreeStack, "again": me.AgainStack} {
-			wantStack(t, what, st, "TestCacheCheckedReports")
-			if strings.Contains(st, "offheap.(*Cache)") {
-				t.Errorf("%s stack shows the Cache's frames:\n%s", what, st)
+			wantStack(t, what, st, "TestLocalCheckedReports")
+			if strings.Contains(st, "offheap.(*Local)") {
+				t.Errorf("%s stack shows the Local's frames:\n%s", what, st)
 			}
 		}
 		b = c.Alloc(n + 1)
@@ -633,13 +633,13 @@ func TestCacheCheckedReports(t *testing.T) {
 	}
 }
 
-// TestCacheCheckedConcurrentUse: in checked mode a Cache call made while
-// another goroutine is inside one panics, saying so; the Cache works again
+// TestLocalCheckedConcurrentUse: in checked mode a Local call made while
+// another goroutine is inside one panics, saying so; the Local works again
 // once the other call ends. The other goroutine's call is held open by
 // holdCache, so the test does not depend on timing.
-func TestCacheCheckedConcurrentUse(t *testing.T) {
+func TestLocalCheckedConcurrentUse(t *testing.T) {
 	h := checkedHeap(t, Options{})
-	c := h.NewCache()
+	c := h.NewLocal()
 	defer c.Close()
 	b := c.Alloc(64)
 	release := holdCache(c)
@@ -649,45 +649,45 @@ func TestCacheCheckedConcurrentUse(t *testing.T) {
 	} {
 		done := make(chan string)
 		go func() { done <- sharedPanic(f) }()
-		if msg := <-done; !strings.HasPrefix(msg, "offheap: Cache."+what+" while another goroutine is using the Cache") {
+		if msg := <-done; !strings.HasPrefix(msg, "offheap: Local."+what+" while another goroutine is using the Local") {
 			t.Errorf("%s during another goroutine's call: panic %q", what, msg)
 		}
 	}
 	release()
 	noPanic(t, func() { c.Free(b); c.Free(c.Alloc(64)) })
 
-	// Control: the Cache used by two goroutines in turn is fine.
+	// Control: the Local used by two goroutines in turn is fine.
 	done := make(chan string)
 	go func() { done <- sharedPanic(func() { c.Free(c.Alloc(64)) }) }()
 	if msg := <-done; msg != "" {
-		t.Fatalf("a Cache passed between goroutines: %s", msg)
+		t.Fatalf("a Local passed between goroutines: %s", msg)
 	}
 }
 
-// TestCacheMagazinesOff: a Cache of a heap with magazines off holds
+// TestLocalMagazinesOff: a Local of a heap with magazines off holds
 // stacks of the default depth, and its batches go back to the spans.
-func TestCacheMagazinesOff(t *testing.T) {
+func TestLocalMagazinesOff(t *testing.T) {
 	skipChecked(t)
 	h := newTestHeap(t, unprofiled(Options{MagazineDepth: -1}))
-	c := h.NewCache()
+	c := h.NewLocal()
 	for range 3 {
 		c.Free(c.AllocUnzeroed(64))
 	}
-	if s := h.Stats(); s.MagazineHits != 0 || s.CacheHits != 2 {
+	if s := h.Stats(); s.MagazineHits != 0 || s.LocalHits != 2 {
 		t.Fatalf("magazines off: %v", s)
 	}
 	c.Close()
-	if s := h.Stats(); s.CacheBytes != 0 || s.DepotBytes != 0 {
+	if s := h.Stats(); s.LocalBytes != 0 || s.DepotBytes != 0 {
 		t.Fatalf("after Close: %v", s)
 	}
 }
 
-// TestCacheDroppedUnclosed: Caches dropped without Close, faster than
-// collections come, do not pile up: NewCache takes back the states of the
+// TestLocalDroppedUnclosed: Locals dropped without Close, faster than
+// collections come, do not pile up: NewLocal takes back the states of the
 // ones the collector finds unreachable before it maps more than a bound.
-func TestCacheDroppedUnclosed(t *testing.T) {
+func TestLocalDroppedUnclosed(t *testing.T) {
 	if buildChecked {
-		t.Skip("a checked heap's Caches hold no state")
+		t.Skip("a checked heap's Locals hold no state")
 	}
 	h := newTestHeap(t, Options{})
 	iters := 100_000
@@ -695,30 +695,30 @@ func TestCacheDroppedUnclosed(t *testing.T) {
 		iters = 20_000
 	}
 	for range iters {
-		c := h.NewCache()
+		c := h.NewLocal()
 		c.Free(c.Alloc(64))
 	}
 	s := h.Stats()
-	t.Logf("%d iterations: %d states, %d KiB mapped, %d KiB in Caches", iters, cacheStates(h), s.MappedBytes>>10, s.CacheBytes>>10)
+	t.Logf("%d iterations: %d states, %d KiB mapped, %d KiB in Locals", iters, cacheStates(h), s.MappedBytes>>10, s.LocalBytes>>10)
 	if s.MappedBytes > 16<<20 {
-		t.Fatalf("%d Caches dropped unclosed: %d MiB mapped (%d states, %d MiB in Caches), want at most 16", iters, s.MappedBytes>>20, cacheStates(h), s.CacheBytes>>20)
+		t.Fatalf("%d Locals dropped unclosed: %d MiB mapped (%d states, %d MiB in Locals), want at most 16", iters, s.MappedBytes>>20, cacheStates(h), s.LocalBytes>>20)
 	}
-	// The heap and its Caches stay usable.
-	c := h.NewCache()
+	// The heap and its Locals stay usable.
+	c := h.NewLocal()
 	b := c.Alloc(64)
 	c.Free(b)
 	c.Close()
 }
 
-// TestCacheSampled: a Cache of a sampled heap keeps its own stacks (its
-// Allocs count as CacheHits) and puts about one allocation in SampleRate on
+// TestLocalSampled: a Local of a sampled heap keeps its own stacks (its
+// Allocs count as LocalHits) and puts about one allocation in GuardOneIn on
 // guard pages, as the heap's magazines do (TestSampleRate, the same bounds);
 // a sampled block it frees is the checker's, which reports its double free
 // with stacks that start in the program.
-func TestCacheSampled(t *testing.T) {
+func TestLocalSampled(t *testing.T) {
 	skipChecked(t)
-	h := newTestHeap(t, Options{SampleRate: 100})
-	c := h.NewCache()
+	h := newTestHeap(t, Options{GuardOneIn: 100})
+	c := h.NewLocal()
 	sampled, guarded := 0, []byte(nil)
 	var live [][]byte
 	for i := range 20000 {
@@ -742,28 +742,28 @@ func TestCacheSampled(t *testing.T) {
 		c.Free(b)
 	}
 	if sampled < 120 || sampled > 300 {
-		t.Fatalf("SampleRate 100: %d of a Cache's 20000 Allocs sampled", sampled)
+		t.Fatalf("GuardOneIn 100: %d of a Local's 20000 Allocs sampled", sampled)
 	}
-	if s := h.Stats(); s.CacheHits < 15000 || s.MagazineHits != 0 {
-		t.Fatalf("a sampled heap's Cache served %d of 20000 Allocs from its stacks (%v)", s.CacheHits, s)
+	if s := h.Stats(); s.LocalHits < 15000 || s.MagazineHits != 0 {
+		t.Fatalf("a sampled heap's Local served %d of 20000 Allocs from its stacks (%v)", s.LocalHits, s)
 	}
 	if info, ok := h.Lookup(addrOf(guarded)); !ok || !info.Guarded {
-		t.Fatalf("a sampled block of the Cache: %+v %v", info, ok)
+		t.Fatalf("a sampled block of the Local: %+v %v", info, ok)
 	}
 	c.Free(guarded)
 	me := memoryError(t, func() { c.Free(guarded) })
 	if me.Kind != DoubleFree {
-		t.Fatalf("double free of a Cache's sampled block: %v", me)
+		t.Fatalf("double free of a Local's sampled block: %v", me)
 	}
 	for what, st := range map[string]string{"alloc": me.AllocStack, "free": me.FreeStack, "again": me.AgainStack} {
-		wantStack(t, what, st, "TestCacheSampled")
-		if strings.Contains(st, "offheap.(*Cache)") {
-			t.Errorf("%s stack shows the Cache's frames:\n%s", what, st)
+		wantStack(t, what, st, "TestLocalSampled")
+		if strings.Contains(st, "offheap.(*Local)") {
+			t.Errorf("%s stack shows the Local's frames:\n%s", what, st)
 		}
 	}
 	c.Close()
 	if s := h.Stats(); s.Allocs != s.Frees || s.InUseBytes != 0 {
-		t.Fatalf("after the Cache's Close: %v", s)
+		t.Fatalf("after the Local's Close: %v", s)
 	}
 	closeClean(t, h)
 }
