@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // TestCacheCensus: every Alloc and Free through a Cache is counted once,
@@ -469,14 +468,12 @@ func TestCacheCleanup(t *testing.T) {
 	if h.Stats().CacheBytes == 0 {
 		t.Fatal("the Cache held nothing")
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for h.Stats().CacheBytes != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("an unreachable Cache still holds %d bytes 20 s later", h.Stats().CacheBytes)
-		}
+	waitFor(t, func() string {
+		return fmt.Sprintf("an unreachable Cache still holds %d bytes", h.Stats().CacheBytes)
+	}, func() bool {
 		runtime.GC()
-		time.Sleep(time.Millisecond)
-	}
+		return h.Stats().CacheBytes == 0
+	})
 	if n := cacheStates(h); n != 1 {
 		t.Fatalf("%d Cache states, want 1", n)
 	}
