@@ -152,6 +152,13 @@ func cacheStates(h *Heap) int {
 	return len(h.caches.all)
 }
 
+// spareCaches returns how many emptied states wait for the next NewLocal.
+func spareCaches(h *Heap) int {
+	h.caches.mu.Lock()
+	defer h.caches.mu.Unlock()
+	return len(h.caches.spare)
+}
+
 // holdCache begins a call on c, as a goroutine inside one would, and
 // returns the function that ends it: for the test of checked mode's
 // detection of two goroutines on one Local.

@@ -18,22 +18,18 @@ func limitBefore(t *testing.T) int64 {
 }
 
 // waitLimit polls the runtime's memory limit until it is within tol of
-// want, and fails the test if it is not within 5 s. (The heap moves it
-// before the Alloc or Free that changed its mapped bytes returns; the test
-// does not rely on that.)
+// want (waitFor). (The heap moves it before the Alloc or Free that changed
+// its mapped bytes returns; the test does not rely on that, and a release
+// timer moves it when it fires.)
 func waitLimit(t *testing.T, when string, want, tol int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := debug.SetMemoryLimit(-1)
-		if got >= want-tol && got <= want+tol {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: the Go memory limit is %s, want %s (within %s)", when, mib(got), mib(want), mib(tol))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var got int64
+	waitFor(t, func() string {
+		return fmt.Sprintf("%s: the Go memory limit is %s, want %s (within %s)", when, mib(got), mib(want), mib(tol))
+	}, func() bool {
+		got = debug.SetMemoryLimit(-1)
+		return got >= want-tol && got <= want+tol
+	})
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }

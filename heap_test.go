@@ -541,13 +541,9 @@ func TestReleaseDelay(t *testing.T) {
 	if s := h.Stats(); s.ReleasedBytes != 0 {
 		t.Fatalf("released at once: %+v", s)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for h.Stats().ReleasedBytes < 1<<20 {
-		if time.Now().After(deadline) {
-			t.Fatalf("free pages not released after the delay: %+v", h.Stats())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, func() string {
+		return fmt.Sprintf("free pages not released after the delay: %+v", h.Stats())
+	}, func() bool { return h.Stats().ReleasedBytes >= 1<<20 })
 }
 
 // TestFreeOnlyGoroutineBounded: one goroutine allocates, another only frees.

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // TestLocalCensus: every Alloc and Free through a Local is counted once,
@@ -469,13 +468,17 @@ func TestLocalCleanup(t *testing.T) {
 	if h.Stats().LocalBytes == 0 {
 		t.Fatal("the Local held nothing")
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for h.Stats().LocalBytes != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("an unreachable Local still holds %d bytes 20 s later", h.Stats().LocalBytes)
-		}
+	// The cleanup empties the state, then keeps it for the next NewLocal:
+	// wait for the second step, or a NewLocal between the two maps a state
+	// of its own.
+	waitFor(t, func() string {
+		return fmt.Sprintf("an unreachable Local still holds %d bytes, %d states spare", h.Stats().LocalBytes, spareCaches(h))
+	}, func() bool {
 		runtime.GC()
-		time.Sleep(time.Millisecond)
+		return spareCaches(h) == 1
+	})
+	if b := h.Stats().LocalBytes; b != 0 {
+		t.Fatalf("the unreachable Local's state was kept with %d bytes in it", b)
 	}
 	if n := cacheStates(h); n != 1 {
 		t.Fatalf("%d Local states, want 1", n)

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/offheap/offheap/internal/osmem"
@@ -411,11 +410,7 @@ func TestSharedOnReleaseTree(t *testing.T) {
 				defer close(done)
 				root.Release()
 			}()
-			select {
-			case <-done:
-			case <-time.After(2 * time.Minute):
-				t.Fatal("releasing the tree deadlocked")
-			}
+			waitClosed(t, "releasing the tree: a deadlock", done)
 			if calls != n {
 				t.Fatalf("%d OnLastRelease calls, want %d", calls, n)
 			}

@@ -2,9 +2,10 @@
 # Runs the root package's tests on a real Linux kernel with 16 KiB pages:
 # Debian's arm64-16k kernel booted under qemu-system-aarch64 (TCG, -cpu max),
 # with an initramfs holding a static linux/arm64 test binary and .ci/vminit
-# as init. The arguments given go to the test binary (-test.short when none)
-# by way of the kernel command line. Exits with the tests' status, and fails
-# when the machine ends without reporting one or without 16 KiB pages.
+# as init. The arguments given go to the test binary (-test.short
+# -test.timeout=13m when none) by way of the kernel command line. Exits
+# with the tests' status, and fails when the machine ends without
+# reporting one or without 16 KiB pages.
 #
 # Installs qemu-system-arm from the release's backports when no
 # qemu-system-aarch64 of version 10 or later is there. The kernel, the newest
@@ -59,11 +60,12 @@ go test -c -o "$work/root/offheap.test" .
 unset CGO_ENABLED GOOS GOARCH
 (cd "$work/root" && find . | cpio -o -H newc -R 0:0 --quiet) >"$work/initrd.cpio"
 
-[ $# -gt 0 ] || set -- -test.short
+[ $# -gt 0 ] || set -- -test.short -test.timeout=13m
 echo "booting $kernel: /offheap.test $*"
 start=$SECONDS
-# -test.timeout (10 minutes by default) ends a hung test with its stacks
-# before the VM's own limit, 15 minutes; panic=-1 and -no-reboot make a
+# -test.timeout (13 minutes when no arguments are given; a test binary has
+# none of its own) ends a hung test with its stacks before the VM's own
+# limit, 15 minutes; panic=-1 and -no-reboot make a
 # kernel panic end qemu at once.
 set +e
 timeout -k 10 15m qemu-system-aarch64 -M virt -cpu max -smp 2 -m 4G \

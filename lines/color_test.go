@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // styledOutput writes the same mix of styled and plain text to every
@@ -65,16 +64,12 @@ func onPTY(t *testing.T, want string, opts ...Option) string {
 		t.Fatal("a pty slave was not detected as a terminal")
 	}
 	styledOutput(w) // no Flush: line mode is the default on a terminal
-	select {
-	case b := <-got:
-		if err := w.Close(); err != nil {
-			t.Error(err)
-		}
-		return string(b)
-	case <-time.After(5 * time.Second):
-		t.Fatal("timed out reading the pty; was line mode off?")
-		return ""
+	var b []byte
+	waitFor(t, func() string { return "still reading the pty; was line mode off?" }, func() bool { return received(got, &b) })
+	if err := w.Close(); err != nil {
+		t.Error(err)
 	}
+	return string(b)
 }
 
 func TestColorOnTerminal(t *testing.T) {

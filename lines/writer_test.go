@@ -34,20 +34,18 @@ func (r *recorder) Calls() [][]byte {
 
 func (r *recorder) String() string { return string(bytes.Join(r.Calls(), nil)) }
 
-// within runs f and fails t if it has not returned after d: the way to test
-// for a deadlock without hanging the test binary.
-func within(t *testing.T, d time.Duration, f func()) {
+// within runs f and fails t if it has not returned by the test binary's
+// deadline (waitFor): the way to test for a deadlock without hanging the
+// test binary, whatever the machine's speed.
+func within(t *testing.T, f func()) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		f()
 	}()
-	select {
-	case <-done:
-	case <-time.After(d):
-		t.Fatalf("still running after %v: deadlock?", d)
-	}
+	var v struct{}
+	waitFor(t, func() string { return "still running: deadlock?" }, func() bool { return received(done, &v) })
 }
 
 // reentrant is a Stringer whose String writes a line to the same Writer.
@@ -67,7 +65,7 @@ func TestStringerWritesToSameWriter(t *testing.T) {
 		t.Run(fmt.Sprintf("linemode=%v", mode), func(t *testing.T) {
 			rec := &recorder{}
 			w := NewWriter(rec, LineMode(mode))
-			within(t, 5*time.Second, func() {
+			within(t, func() {
 				w.Println(reentrant{w, "inner 1", "outer 1"})
 				w.Printf("%v!", reentrant{w, "inner 2", "outer 2"})
 				if err := w.Close(); err != nil {
@@ -87,7 +85,7 @@ func TestStringerWritesToSameWriter(t *testing.T) {
 func TestStringerConcurrent(t *testing.T) {
 	tw := &tearingWriter{}
 	w := NewWriter(tw, BufferSize(1000))
-	within(t, 10*time.Second, func() {
+	within(t, func() {
 		var wg sync.WaitGroup
 		for g := range tearGoroutines {
 			wg.Go(func() {
@@ -200,13 +198,7 @@ func TestErrorSticky(t *testing.T) {
 		fw := &failWriter{}
 		w := NewWriter(fw, FlushInterval(time.Millisecond))
 		w.Println("flushed by the timer, which fails")
-		deadline := time.Now().Add(5 * time.Second)
-		for fw.Calls() == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("timer never flushed")
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitFor(t, func() string { return "timer never flushed" }, func() bool { return fw.Calls() != 0 })
 		wantSticky(t, w, fw, errBoom)
 	})
 }
@@ -267,13 +259,9 @@ func TestFlushInterval(t *testing.T) {
 	for round := range 3 { // the timer must re-arm after each flush
 		line := fmt.Sprintf("round %d\n", round)
 		w.Println(strings.TrimSuffix(line, "\n"))
-		deadline := time.Now().Add(5 * time.Second)
-		for !strings.HasSuffix(rec.String(), line) {
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: not flushed by the timer; have %q", round, rec.String())
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitFor(t, func() string {
+			return fmt.Sprintf("round %d: not flushed by the timer; have %q", round, rec.String())
+		}, func() bool { return strings.HasSuffix(rec.String(), line) })
 	}
 
 	// Control: without the timer, output stays buffered.

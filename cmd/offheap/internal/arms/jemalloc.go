@@ -33,6 +33,13 @@ static int je_stats(size_t *resident, size_t *allocated) {
 	if (mallctl("stats.resident", resident, &sz, NULL, 0) != 0) return -1;
 	return mallctl("stats.allocated", allocated, &sz, NULL, 0);
 }
+
+// je_metadata reads the bytes jemalloc holds for its metadata (base
+// allocations, which it never gives back), as of the last epoch.
+static int je_metadata(size_t *metadata) {
+	size_t sz = sizeof(size_t);
+	return mallctl("stats.metadata", metadata, &sz, NULL, 0);
+}
 */
 import "C"
 
@@ -119,4 +126,15 @@ func jeStats() (resident, allocated uint64, err error) {
 		return 0, 0, errors.New("jemalloc: no statistics (mallctl stats.resident)")
 	}
 	return uint64(r), uint64(al), nil
+}
+
+// jeMetadata is stats.metadata: the bytes of jemalloc's own structures
+// (extent records, radix tree nodes, arenas), which stats.resident counts
+// and jemalloc keeps for its lifetime, as of the last jeStats.
+func jeMetadata() (uint64, error) {
+	var m C.size_t
+	if C.je_metadata(&m) != 0 {
+		return 0, errors.New("jemalloc: no statistics (mallctl stats.metadata)")
+	}
+	return uint64(m), nil
 }
