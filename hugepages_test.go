@@ -7,7 +7,7 @@ import (
 )
 
 // skipQemuUser skips a test of what qemu-user does not emulate: the tests
-// run under it in CI (.ci/qemu-user.sh sets OFFHEAP_QEMU_USER), and on a
+// run under it by hand (.ci/qemu-user.sh sets OFFHEAP_QEMU_USER), and on a
 // real arm64 kernel (.ci/vm16k.sh) with the variable unset.
 func skipQemuUser(t *testing.T, why string) {
 	t.Helper()

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // survivorsInOrder is fragment's survivors as a slice in index order, with
@@ -204,11 +203,7 @@ func TestRelocateAllRefuses(t *testing.T) {
 				h.Close()
 				close(closed)
 			}()
-			select {
-			case <-closed:
-			case <-time.After(20 * time.Second):
-				t.Fatal("Close did not return: a RelocateAll that panicked is still counted as running")
-			}
+			waitClosed(t, "Close did not return: a RelocateAll that panicked is still counted as running", closed)
 		})
 	}
 }
@@ -237,8 +232,9 @@ func TestRelocateAllPastBlock(t *testing.T) {
 	freeAll(h, keep)
 }
 
-// panicWithin runs f, which must panic within 20 seconds, and returns the
-// panic's message (an error's text).
+// panicWithin runs f, which must panic, and returns the panic's message
+// (an error's text); a deadlock in f fails the test near the binary's
+// deadline, naming what (waitFor).
 func panicWithin(t *testing.T, what string, f func()) string {
 	t.Helper()
 	done := make(chan string, 1)
@@ -256,13 +252,16 @@ func panicWithin(t *testing.T, what string, f func()) string {
 		}()
 		f()
 	}()
-	select {
-	case msg := <-done:
-		return msg
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s: no return within 20 s: deadlocked", what)
-		return ""
-	}
+	var msg string
+	waitFor(t, func() string { return what + ": no return: deadlocked" }, func() bool {
+		select {
+		case msg = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	return msg
 }
 
 // TestRelocateAllClosed: RelocateAll on a closed heap panics with an error
