@@ -160,22 +160,33 @@ func TestInUseConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	var reads int
+	// The workers start once the reader has read: a reader scheduled only
+	// after they finished would read nothing concurrent.
+	reading := make(chan struct{})
 	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
+		defer func() {
+			if reads == 0 {
+				close(reading) // the first read failed: the workers need not wait
 			}
+		}()
+		for {
 			bytes, blocks := h.InUse()
 			if bytes > bound || blocks > bound/size {
 				t.Errorf("InUse() = %d bytes, %d blocks while the workers hold at most %d bytes", bytes, blocks, bound)
 				return
 			}
-			reads++
+			if reads++; reads == 1 {
+				close(reading)
+			}
+			select {
+			case <-stop:
+				return
+			default:
+			}
 			runtime.Gosched()
 		}
 	})
+	<-reading
 	var work sync.WaitGroup
 	for w := range workers {
 		work.Go(func() {
