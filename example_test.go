@@ -80,3 +80,49 @@ func ExampleHeap_TryAlloc() {
 	fmt.Println(errors.Is(err, offheap.ErrLimit))
 	// Output: true
 }
+
+// TryAllocUnzeroed refuses what the limit does not allow with an error,
+// as TryAlloc does, and hands out unzeroed bytes for a caller that
+// overwrites them all.
+func ExampleHeap_TryAllocUnzeroed() {
+	h, _ := offheap.NewHeap(offheap.Options{Limit: 1 << 20})
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
+
+	b, err := h.TryAllocUnzeroed(100)
+	fmt.Println(len(b), err)
+	copy(b, make([]byte, 100)) // every byte written before it is read
+	h.Free(b)
+
+	_, err = h.TryAllocUnzeroed(4 << 20)
+	fmt.Println(errors.Is(err, offheap.ErrLimit))
+	// Output:
+	// 100 <nil>
+	// true
+}
+
+// Free takes what allocated the value: a value made from a Local is freed
+// through it (or through its heap).
+func ExampleFree() {
+	h, _ := offheap.NewHeap(offheap.Options{})
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
+	l := h.NewLocal()
+	defer l.Close()
+
+	type Point struct{ X, Y float64 }
+	p := offheap.New[Point](l)
+	p.X = 1.5
+	fmt.Println(*p)
+	offheap.Free(l, p)
+	fmt.Println(h.Stats().LiveBlocks, "blocks live")
+	// Output:
+	// {1.5 0}
+	// 0 blocks live
+}
