@@ -231,7 +231,7 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 		page, _ = h.pages.pageOfFar(b)
 	}
 	e := *h.pages.entry(page)
-	id := uint32(e >> 32)
+	id := wordSpan(e)
 	s := h.pages.span(id)
 	i, _ := blockIn(b, e, &classInfos[s.class])
 	raceAcquire(ptr(b)) // race builds: after the block's last Free (race.go)

@@ -294,7 +294,7 @@ func (c *checker) freeRun(a uintptr, st stackID) {
 	defer h.exit()
 	cl := uint8(0)
 	if page, ok := h.pages.pageOf(a); ok {
-		cl = uint8(*h.pages.entry(page))
+		cl = wordClass(*h.pages.entry(page))
 	}
 	var r *record
 	switch cl {

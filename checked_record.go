@@ -119,9 +119,9 @@ func (c *checker) smallRecord(a uintptr) (r *record, start bool, cl uint8) {
 		}
 		page, r = p, c.recFar(a)
 	}
-	e := *(*uint64)(unsafe.Add(c.pmap, uintptr(page)*8))
-	cl = uint8(e)
-	if cl-1 >= numClasses-1 {
+	e := pageWordAt(c.pmap, uintptr(page))
+	cl = wordClass(e)
+	if !isSmall(cl) {
 		return nil, false, 0
 	}
 	ci := &classInfos[cl]
@@ -143,8 +143,8 @@ func (c *checker) blockOf(a uintptr) (start uintptr, cl uint8, r *record) {
 		return 0, 0, nil
 	}
 	e := *ph.entry(page)
-	switch cl = uint8(e); {
-	case cl-1 < numClasses-1:
+	switch cl = wordClass(e); {
+	case isSmall(cl):
 		ci := &classInfos[cl]
 		q, into := blockIn(a, e, ci)
 		if q >= uint64(ci.blocks) {

@@ -403,10 +403,10 @@ func (c *checker) leaks() []Leak {
 	}
 	ph := &c.h.pages
 	ph.inUse(func(page uint32, e uint64) {
-		switch cl := uint8(e); {
+		switch cl := wordClass(e); {
 		case !c.all && cl != classGuarded:
 		case cl < numClasses:
-			s := ph.span(uint32(e >> 32))
+			s := ph.span(wordSpan(e))
 			size := uintptr(classSize[cl])
 			for q := uintptr(0); q < uintptr(s.carved); q++ {
 				found(s.start+q*size, c.rec(s.start+q*size))

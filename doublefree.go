@@ -117,7 +117,7 @@ func (h *Heap) freeState(a uintptr, c uint8, bad **corruptError) int {
 	}
 	page, _ := h.pages.pageOf(a) // a is a block start (freeSlow)
 	e := *h.pages.entry(page)
-	s := h.pages.span(uint32(e >> 32))
+	s := h.pages.span(wordSpan(e))
 	if q, _ := blockIn(a, e, &classInfos[c]); q >= uint64(s.carved) {
 		return blockUncarved
 	}

@@ -33,7 +33,7 @@ func (r freeRun) mayHoldOld() bool { return r.dirty || r.parked }
 func (ph *pageHeap) reuse(first, n uint32, r freeRun) (dirty uint32, err error) {
 	if r.mayHoldOld() {
 		for i := range n {
-			if *ph.entry(first + i)&pageDirty != 0 {
+			if wordDirty(*ph.entry(first + i)) {
 				dirty++
 			}
 		}

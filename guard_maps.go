@@ -36,10 +36,6 @@ const (
 	// guardMappings is the mappings a guard page inside accessible memory
 	// costs.
 	guardMappings = 2
-	// pageUnguarded marks the word of an unguarded run's guard page (its
-	// first heap page): bits 8-31 of a run's later page say only "not a
-	// first page" otherwise (pages.go).
-	pageUnguarded = 1 << 9
 )
 
 // takeGuardMappings reserves the mappings of a guard page of ph's, and
@@ -94,12 +90,12 @@ func (ph *pageHeap) leaveUnguarded(base uintptr) {
 // unguarded reports whether the guarded run at base, which the caller
 // holds, has no guard page.
 func (ph *pageHeap) unguarded(base uintptr) bool {
-	return *ph.entry(ph.guardPageOf(base))&pageUnguarded != 0
+	return wordUnguarded(*ph.entry(ph.guardPageOf(base)))
 }
 
 // guardPageOf is the first heap page of the guard page of the guarded run
 // at base: its last OS page.
 func (ph *pageHeap) guardPageOf(base uintptr) uint32 {
 	page, _ := ph.pageOf(base)
-	return page + uint32(*ph.entry(page)>>32) - osPagePages
+	return page + wordPages(*ph.entry(page)) - osPagePages
 }

@@ -161,11 +161,11 @@ func (ph *pageHeap) fitIn(k, n, align uint32) (first, at uint32, ok bool) {
 			continue
 		}
 		e := *ph.entry(p)
-		cl, idx := uint8(e), uint32(e)>>8&(1<<24-1)
+		cl, idx := wordClass(e), wordIndex(e)
 		switch {
 		case cl == 0: // within a free run from before k (p == k): to its end
 			q := p
-			for q < end && uint8(*ph.entry(q)) == 0 {
+			for q < end && wordClass(*ph.entry(q)) == 0 {
 				q++
 			}
 			if s, starts := ph.freeEnd[q-1]; starts {
@@ -175,7 +175,7 @@ func (ph *pageHeap) fitIn(k, n, align uint32) (first, at uint32, ok bool) {
 		case cl < numClasses:
 			p += uint32(classPages[cl]) - idx
 		case idx == 0:
-			p += max(uint32(e>>32), 1)
+			p += max(wordPages(e), 1)
 		default: // within a run from before k (p == k)
 			p++
 		}

@@ -330,7 +330,7 @@ func (ph *pageHeap) collapseRun(a uintptr, np uint32) {
 // held.
 func (ph *pageHeap) inUseIn(k uint32) bool {
 	for p := k; p < k+hugeSpan; p++ {
-		if uint8(*ph.entry(p)) != 0 {
+		if wordClass(*ph.entry(p)) != 0 {
 			return true
 		}
 	}

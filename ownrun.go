@@ -19,9 +19,9 @@ func (ph *pageHeap) allocRun(np, align uint32, class uint8) (a uintptr, dirty bo
 	}
 	first, d, err := ph.alloc(np, align, func(i uint32) uint64 {
 		if i == 0 {
-			return uint64(class) | uint64(np)<<32
+			return runWord(class, np)
 		}
-		return uint64(class) | 1<<8
+		return runTailWord(class)
 	})
 	if err != nil {
 		return 0, false, err
@@ -39,7 +39,7 @@ func (ph *pageHeap) freeRun(a uintptr, class uint8) bool {
 	if !ok {
 		return false
 	}
-	np := uint32(*ph.entry(page) >> 32)
+	np := wordPages(*ph.entry(page))
 	ph.release(page, np)
 	ph.uncountRun(np)
 	return true
@@ -54,7 +54,7 @@ func (ph *pageHeap) runAt(a uintptr, class uint8) (uint32, bool) {
 		return 0, false
 	}
 	e := *ph.entry(page)
-	return page, uint8(e) == class && uint32(e)>>8 == 0
+	return page, wordClass(e) == class && wordRunStart(e)
 }
 
 // runHolding finds the run of its own that holds address a: its first
@@ -68,12 +68,12 @@ func (ph *pageHeap) runHolding(a uintptr) (first uintptr, class uint8, ok bool) 
 		return 0, 0, false
 	}
 	e := *ph.entry(page)
-	switch class = uint8(e); class {
+	switch class = wordClass(e); class {
 	case classLarge, classArena, classGuarded, classSampled:
 	default:
 		return 0, 0, false
 	}
-	for uint32(e)>>8 != 0 && page > 0 {
+	for !wordRunStart(e) && page > 0 {
 		page--
 		e = *ph.entry(page)
 	}
@@ -100,14 +100,14 @@ func (ph *pageHeap) inUse(f func(page uint32, e uint64)) {
 			}
 			e := *ph.entry(p)
 			n := uint32(1)
-			switch cl := uint8(e); {
-			case cl == 0 || uint32(e)>>8 != 0: // free, or not a first page
+			switch cl := wordClass(e); {
+			case cl == 0 || !wordRunStart(e): // free, or not a first page
 			case cl < numClasses:
 				f(p, e)
 				n = uint32(classPages[cl])
 			default:
 				f(p, e)
-				n = max(uint32(e>>32), 1)
+				n = max(wordPages(e), 1)
 			}
 			p += n
 		}
@@ -118,7 +118,7 @@ func (ph *pageHeap) inUse(f func(page uint32, e uint64)) {
 // caller holds.
 func (ph *pageHeap) runPages(a uintptr) uint32 {
 	page, _ := ph.pageOf(a)
-	return uint32(*ph.entry(page) >> 32)
+	return wordPages(*ph.entry(page))
 }
 
 // keepRun counts a run of np pages freed while its owner keeps it out of
@@ -146,7 +146,7 @@ func (ph *pageHeap) dropRun(a uintptr) {
 	defer ph.mu.Unlock()
 	if !ph.closed {
 		page, _ := ph.pageOf(a)
-		ph.release(page, uint32(*ph.entry(page)>>32))
+		ph.release(page, wordPages(*ph.entry(page)))
 	}
 }
 
@@ -159,9 +159,9 @@ func (ph *pageHeap) carveRuns(a uintptr, n, np uint32) {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
 	page, _ := ph.pageOf(a)
-	class := uint8(*ph.entry(page))
+	class := wordClass(*ph.entry(page))
 	for i := range n {
-		*ph.entry(page + i*np) = uint64(class) | uint64(np)<<32 // the others' words say "not a first page" already
+		*ph.entry(page + i*np) = runWord(class, np) // the others' words say "not a first page" already
 	}
 	ph.largeAllocs.Add(^uint64(0)) // allocRun's count, undone
 	ph.largePages.Add(-uint64(n * np))

@@ -25,33 +25,11 @@ import (
 // system call each time; then the release timer gives it back (release.go).
 //
 // Every page has one pagemap word, the only structure Free reads without a
-// lock:
-//
-//	bits  0-7   class: 0 free, 1..numClasses-1 a small span, or the class
-//	            of a run of its own: classLarge, classArena, classGuarded,
-//	            classSampled
-//	bits  8-31  the page's index within its span (small), 0 or 1 (a run:
-//	            first page or not); on a free page, pageDirty or 0
-//	bits 32-63  the span's id (small), the run's page count (a run, on its
-//	            first page); on a dirty free page, the tick it was freed in
-//
-// The pagemap changes only under pageHeap.mu, and the word of a page that
-// holds a live block does not change until the block is freed, so a Free of
-// a live block reads a stable word.
-
-// The classes of the runs of their own, in bits 0-7 of their pages' words.
-const (
-	classLarge   = 0xff // a large block (large.go)
-	classGuarded = 0xfe // a guarded block, or a spare or pool run of one (guard.go)
-	classArena   = 0xfd // an arena's memory (arena_heap.go)
-	classSampled = 0xfc // a small block the profile sampled (profile.go)
-)
+// lock; its encoding is pagemap.go's.
 
 const (
 	pageShift = 13
 	pageSize  = 1 << pageShift
-
-	pageDirty = 1 << 8 // on a free page: it holds data and is counted as mapped
 
 	// bucketCount is the longest run kept in an exact-length bucket; longer
 	// runs are found by a first-fit scan of one list.
@@ -380,7 +358,7 @@ func (ph *pageHeap) stale(first, k uint32) bool {
 func (ph *pageHeap) release(first, n uint32) {
 	now := ph.clock()
 	t := ph.tickAt(now)
-	w := pageDirty | uint64(t)<<32
+	w := dirtyWord(t)
 	for i := range n {
 		*ph.entry(first + i) = w
 	}

@@ -55,11 +55,11 @@ func (h *Heap) placeOf(a uintptr) place {
 		return place{kind: placeForeign}
 	}
 	e := *h.pages.entry(page)
-	switch c := uint8(e); {
-	case c-1 < numClasses-1:
+	switch c := wordClass(e); {
+	case isSmall(c):
 		ci := &classInfos[c]
 		q, into := blockIn(a, e, ci)
-		p := place{kind: placeSmall, class: c, span: uint32(e >> 32), start: a - uintptr(into), size: uintptr(ci.size)}
+		p := place{kind: placeSmall, class: c, span: wordSpan(e), start: a - uintptr(into), size: uintptr(ci.size)}
 		switch {
 		case q >= uint64(ci.blocks):
 			p.kind, p.start, p.size = placeTail, 0, 0
@@ -71,8 +71,8 @@ func (h *Heap) placeOf(a uintptr) place {
 		return p
 	case c == classLarge || c == classSampled:
 		// The first page of a run holds its length; a later page has 1<<8.
-		if uint32(e)>>8 == 0 && a&(pageSize-1) == 0 {
-			return place{kind: placeRun, class: c, start: a, size: uintptr(e>>32) << pageShift}
+		if wordRunStart(e) && a&(pageSize-1) == 0 {
+			return place{kind: placeRun, class: c, start: a, size: uintptr(wordPages(e)) << pageShift}
 		}
 		p := place{kind: placeInRun, class: c}
 		if start, _, ok := h.pages.runHolding(a); ok {

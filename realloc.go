@@ -92,8 +92,8 @@ func (h *Heap) reallocSmall(b []byte, n int, zero bool) []byte {
 		return nil
 	}
 	e := *h.pages.entry(uint32(off >> pageShift))
-	c := uint8(e)
-	if c-1 >= numClasses-1 || !blockStart(a, e, &classInfos[c]) || (c != 1 && *(*uint64)(ptr(a + 8)) == h.key) {
+	c := wordClass(e)
+	if !isSmall(c) || !blockStart(a, e, &classInfos[c]) || (c != 1 && *(*uint64)(ptr(a + 8)) == h.key) {
 		pin.Unpin()
 		return nil
 	}

@@ -227,8 +227,8 @@ func (ph *pageHeap) ownRun(a uintptr) (class uint8, pages uint32) {
 		return 0, 0
 	}
 	e := *ph.entry(page)
-	if c := uint8(e); (c == classLarge || c == classSampled) && uint32(e)>>8 == 0 {
-		return c, uint32(e >> 32)
+	if c := wordClass(e); (c == classLarge || c == classSampled) && wordRunStart(e) {
+		return c, wordPages(e)
 	}
 	return 0, 0
 }
@@ -245,7 +245,7 @@ func (ph *pageHeap) mayExtend(a uintptr, onp uint32) bool {
 	}
 	r := ph.region(page)
 	next := page + onp
-	return next < r.first+r.pages && uint8(*ph.entry(next)) == 0
+	return next < r.first+r.pages && wordClass(*ph.entry(next)) == 0
 }
 
 // resizeRun makes the run of class from at a, which the caller holds, np
@@ -261,7 +261,7 @@ func (ph *pageHeap) resizeRun(a uintptr, from, to uint8, np uint32) (dirty, ok b
 	if !ok || ph.closed {
 		return false, false
 	}
-	onp := uint32(*ph.entry(page) >> 32)
+	onp := wordPages(*ph.entry(page))
 	switch {
 	case np < onp:
 		ph.releaseSoon(page+np, onp-np)
@@ -309,9 +309,9 @@ func (ph *pageHeap) extend(first, n uint32) (dirty, ok bool) {
 // markRun writes the pagemap words of a run of its own of np pages at
 // first, of class. Called with mu held.
 func (ph *pageHeap) markRun(first, np uint32, class uint8) {
-	*ph.entry(first) = uint64(class) | uint64(np)<<32
+	*ph.entry(first) = runWord(class, np)
 	for i := uint32(1); i < np; i++ {
-		*ph.entry(first + i) = uint64(class) | 1<<8
+		*ph.entry(first + i) = runTailWord(class)
 	}
 }
 
@@ -330,7 +330,7 @@ func (ph *pageHeap) releaseSoon(first, n uint32) {
 	if ph.delay > 0 && ph.timed() {
 		t -= uint32(int64(ph.delay)/ph.tick) + 2
 	}
-	w := pageDirty | uint64(t)<<32
+	w := dirtyWord(t)
 	ph.noteFree(first, n)
 	for i := range n {
 		*ph.entry(first + i) = w
@@ -356,7 +356,7 @@ func (ph *pageHeap) freeMoved(a uintptr, moved uint32) {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
 	page, _ := ph.pageOf(a)
-	np := uint32(*ph.entry(page) >> 32)
+	np := wordPages(*ph.entry(page))
 	ph.uncountRun(np)
 	if moved < np {
 		ph.release(page+moved, np-moved)

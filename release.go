@@ -132,7 +132,7 @@ func (ph *pageHeap) releaseDue(cutoff uint32, all bool) (next uint32, left, fail
 // reports false if a release failed (those pages stay dirty). Called with
 // mu held.
 func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool) bool {
-	due := func(e uint64) bool { return e&pageDirty != 0 && (all || before(uint32(e>>32), cutoff)) }
+	due := func(e uint64) bool { return wordDirty(e) && (all || before(wordTick(e), cutoff)) }
 	ok := true
 	r.dirty, r.parked = false, false
 	keep := func(e uint64, park bool) { // a dirty page that stays
@@ -140,7 +140,7 @@ func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool
 			r.parked = true
 			return
 		}
-		if t := uint32(e >> 32); !r.dirty || before(t, r.oldest) {
+		if t := wordTick(e); !r.dirty || before(t, r.oldest) {
 			r.oldest = t
 		}
 		r.dirty = true
@@ -157,15 +157,15 @@ func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool
 		goes, some := o < end, false
 		for p := o; goes && p < o+g; p++ {
 			e := *ph.entry(p)
-			goes = uint8(e) == 0 && (e&pageDirty == 0 || due(e)) && (held == nil || !held(p)) // free, clean or due, not held
-			some = some || e&pageDirty != 0
+			goes = wordClass(e) == 0 && (!wordDirty(e) || due(e)) && (held == nil || !held(p)) // free, clean or due, not held
+			some = some || wordDirty(e)
 		}
 		if goes && some {
 			continue // and the stretch grows
 		}
 		if from < o && !ph.giveBack(from, o) {
 			for p := max(from, first); p < min(o, end); p++ {
-				if e := *ph.entry(p); e&pageDirty != 0 {
+				if e := *ph.entry(p); wordDirty(e) {
 					keep(e, false) // to try again
 				}
 			}
@@ -176,7 +176,7 @@ func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool
 		}
 		if !goes { // stays: its dirty pages too (parked, unless a huge page holds them: Trim releases those)
 			for p := max(o, first); p < min(o+g, end); p++ {
-				if e := *ph.entry(p); e&pageDirty != 0 {
+				if e := *ph.entry(p); wordDirty(e) {
 					keep(e, due(e) && (held == nil || !held(p)))
 				}
 			}
@@ -193,7 +193,7 @@ func (ph *pageHeap) giveBack(from, to uint32) bool {
 		return false // the pages stay usable; count them as still mapped
 	}
 	for p := from; p < to; p++ {
-		if *ph.entry(p)&pageDirty != 0 {
+		if wordDirty(*ph.entry(p)) {
 			*ph.entry(p) = 0
 			ph.released++
 		}

@@ -86,10 +86,10 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 	a := addrOf(b)
 	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
 		e := *h.pages.entry(uint32(off >> pageShift))
-		if c := uint8(e); c-1 < numClasses-1 {
+		if c := wordClass(e); isSmall(c) {
 			ci := &classInfos[c]
 			if blockStart(a, e, ci) && (!h.central[c].movable.Load() ||
-				!sparseSpan(spanLive(h.pages.span(uint32(e>>32))), ci.blocks)) {
+				!sparseSpan(spanLive(h.pages.span(wordSpan(e))), ci.blocks)) {
 				return b, false
 			}
 		}

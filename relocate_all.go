@@ -56,19 +56,19 @@ func (h *Heap) RelocateAll(bs [][]byte) (moved int) {
 		var c uint8
 		if off < fast {
 			e = *h.pages.entry(uint32(off >> pageShift))
-			c = uint8(e)
+			c = wordClass(e)
 		}
 		// Only a block of a small class in the first region is moved here;
 		// everything else, and whatever Relocate would refuse or look at
 		// more closely (a block that holds the free key), goes to Relocate
 		// itself, with no lock held: it takes central locks of its own.
-		if c-1 < numClasses-1 {
+		if isSmall(c) {
 			ci := &classInfos[c]
 			if !blockStart(a, e, ci) {
 				goto single
 			}
 			cen := &h.central[c]
-			s := h.pages.span(uint32(e >> 32))
+			s := h.pages.span(wordSpan(e))
 			if !cen.movable.Load() || !sparseSpan(spanLive(s), ci.blocks) {
 				continue // as Relocate's dense check
 			}

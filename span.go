@@ -76,7 +76,7 @@ func (ph *pageHeap) allocSpan(c uint8) (uint32, *span, error) {
 		return 0, nil, ph.outOfSpace(uint64(classPages[c])<<pageShift, nil)
 	}
 	first, _, err := ph.alloc(uint32(classPages[c]), 1, func(i uint32) uint64 {
-		return uint64(c) | uint64(i)<<8 | uint64(id)<<32
+		return smallWord(c, i, id)
 	})
 	if err != nil {
 		ph.spanIDs = append(ph.spanIDs, id)

@@ -1,0 +1,116 @@
+package offheap
+
+// The pagemap's encoding: one word per page, the only structure Free reads
+// without a lock. Its constructors, accessors and the fast checks of the
+// fast paths are here, and only here and in placeOf (place.go), the one
+// decoder the slow paths share, is a word taken apart.
+//
+//	bits  0-7   class: 0 free, 1..numClasses-1 a small span, or the class
+//	            of a run of its own: classLarge, classArena, classGuarded,
+//	            classSampled
+//	bits  8-31  the page's index within its span (small), 0 or 1 (a run:
+//	            first page or not; pageUnguarded on a guarded run's guard
+//	            page); on a free page, pageDirty or 0
+//	bits 32-63  the span's id (small), the run's page count (a run, on its
+//	            first page); on a dirty free page, the tick it was freed in
+//
+// The pagemap changes only under pageHeap.mu, and the word of a page that
+// holds a live block does not change until the block is freed, so a Free of
+// a live block reads a stable word.
+
+import "unsafe"
+
+// The classes of the runs of their own, in bits 0-7 of their pages' words.
+const (
+	classLarge   = 0xff // a large block (large.go)
+	classGuarded = 0xfe // a guarded block, or a spare or pool run of one (guard.go)
+	classArena   = 0xfd // an arena's memory (arena_heap.go)
+	classSampled = 0xfc // a small block the profile sampled (profile.go)
+)
+
+const (
+	pageDirty = 1 << 8 // on a free page: it holds data and is counted as mapped
+
+	// pageUnguarded marks the word of an unguarded run's guard page (its
+	// first heap page, a later page of the run, guard_maps.go): bits 8-31
+	// of a run's later page say only "not a first page" otherwise.
+	pageUnguarded = 1 << 9
+)
+
+// pageWordAt is the word of page in the pagemap at pmap: the read of Free's
+// fast path and the checker's, which hold pmap one load closer than
+// pageHeap.entry.
+//
+//go:nosplit
+func pageWordAt(pmap unsafe.Pointer, page uintptr) uint64 {
+	return *(*uint64)(unsafe.Add(pmap, page*8))
+}
+
+// smallWord is the word of page i of span id, of small class c.
+func smallWord(c uint8, i, id uint32) uint64 { return uint64(c) | uint64(i)<<8 | uint64(id)<<32 }
+
+// runWord is the word of the first page of a run of its own of np pages,
+// of class.
+func runWord(class uint8, np uint32) uint64 { return uint64(class) | uint64(np)<<32 }
+
+// runTailWord is the word of every later page of a run of its own.
+func runTailWord(class uint8) uint64 { return uint64(class) | 1<<8 }
+
+// dirtyWord is the word of a free page that holds data, freed in tick t.
+func dirtyWord(t uint32) uint64 { return pageDirty | uint64(t)<<32 }
+
+// wordClass is the class of a page's word: 0 free, a small class, or a
+// run's class.
+func wordClass(e uint64) uint8 { return uint8(e) }
+
+// isSmall reports whether class c is a small class (a span's).
+func isSmall(c uint8) bool { return c-1 < numClasses-1 }
+
+// wordSpan is the span id of a small span's page.
+func wordSpan(e uint64) uint32 { return uint32(e >> 32) }
+
+// wordPages is the page count of a run of its own, on its first page.
+func wordPages(e uint64) uint32 { return uint32(e >> 32) }
+
+// wordTick is the release tick of a dirty free page.
+func wordTick(e uint64) uint32 { return uint32(e >> 32) }
+
+// wordIndex is bits 8-31: a small span's page index in its span, or, for a
+// run of its own, 0 on its first page and nonzero on the others.
+func wordIndex(e uint64) uint32 { return uint32(e) >> 8 }
+
+// wordRunStart reports whether e is the word of a run's first page.
+func wordRunStart(e uint64) bool { return wordIndex(e) == 0 }
+
+// wordDirty reports whether a free page's word says it holds data.
+func wordDirty(e uint64) bool { return e&pageDirty != 0 }
+
+// wordUnguarded reports whether a guard page's word says its run has no
+// guard page.
+func wordUnguarded(e uint64) bool { return e&pageUnguarded != 0 }
+
+// blockIn locates address a in the span of a small class: e is the pagemap
+// word of a's page and ci its class's info. It returns the index in the span
+// of the block that holds a, and how many bytes into that block a is: a
+// starts a block exactly when into is 0 and index is below ci.blocks (a
+// span's tail past its last block holds none). Regions are pageSize
+// aligned, so a's offset in its page is its low bits, and bits 8-31 of e
+// are the page's index in its span; the division is divMul's multiply.
+// Every caller that turns an address into a block start uses it, Free's
+// fast path included, where it inlines to the same instructions.
+func blockIn(a uintptr, e uint64, ci *classInfo) (index, into uint64) {
+	o := uint64(a&(pageSize-1)) | uint64(wordIndex(e))<<pageShift
+	index = o * ci.divMul >> 40
+	return index, o - index*uint64(ci.size)
+}
+
+// blockStart reports whether a starts a block of the small class whose
+// info is ci, e being the pagemap word of a's page (blockIn): the test
+// every Free makes, Heap.Free's and Local.Free's fast paths included. It
+// is nosplit, as they are, and inlines into them.
+//
+//go:nosplit
+func blockStart(a uintptr, e uint64, ci *classInfo) bool {
+	q, into := blockIn(a, e, ci)
+	return into == 0 && q < uint64(ci.blocks)
+}
