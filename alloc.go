@@ -52,16 +52,12 @@ func (h *Heap) allocFastUnzeroed(n int) uintptr {
 		return h.allocFast(n)
 	}
 	c := sizeClass(n)
-	pid := pin.Pin()
-	if m := h.mag(pid); m != nil {
-		if a := m.pop(c); a != 0 {
-			(*[2]uint64)(ptr(a))[1] = 0
-			pin.Unpin()
-			return a
-		}
+	a := uintptr(0)
+	if m := h.mag(pin.Pin()); m != nil {
+		a = m.popUnzeroed(c, n)
 	}
 	pin.Unpin()
-	return 0
+	return a
 }
 
 // allocShared is Alloc for a Shared's block, which the profile labels
@@ -111,21 +107,15 @@ func (h *Heap) allocFast(n int) uintptr {
 		return 0 // 0, negative or large
 	}
 	c := sizeClass(n)
-	pid := pin.Pin()
-	if m := h.mag(pid); m != nil {
-		if a := m.pop(c); a != 0 {
-			// Zeroed while pinned, since a racing Close may unmap the block
-			// once we are not (closing.go): at most maxSmall bytes, which
-			// is what the runtime itself clears between preemption points.
-			// The double-free key goes too (doublefree.go): n > 8 bytes
-			// from the start reach its word.
-			clear(bytesAt(a, n))
-			pin.Unpin()
-			return a
-		}
+	a := uintptr(0)
+	if m := h.mag(pin.Pin()); m != nil {
+		// Zeroed while pinned, since a racing Close may unmap the block
+		// once we are not (closing.go): at most maxSmall bytes, which is
+		// what the runtime itself clears between preemption points.
+		a = m.popZeroed(c, n)
 	}
 	pin.Unpin()
-	return 0
+	return a
 }
 
 // allocSlow serves every Alloc the fast path did not: an empty magazine,
@@ -225,11 +215,7 @@ func (h *Heap) prepare(a uintptr, n int, zero bool) bool {
 		return false
 	}
 	raceAcquire(ptr(a)) // race builds: after the block's last Free (race.go)
-	if zero {
-		clear(bytesAt(a, n))
-	} else if n > 8 {
-		*(*uint64)(ptr(a + 8)) = 0
-	}
+	clearBlock(a, n, zero)
 	return true
 }
 

@@ -8,7 +8,6 @@ package offheap
 import (
 	"fmt"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/offheap/offheap/internal/pin"
 )
@@ -35,41 +34,23 @@ func (h *Heap) Free(b []byte) {
 	// seen nonzero (Close zeroes it, then quiesces), stay mapped meanwhile
 	// (closing.go).
 	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
-		e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
-		c := uint8(e)
-		if k := c - 2; k < numClasses-2 { // classes 2 and up: blocks of 16 bytes and more
-			ci := &(*[numClasses - 2]classInfo)(classInfos[2:])[k] // classInfos[c], no bounds check
-			if !blockStart(a, e, ci) {
-				goto slow
-			}
-			// The key in the block's second word marks it freed
-			// (doublefree.go): finding it sends the Free to the slow
-			// path's exact check.
-			kw := &(*[2]uint64)(ptr(a))[1]
-			if *kw == h.key {
-				goto slow
-			}
-			*kw = h.key
-		} else if c != 1 || !blockStart(a, e, &classInfos[1]) {
-			goto slow // not a small block's start; 8-byte blocks have no second word, so no key
-		}
-		raceRelease(ptr(a)) // race builds: to the block's next Alloc (race.go)
-		pid := pin.Pin()
-		if m := h.mag(pid); m != nil {
-			mc := &m.cls[c]
-			if k := mc.n; k < mc.cap {
-				m.slots[c][k%maxDepth] = a
-				mc.n = k + 1
-				mc.frees++
+		e := pageWordAt(h.pmap, off>>pageShift)
+		// The key in the block's second word marks it freed
+		// (doublefree.go): finding it sends the Free to the slow path's
+		// exact check.
+		if c, ok := smallStart(a, e); ok && h.claim(a, c) {
+			raceRelease(ptr(a)) // race builds: to the block's next Alloc (race.go)
+			pid := pin.Pin()
+			if m := h.mag(pid); m != nil && m.room(c) {
+				m.add(c, a)
 				pin.Unpin()
 				return
 			}
+			pin.Unpin()
+			h.freeToCentral(a, c) // a full or missing magazine, or magazines off
+			return
 		}
-		pin.Unpin()
-		h.freeToCentral(a, c) // a full or missing magazine, or magazines off
-		return
 	}
-slow:
 	h.freeSlow(b)
 }
 
@@ -129,9 +110,7 @@ func arenaFree(a uintptr) string {
 // found it: the key written, and the block on its way to the magazine or
 // the central list. Called between enter and exit.
 func (h *Heap) freeSmall(a uintptr, c uint8) {
-	if c != 1 {
-		*(*uint64)(ptr(a + 8)) = h.key
-	}
+	h.claim(a, c)       // freeable found no key
 	raceRelease(ptr(a)) // as in Free
 	h.freeToCentral(a, c)
 }

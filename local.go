@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
-	"unsafe"
 	"weak"
 )
 
@@ -116,8 +115,7 @@ func (c *Local) Alloc(n int) []byte {
 	// Locals go to the slow path.
 	h := c.h
 	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
-		if a := c.st.pop(sizeClass(n)); a != 0 {
-			clear(bytesAt(a, n)) // the double-free key too, as allocFast
+		if a := c.st.popZeroed(sizeClass(n), n); a != 0 {
 			return bytesAt(a, n)
 		}
 	}
@@ -132,10 +130,7 @@ func (c *Local) Alloc(n int) []byte {
 func (c *Local) AllocUnzeroed(n int) []byte {
 	h := c.h
 	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
-		if a := c.st.pop(sizeClass(n)); a != 0 {
-			if n > 8 { // an 8-byte block has no key
-				(*[2]uint64)(ptr(a))[1] = 0 // the double-free key (doublefree.go)
-			}
+		if a := c.st.popUnzeroed(sizeClass(n), n); a != 0 {
 			return bytesAt(a, n)
 		}
 	}
@@ -152,8 +147,7 @@ func (c *Local) AllocUnzeroed(n int) []byte {
 func (c *Local) TryAlloc(n int) ([]byte, error) {
 	h := c.h // Alloc's fast path, for the reasons given there
 	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
-		if a := c.st.pop(sizeClass(n)); a != 0 {
-			clear(bytesAt(a, n))
+		if a := c.st.popZeroed(sizeClass(n), n); a != 0 {
 			return bytesAt(a, n), nil
 		}
 	}
@@ -179,21 +173,12 @@ func (c *Local) Free(b []byte) {
 	if n := cap(b); uint(n)-9 < cacheMax-8 { // the classes with a key
 		cl := sizeClass(n)
 		if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
-			e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
-			ci := &classInfos[cl]
-			if uint8(e) == cl && blockStart(a, e, ci) {
-				st := c.st
-				mc := &st.cls[cl]
-				if k := mc.n; k < mc.cap {
-					kw := &(*[2]uint64)(ptr(a))[1]
-					if *kw != h.key {
-						*kw = h.key
-						raceRelease(ptr(a)) // race builds: to the block's next Alloc (race.go)
-						st.slots[cl][k%maxDepth] = a
-						mc.n = k + 1
-						mc.frees++
-						return
-					}
+			e := pageWordAt(h.pmap, off>>pageShift)
+			if st := c.st; wordClass(e) == cl && blockStart(a, e, &classInfos[cl]) && st.room(cl) {
+				if h.claim(a, cl) {
+					raceRelease(ptr(a)) // race builds: to the block's next Alloc (race.go)
+					st.add(cl, a)
+					return
 				}
 			}
 		}
@@ -203,10 +188,10 @@ func (c *Local) Free(b []byte) {
 
 // freeAny is Free for a slice whose capacity does not name its block's
 // class (b[:k:k], or not a block), a block of 8 bytes or above cacheMax,
-// a full stack and the key found: Heap.Free's fast path, written out with
-// the Local's stack for the magazine (a call level costs a pair a
-// nanosecond), with the same checks in the same nosplit section.
-// TestLocalFreeAgrees holds the two together.
+// a full stack and the key found: Heap.Free's fast path with the Local's
+// stack for the magazine, its check and push the same inlined helpers
+// (smallStart, claim, room, add: fastpath.go), in the same nosplit
+// section.
 //
 //go:nosplit
 func (c *Local) freeAny(b []byte) {
@@ -216,45 +201,21 @@ func (c *Local) freeAny(b []byte) {
 	h := c.h
 	a := addrOf(b)
 	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
-		e := *(*uint64)(unsafe.Add(h.pmap, off>>pageShift*8))
-		cl := uint8(e)
-		st := c.st
-		if k := cl - 2; k < numClasses-2 {
-			ci := &(*[numClasses - 2]classInfo)(classInfos[2:])[k]
-			if !blockStart(a, e, ci) {
-				goto slow
-			}
-			mc := &(*[numClasses - 2]classStack)(st.cls[2:])[k]
-			if n := mc.n; n < mc.cap {
-				kw := &(*[2]uint64)(ptr(a))[1]
-				if *kw == h.key {
-					goto slow
+		e := pageWordAt(h.pmap, off>>pageShift)
+		if cl, ok := smallStart(a, e); ok {
+			st := c.st
+			if st.room(cl) {
+				if h.claim(a, cl) {
+					raceRelease(ptr(a)) // as in Free
+					st.add(cl, a)
+					return
 				}
-				*kw = h.key
-				raceRelease(ptr(a)) // as in Free
-				st.slots[cl][n%maxDepth] = a
-				mc.n = n + 1
-				mc.frees++
-				return
-			} else if mc.cap != 0 { // full
+			} else if st.cls[cl].cap != 0 { // full
 				c.freeFull(b, cl)
-				return
-			}
-		} else if cl == 1 && blockStart(a, e, &classInfos[1]) {
-			mc := &st.cls[1]
-			if n := mc.n; n < mc.cap {
-				raceRelease(ptr(a)) // as in Free
-				st.slots[1][n%maxDepth] = a
-				mc.n = n + 1
-				mc.frees++
-				return
-			} else if mc.cap != 0 {
-				c.freeFull(b, 1)
 				return
 			}
 		}
 	}
-slow:
 	c.freeSlow(b)
 }
 
@@ -368,11 +329,7 @@ func (c *Local) slow(n int, zero bool, call string) ([]byte, error) {
 		}
 	} else if a, err := c.refill(cl); err == nil {
 		raceAcquire(ptr(a)) // as in pop
-		if zero {
-			clear(bytesAt(a, n))
-		} else if n > 8 {
-			*(*uint64)(ptr(a + 8)) = 0
-		}
+		clearBlock(a, n, zero)
 		h.exit()
 		return bytesAt(a, n), nil
 	} else if _, ok := err.(*corruptError); ok {

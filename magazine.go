@@ -182,23 +182,6 @@ func (h *Heap) installMagazine(pid int) error {
 	})
 }
 
-// pop takes a block of class c for the fast path, or returns 0: the stack
-// is empty, or this allocation is to be sampled (sampleAt). The caller is
-// the stacks' owner: pinned to a magazine's P, or a Local's goroutine. It
-// inlines into the fast paths.
-func (s *stacks) pop(c uint8) uintptr {
-	mc := &s.cls[c]
-	if k := mc.n; k != 0 && mc.hits != mc.sampleAt {
-		k--
-		a := s.slots[c][k%maxDepth]
-		raceAcquire(ptr(a)) // race builds: after the block's last Free (race.go)
-		mc.n = k
-		mc.hits++
-		return a
-	}
-	return 0
-}
-
 // take is pop for a checked heap's checker, to which every allocation
 // comes: it ignores sampleAt and keeps it equal to hits, so that the fast
 // path keeps declining.
@@ -213,20 +196,6 @@ func (m *magazine) take(c uint8) uintptr {
 		return a
 	}
 	return 0
-}
-
-// put stacks freed block b of class c and counts the Free if the stack has
-// room, and reports whether it had. The caller is pinned to m's P.
-func (m *magazine) put(c uint8, b uintptr) bool {
-	mc := &m.cls[c]
-	if k := mc.n; k < mc.cap {
-		raceRelease(ptr(b)) // race builds: to the Alloc that takes it (race.go)
-		m.slots[c][k%maxDepth] = b
-		mc.n = k + 1
-		mc.frees++
-		return true
-	}
-	return false
 }
 
 // smallBlock is a block of class c for an allocation that the P's magazine
@@ -316,9 +285,7 @@ func (m *magazine) push(c uint8, b uintptr, batch uint32, spilled *[maxDepth / 2
 		copy(s[:], s[k:mc.n])
 		mc.n -= uint32(k)
 	}
-	m.slots[c][mc.n] = b
-	mc.n++
-	mc.frees++
+	m.add(c, b)
 	return k
 }
 

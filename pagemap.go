@@ -89,6 +89,24 @@ func wordDirty(e uint64) bool { return e&pageDirty != 0 }
 // guard page.
 func wordUnguarded(e uint64) bool { return e&pageUnguarded != 0 }
 
+// smallStart reports whether a starts a block of a small class, e being
+// the pagemap word of a's page, and the class: blockStart for a class the
+// word names. It says nothing of whether the block is free (claim's key
+// does, fastpath.go). The fast check of Free, Local.Free and Relocate; it
+// inlines into them.
+//
+//go:nosplit
+func smallStart(a uintptr, e uint64) (c uint8, ok bool) {
+	c = uint8(e)
+	if k := c - 1; k < numClasses-1 {
+		ci := &(*[numClasses - 1]classInfo)(classInfos[1:])[k] // classInfos[c], no bounds check
+		o := uint64(a&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
+		q := o * ci.divMul >> 40
+		ok = o == q*uint64(ci.size) && q < uint64(ci.blocks)
+	}
+	return c, ok
+}
+
 // blockIn locates address a in the span of a small class: e is the pagemap
 // word of a's page and ci its class's info. It returns the index in the span
 // of the block that holds a, and how many bytes into that block a is: a

@@ -106,7 +106,7 @@ func (h *Heap) freeable(a uintptr) place {
 	p := h.placeOf(a)
 	switch p.kind {
 	case placeSmall:
-		if p.class != 1 && *(*uint64)(ptr(a + 8)) == h.key {
+		if h.keyed(a, p.class) {
 			var bad *corruptError
 			switch h.freeState(a, p.class, &bad) {
 			case blockCorrupt:

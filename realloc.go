@@ -91,9 +91,8 @@ func (h *Heap) reallocSmall(b []byte, n int, zero bool) []byte {
 		pin.Unpin()
 		return nil
 	}
-	e := *h.pages.entry(uint32(off >> pageShift))
-	c := wordClass(e)
-	if !isSmall(c) || !blockStart(a, e, &classInfos[c]) || (c != 1 && *(*uint64)(ptr(a + 8)) == h.key) {
+	c, ok := smallStart(a, pageWordAt(h.pmap, off>>pageShift))
+	if !ok || h.keyed(a, c) {
 		pin.Unpin()
 		return nil
 	}
@@ -106,27 +105,22 @@ func (h *Heap) reallocSmall(b []byte, n int, zero bool) []byte {
 		return nb
 	}
 	m := h.mag(pid)
-	if m == nil || m.cls[c].n >= m.cls[c].cap {
+	if m == nil || !m.room(c) {
 		pin.Unpin()
 		return nil
 	}
-	na := m.pop(sizeClass(n))
+	na := m.popUnzeroed(sizeClass(n), n) // the key cleared, where the copy may not reach (doublefree.go)
 	if na == 0 {
 		pin.Unpin()
 		return nil
 	}
 	nb := bytesAt(na, n)
-	if n > 8 {
-		(*[2]uint64)(ptr(na))[1] = 0 // the key, where the copy may not reach (doublefree.go)
-	}
 	k := copy(nb, b)
 	if zero {
 		clear(nb[k:])
 	}
-	if c != 1 {
-		*(*uint64)(ptr(a + 8)) = h.key // b's block is free (Free's fast path)
-	}
-	m.put(c, a) // room checked above
+	h.claim(a, c) // b's block is free (Free's fast path); its key was not there
+	m.put(c, a)   // room checked above
 	pin.Unpin()
 	return nb
 }

@@ -85,13 +85,10 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 	// pass's cost over a heap with nothing to move.
 	a := addrOf(b)
 	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
-		e := *h.pages.entry(uint32(off >> pageShift))
-		if c := wordClass(e); isSmall(c) {
-			ci := &classInfos[c]
-			if blockStart(a, e, ci) && (!h.central[c].movable.Load() ||
-				!sparseSpan(spanLive(h.pages.span(wordSpan(e))), ci.blocks)) {
-				return b, false
-			}
+		e := pageWordAt(h.pmap, off>>pageShift)
+		if c, ok := smallStart(a, e); ok && (!h.central[c].movable.Load() ||
+			!sparseSpan(spanLive(h.pages.span(wordSpan(e))), classInfos[c].blocks)) {
+			return b, false
 		}
 	}
 	return h.relocate(b)

@@ -72,7 +72,7 @@ func (h *Heap) RelocateAll(bs [][]byte) (moved int) {
 			if !cen.movable.Load() || !sparseSpan(spanLive(s), ci.blocks) {
 				continue // as Relocate's dense check
 			}
-			if uint(cap(b)) > uint(ci.size) || c != 1 && *(*uint64)(ptr(a + 8)) == h.key {
+			if uint(cap(b)) > uint(ci.size) || h.keyed(a, c) {
 				goto single
 			}
 			hold.acquire(cen)

@@ -1,0 +1,133 @@
+package offheap
+
+// The fast paths' two halves, written once: the pop of a block from a stack
+// with its clearing (Alloc's, AllocUnzeroed's, a Local's, Realloc's), the
+// check of a block a Free gives back (the pagemap word says it starts a
+// small block, and its double-free key is not there) and its push (Free's,
+// a Local's, a magazine's). Each is nosplit and small enough to inline into
+// its callers, which the fast paths need: a call level costs a pair about a
+// nanosecond. Verify with
+//
+//	go build -gcflags=-m 2>&1 | grep fastpath
+//	go tool objdump -s 'Heap\).(Free|allocFast)$' <binary>
+//
+// (every helper "can inline", and no CALL to one in Free or allocFast).
+
+// pop takes a block of class c for the fast path, or returns 0: the stack
+// is empty, or this allocation is to be sampled (sampleAt). The caller is
+// the stacks' owner: pinned to a magazine's P, or a Local's goroutine. It
+// inlines into the fast paths.
+func (s *stacks) pop(c uint8) (a uintptr) {
+	mc := &s.cls[c]
+	if mc.n != 0 && mc.hits != mc.sampleAt {
+		mc.n--
+		mc.hits++
+		a = s.slots[c][uint8(mc.n)] // mc.n < maxDepth, 256: the conversion only drops the bounds check
+		raceAcquire(ptr(a))         // race builds: after the block's last Free (race.go)
+	}
+	return a
+}
+
+// popZeroed pops a block of class c for n bytes from the stack and zeroes
+// them, or returns 0 (see pop): the key too, since n > 8 bytes from the
+// start reach its word (doublefree.go). The caller owns the stack and keeps
+// the block mapped meanwhile: pinned, or in a nosplit section after
+// fastSize was seen nonzero (closing.go).
+//
+//go:nosplit
+func (s *stacks) popZeroed(c uint8, n int) (a uintptr) {
+	if a = s.pop(c); a != 0 {
+		clear(bytesAt(a, n))
+	}
+	return a
+}
+
+// popUnzeroed is popZeroed for a block left as it is but for its
+// double-free key, which it clears (an 8-byte block has none).
+//
+//go:nosplit
+func (s *stacks) popUnzeroed(c uint8, n int) (a uintptr) {
+	if a = s.pop(c); a != 0 && n > 8 {
+		(*[2]uint64)(ptr(a))[1] = 0
+	}
+	return a
+}
+
+// clearBlock readies the n bytes at a that an allocation hands out from
+// the slow path: it zeroes them, as popZeroed, or with zero false clears
+// only the key, as popUnzeroed.
+//
+//go:nosplit
+func clearBlock(a uintptr, n int, zero bool) {
+	if zero {
+		clear(bytesAt(a, n))
+	} else if n > 8 {
+		(*[2]uint64)(ptr(a))[1] = 0
+	}
+}
+
+// claim marks the block of class c at a, a block start (smallStart), as
+// freed by writing the heap's key into its second word, and reports false,
+// writing nothing, when the key is there already: the block may be free,
+// which the slow path's exact check decides (doublefree.go). An 8-byte
+// block has no second word and no key.
+//
+//go:nosplit
+func (h *Heap) claim(a uintptr, c uint8) bool {
+	if c == 1 {
+		return true
+	}
+	kw := &(*[2]uint64)(ptr(a))[1]
+	if *kw == h.key {
+		return false
+	}
+	*kw = h.key
+	return true
+}
+
+// keyed reports whether the block of class c at a, a block start, holds the
+// heap's key: claim's test, for the paths that look before they free.
+//
+//go:nosplit
+func (h *Heap) keyed(a uintptr, c uint8) bool {
+	return c != 1 && (*[2]uint64)(ptr(a))[1] == h.key
+}
+
+// room reports whether the stack of class c has room for a push.
+//
+//go:nosplit
+func (s *stacks) room(c uint8) bool {
+	mc := &s.cls[c]
+	return mc.n < mc.cap
+}
+
+// add pushes block a of class c and counts the Free. The caller owns the
+// stack, which has room (room), and has released the block to the race
+// detector.
+//
+//go:nosplit
+func (s *stacks) add(c uint8, a uintptr) {
+	mc := &s.cls[c]
+	k := mc.n
+	s.slots[c][uint8(k)] = a // k < maxDepth
+	mc.n = k + 1
+	mc.frees++
+}
+
+// put is add where the stack has room, with the block's release to the race
+// detector, and reports whether it had.
+//
+//go:nosplit
+func (s *stacks) put(c uint8, a uintptr) bool {
+	if !s.room(c) {
+		return false
+	}
+	raceRelease(ptr(a)) // race builds: to the Alloc that takes it (race.go)
+	s.add(c, a)
+	return true
+}
+
+// The stacks' indexes are converted to uint8 in pop and add, which drops
+// the bounds check and is exact only while maxDepth is 256.
+var _ [maxDepth - 256]struct{}
+var _ [256 - maxDepth]struct{}
