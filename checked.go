@@ -292,19 +292,15 @@ func (c *checker) freeRun(a uintptr, st stackID) {
 		panic(fmt.Errorf("%w: Free of %#x", ErrClosed, a))
 	}
 	defer h.exit()
-	cl := uint8(0)
-	if page, ok := h.pages.pageOf(a); ok {
-		cl = wordClass(*h.pages.entry(page))
-	}
 	var r *record
-	switch cl {
-	case classArena:
+	p := h.placeOf(a) // what is at a (place.go)
+	cl := p.class
+	switch {
+	case p.kind == placeArena:
 		panic(arenaFree(a))
-	case classLarge:
-		if _, ok := h.pages.runAt(a, classLarge); ok {
-			r = c.rec(a)
-		}
-	case classGuarded:
+	case p.kind == placeRun && p.class == classLarge:
+		r = c.rec(a)
+	case p.kind == placeGuarded:
 		// a is the block's start if its record is a's; a record of a's
 		// granule sealed for another start is the block's when a is inside
 		// it, or a corrupted one when the run holds no other block.

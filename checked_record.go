@@ -134,36 +134,26 @@ func (c *checker) smallRecord(a uintptr) (r *record, start bool, cl uint8) {
 // blockOf finds the checked block that address a falls in (anywhere from
 // its start to the end of its underlying block or run): its start, its
 // pagemap class and its record. r is nil when a is in no block with a
-// record: a free page, an arena's memory, a span's tail, outside the heap.
-// Called between enter and exit: for a run it takes the page heap's lock.
+// record: a free page, an arena's memory, a span's tail, a profiled
+// sample, outside the heap. What is at a is placeOf's (place.go). Called
+// between enter and exit: for a run it takes the page heap's lock.
 func (c *checker) blockOf(a uintptr) (start uintptr, cl uint8, r *record) {
-	ph := &c.h.pages
-	page, ok := ph.pageOf(a)
-	if !ok {
-		return 0, 0, nil
-	}
-	e := *ph.entry(page)
-	switch cl = wordClass(e); {
-	case isSmall(cl):
-		ci := &classInfos[cl]
-		q, into := blockIn(a, e, ci)
-		if q >= uint64(ci.blocks) {
+	switch p := c.h.placeOf(a); p.kind {
+	case placeSmall, placeInSmall, placeShared, placeRun, placeInRun:
+		if p.start == 0 || p.class == classSampled {
 			return 0, 0, nil
 		}
-		start = a - uintptr(into)
-		return start, cl, c.rec(start)
-	case cl == classLarge || cl == classGuarded:
-		first, cl, ok := ph.runHolding(a)
-		switch {
-		case ok && cl == classLarge:
-			return first, cl, c.rec(first)
-		case ok && cl == classGuarded:
-			if r := c.rec(a); guardBase(a) == first && r.state != stateNone && r.sum == c.seal(a, r.size) {
-				return a, cl, r // a is the block's start: Ref and Bytes look no further
-			}
-			start, r := c.guardedBlock(first)
-			return start, cl, r
+		return p.start, p.class, c.rec(p.start)
+	case placeGuarded:
+		first, _, ok := c.h.pages.runHolding(a)
+		if !ok {
+			return 0, 0, nil
 		}
+		if r := c.rec(a); guardBase(a) == first && r.state != stateNone && r.sum == c.seal(a, r.size) {
+			return a, classGuarded, r // a is the block's start: Ref and Bytes look no further
+		}
+		start, r := c.guardedBlock(first)
+		return start, classGuarded, r
 	}
 	return 0, 0, nil // a free page, or an arena's memory, which is no block
 }

@@ -49,8 +49,8 @@ func (c *checker) refRecord(a uintptr) (state uint32, size int, alloc, free stac
 // which ...".
 func (c *checker) refUnknown(a uintptr) string {
 	if c.h.pages.contains(a) {
-		if _, cl, ok := c.h.pages.runHolding(a); ok && cl == classArena {
-			return place{kind: placeArena}.why(a) // as Free says it (checker.freeRun)
+		if p := c.h.placeOf(a); p.kind == placeArena {
+			return p.why(a) // as Free says it (checker.freeRun)
 		}
 		if start, _, _ := c.blockOf(a); start != 0 && start != a {
 			return fmt.Sprintf("is not the start of a block: it is %s into the block at %#x", count(int(a-start), "byte"), start)
