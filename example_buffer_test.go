@@ -28,7 +28,7 @@ func ExampleBuffer() {
 	}
 	for id := range 3 {
 		fmt.Printf("%s\n", h.Bytes(index[id]))
-		h.Free(h.Bytes(index[id]))
+		h.FreeRef(index[id])
 	}
 	// Output:
 	// user 0: []

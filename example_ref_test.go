@@ -27,7 +27,7 @@ func ExampleRef() {
 	index := make(map[uint64]offheap.Ref)
 	set := func(k uint64, v string) {
 		if old, ok := index[k]; ok {
-			h.Free(h.Bytes(old))
+			h.FreeRef(old)
 		}
 		b := h.Alloc(len(v))
 		copy(b, v)
@@ -50,7 +50,7 @@ func ExampleRef() {
 	fmt.Println(ok)
 
 	for k, r := range index {
-		h.Free(h.Bytes(r))
+		h.FreeRef(r)
 		delete(index, k)
 	}
 	fmt.Println("live blocks:", h.Stats().LiveBlocks)
@@ -95,7 +95,7 @@ func ExampleRef_concurrent() {
 		}
 		mu.Unlock()
 		if had {
-			h.Free(h.Bytes(old))
+			h.FreeRef(old)
 		}
 	}
 	get := func(k uint64, dst []byte) ([]byte, bool) {
@@ -170,7 +170,7 @@ func ExampleRef_stringKeys() {
 	del := func(key string) {
 		k := maphash.String(seed, key)
 		if r, ok := index[k]; ok {
-			h.Free(h.Bytes(r))
+			h.FreeRef(r)
 			delete(index, k)
 		}
 	}
@@ -257,7 +257,7 @@ func ExampleHeap_Bytes() {
 	}
 	for _, r := range table {
 		fmt.Printf("%s ", h.Bytes(r))
-		h.Free(h.Bytes(r))
+		h.FreeRef(r)
 	}
 	fmt.Println()
 	offheap.FreeSlice(h, table)

@@ -80,7 +80,7 @@ func ExampleHeap_RelocateAll() {
 	}
 	for k, ref := range c.index {
 		if r.IntN(10) != 0 {
-			h.Free(h.Bytes(ref))
+			h.FreeRef(ref)
 			delete(c.index, k)
 		}
 	}
@@ -100,7 +100,7 @@ func ExampleHeap_RelocateAll() {
 	intact := true
 	for k, ref := range c.index {
 		intact = intact && binary.LittleEndian.Uint64(h.Bytes(ref)) == k
-		h.Free(h.Bytes(ref))
+		h.FreeRef(ref)
 	}
 	fmt.Println("values intact:", intact)
 	// Output:

@@ -407,7 +407,8 @@ func (e *limitError) Error() string {
 	if e.request > 0 {
 		what = fmt.Sprintf("an allocation of %d bytes", e.request)
 	}
-	return fmt.Sprintf("%v: %s needs %d bytes more mapped, and %d of the Limit's %d bytes are mapped",
+	return fmt.Sprintf("%v: %s needs %d bytes more mapped, and %d of the Limit's %d bytes are mapped: "+
+		"free blocks, give the heap a larger Options.Limit, or allocate with TryAlloc and handle ErrLimit",
 		ErrLimit, what, e.need, e.mapped, e.limit)
 }
 

@@ -145,7 +145,7 @@ func (p place) refusal(op string, a uintptr, n int) string {
 func (p place) why(a uintptr) string {
 	switch p.kind {
 	case placeForeign:
-		return "this heap did not allocate"
+		return "this heap did not allocate: it is another heap's block, or Go memory"
 	case placeInSmall:
 		return fmt.Sprintf("is not the start of a block: it is %s into the %d-byte block at %#x", count(int(a-p.start), "byte"), p.size, p.start)
 	case placeShared:

@@ -200,7 +200,8 @@ func (h *Heap) checkNotFree(b []byte, zero bool) {
 	}
 }
 
-// appendMoved is what Free says of an address no heap owns: the usual way
-// to get one is to append to a full off-heap slice.
-const appendMoved = "if it came from Alloc and append grew it, append copied it to the Go heap, " +
-	"which Free cannot take; grow off-heap blocks with Realloc, not append (a block of another heap goes back to that heap)"
+// appendMoved is the way out of a Free of an address this heap does not
+// own: another heap's block, or Go memory, which append makes of a full
+// off-heap slice.
+const appendMoved = "free a block through the heap that allocated it, and grow one with Realloc, " +
+	"not append (append copies a full off-heap slice to the Go heap)"

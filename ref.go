@@ -204,3 +204,25 @@ func (h *Heap) bytesSlow(r Ref) []byte {
 	}
 	return bytesAt(a, int(n))
 }
+
+// FreeRef frees the block r names, as Free(h.Bytes(r)) would, and panics
+// where Free does: a block already freed is a double free. The zero Ref is
+// ignored, as Free ignores nil, and so is a Ref of an empty slice. A Ref of
+// another heap panics, naming the heap whose Ref method made it.
+func (h *Heap) FreeRef(r Ref) {
+	if r.IsZero() {
+		return
+	}
+	off, n := r.off^h.ref.off, r.n^h.ref.n
+	if (off|n)>>refShift != 0 || h.closed.Load() {
+		h.bytesSlow(r) // panics, naming the problem
+	}
+	if n == 0 {
+		return
+	}
+	a, ok := h.refAddr(off, n)
+	if !ok {
+		h.bytesSlow(r)
+	}
+	h.Free(bytesAt(a, int(n)))
+}

@@ -12,6 +12,7 @@ import (
 // an *Arena.
 type Allocator interface {
 	Alloc(n int) []byte
+	TryAlloc(n int) ([]byte, error)
 }
 
 // Freer is what Free and FreeSlice give memory back to: the *Heap or a
@@ -36,6 +37,21 @@ func New[T any](a Allocator) *T {
 	return (*T)(unsafe.Pointer(unsafe.SliceData(b)))
 }
 
+// TryNew is New returning an error instead of panicking when the memory
+// cannot be had, as TryAlloc is Alloc's. It panics, as New does, when T
+// holds Go pointers.
+func TryNew[T any](a Allocator) (*T, error) {
+	size := mustBePointerFree[T]("TryNew")
+	if size == 0 {
+		return (*T)(unsafe.Pointer(&zeroSized)), nil
+	}
+	b, err := a.TryAlloc(int(size))
+	if err != nil {
+		return nil, err
+	}
+	return (*T)(unsafe.Pointer(unsafe.SliceData(b))), nil
+}
+
 // MakeSlice allocates a zeroed slice of n T from a, with len and cap n. T must
 // not contain Go pointers (see New).
 func MakeSlice[T any](a Allocator, n int) []T {
@@ -54,6 +70,28 @@ func MakeSlice[T any](a Allocator, n int) []T {
 	}
 	b := a.Alloc(n * int(size))
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+// TryMakeSlice is MakeSlice returning an error instead of panicking when
+// the memory cannot be had or n is negative or too large (errors.Is(err,
+// ErrSize)). It panics, as MakeSlice does, when T holds Go pointers.
+func TryMakeSlice[T any](a Allocator, n int) ([]T, error) {
+	size := mustBePointerFree[T]("TryMakeSlice")
+	switch {
+	case n < 0:
+		return nil, fmt.Errorf("%w: TryMakeSlice[%s]: negative length %d", ErrSize, typeName[T](), n)
+	case n == 0:
+		return []T{}, nil
+	case size == 0:
+		return unsafe.Slice((*T)(unsafe.Pointer(&zeroSized)), n), nil
+	case uintptr(n) > uintptr(maxAlloc)/size:
+		return nil, fmt.Errorf("%w: TryMakeSlice[%s]: length %d is too large", ErrSize, typeName[T](), n)
+	}
+	b, err := a.TryAlloc(n * int(size))
+	if err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n), nil
 }
 
 // Free returns *p, allocated by New from a heap or one of its Locals, to
@@ -90,28 +128,54 @@ func FreeSlice[T any](f Freer, s []T) {
 // for a negative or too large n, and as Realloc does otherwise; s is then
 // left as it was.
 func ReallocSlice[T any](h *Heap, s []T, n int) []T {
-	size := mustBePointerFree[T]("ReallocSlice")
+	s, err := reallocSlice(h, s, n, "ReallocSlice")
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// TryReallocSlice is ReallocSlice returning an error instead of panicking
+// when the memory cannot be had or n is negative or too large, as
+// TryRealloc is Realloc's; s is then left as it was.
+func TryReallocSlice[T any](h *Heap, s []T, n int) ([]T, error) {
+	return reallocSlice(h, s, n, "TryReallocSlice")
+}
+
+// reallocSlice is ReallocSlice (fn) or TryReallocSlice, returning what the
+// one panics with and the other returns.
+func reallocSlice[T any](h *Heap, s []T, n int, fn string) ([]T, error) {
+	size := mustBePointerFree[T](fn)
 	if n < 0 {
-		panic(fmt.Sprintf("offheap: ReallocSlice[%s]: negative length %d", typeName[T](), n))
+		return nil, fmt.Errorf("%w: %s[%s]: negative length %d", ErrSize, fn, typeName[T](), n)
 	}
 	if size == 0 {
-		return unsafe.Slice((*T)(unsafe.Pointer(&zeroSized)), n)
+		return unsafe.Slice((*T)(unsafe.Pointer(&zeroSized)), n), nil
 	}
 	if uint64(n) > h.mostBytes()/uint64(size) {
-		panic(fmt.Sprintf("offheap: ReallocSlice[%s]: length %d is too large: more than the %s this heap's address space can hold", typeName[T](), n, sizeString(h.mostBytes())))
+		return nil, fmt.Errorf("%w: %s[%s]: length %d is too large: more than the %s this heap's address space can hold",
+			ErrSize, fn, typeName[T](), n, sizeString(h.mostBytes()))
 	}
 	// The block is named by all of s's capacity (s[:0] of a block is still
 	// that block), so Realloc keeps up to cap(s) elements; those past
 	// len(s) are not s's and are zeroed in the result.
 	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), uintptr(cap(s))*size)
-	nb := h.Realloc(b, n*int(size))
+	var nb []byte
+	if fn == "ReallocSlice" {
+		nb = h.Realloc(b, n*int(size))
+	} else {
+		var err error
+		if nb, err = h.TryRealloc(b, n*int(size)); err != nil {
+			return nil, err
+		}
+	}
 	if n == 0 {
-		return []T{}
+		return []T{}, nil
 	}
 	if from, to := uintptr(len(s))*size, uintptr(min(cap(s), n))*size; from < to {
 		clear(nb[from:to])
 	}
-	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(nb))), n)
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(nb))), n), nil
 }
 
 // zeroSized is where New and MakeSlice point for zero-size types.

@@ -56,7 +56,7 @@
 //	offheap_cache_expirations_total  counter  entries removed as their TTL passed
 //	offheap_cache_compactions_total  counter  compaction passes begun
 //	offheap_cache_entries            gauge    entries held
-//	offheap_local_bytes              gauge    heap bytes held: entries at class size, plus the index
+//	offheap_cache_bytes              gauge    heap bytes held: entries at class size, plus the index
 //	offheap_cache_max_bytes          gauge    the cache's MaxBytes
 //
 // # Cost

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/offheap/offheap"
+	"github.com/offheap/offheap/cache"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -241,8 +242,8 @@ func TestNewCollectorRefuses(t *testing.T) {
 }
 
 // TestDocNamesEveryMetric checks the package doc's table against a scrape
-// with every option on: each metric's name, and each value of its source
-// label, is in the doc.
+// with every option on, and a cache's: each metric's name, and each value
+// of its source label, is in the doc.
 func TestDocNamesEveryMetric(t *testing.T) {
 	src, err := os.ReadFile("collector.go")
 	if err != nil {
@@ -253,6 +254,10 @@ func TestDocNamesEveryMetric(t *testing.T) {
 	sources, _, _ = strings.Cut(sources, "\n")
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(newHeap(t), Opts{Name: "doc", Classes: true, Resident: true}))
+	if c, err := cache.New(cache.Options{MaxBytes: 1 << 20}); err == nil {
+		defer c.Close()
+		reg.MustRegister(NewCacheCollector(c, "doc"))
+	}
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,71 @@
+package offheap_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/offheap/offheap"
+)
+
+// TryRealloc refuses a block past the Limit without touching b, which
+// stays the caller's to use or free.
+func ExampleHeap_TryRealloc() {
+	h, _ := offheap.NewHeap(offheap.Options{Limit: 8 << 20})
+	defer h.Close()
+
+	b := h.Alloc(100)
+	copy(b, "kept")
+	nb, err := h.TryRealloc(b, 64<<20)
+	fmt.Println(nb == nil, errors.Is(err, offheap.ErrLimit), string(b[:4]))
+	b, _ = h.TryRealloc(b, 200) // this one fits
+	fmt.Println(len(b), string(b[:4]))
+	h.Free(b)
+	// Output:
+	// true true kept
+	// 200 kept
+}
+
+// A block holds at least what was asked for: the rest of its size class
+// is room Realloc grows into without moving the bytes.
+func ExampleHeap_UsableSize() {
+	h, _ := offheap.NewHeap(offheap.Options{ProfileBytes: -1})
+	defer h.Close()
+
+	b := h.Alloc(100)
+	u := h.UsableSize(b)
+	nb := h.Realloc(b, u)
+	fmt.Println(u >= 100, &nb[0] == &b[0])
+	h.Free(nb)
+	// Output:
+	// true true
+}
+
+// FreeRef frees what a Ref names; the zero Ref, what a map lookup of a
+// missing key returns, is ignored.
+func ExampleHeap_FreeRef() {
+	h, _ := offheap.NewHeap(offheap.Options{})
+	defer h.Close()
+
+	index := map[string]offheap.Ref{"a": h.Ref(h.Alloc(10))}
+	h.FreeRef(index["a"])
+	h.FreeRef(index["missing"])
+	delete(index, "a")
+	fmt.Println(h.Stats().InUseBytes)
+	// Output:
+	// 0
+}
+
+// TryMakeSlice returns the error MakeSlice would panic with.
+func ExampleTryMakeSlice() {
+	h, _ := offheap.NewHeap(offheap.Options{Limit: 8 << 20})
+	defer h.Close()
+
+	_, err := offheap.TryMakeSlice[int64](h, 4<<20) // 32 MiB
+	fmt.Println(errors.Is(err, offheap.ErrLimit))
+	s, err := offheap.TryMakeSlice[int64](h, 1000)
+	fmt.Println(len(s), err)
+	offheap.FreeSlice(h, s)
+	// Output:
+	// true
+	// 1000 <nil>
+}

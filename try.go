@@ -1,0 +1,77 @@
+package offheap
+
+// The Try forms of the allocating calls that had none: each returns the
+// error its panicking form panics with, when the memory cannot be had.
+
+import (
+	"errors"
+	"sync/atomic"
+)
+
+// TryRealloc is Realloc returning an error instead of panicking when the
+// new block cannot be had: errors.Is(err, ErrLimit), ErrClosed, ErrSize or
+// ErrAddressSpace. b is then left as it was. Misuse (b is no block of this
+// heap, or is free) panics, as it does in Realloc.
+func (h *Heap) TryRealloc(b []byte, n int) ([]byte, error) {
+	return h.tryRealloc(b, n, true)
+}
+
+// TryReallocUnzeroed is ReallocUnzeroed returning an error instead of
+// panicking, as TryRealloc is Realloc's.
+func (h *Heap) TryReallocUnzeroed(b []byte, n int) ([]byte, error) {
+	return h.tryRealloc(b, n, false)
+}
+
+// tryRealloc is realloc with its allocation errors returned. Realloc
+// panics with one before it changes anything (b stays as it was and
+// nothing is allocated), so recovering it leaves the heap as it was; every
+// other panic goes on.
+func (h *Heap) tryRealloc(b []byte, n int, zero bool) (nb []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(error)
+			if !ok || !allocError(e) {
+				panic(r)
+			}
+			nb, err = nil, e
+		}
+	}()
+	return h.realloc(b, n, zero), nil
+}
+
+// allocError reports whether err says memory could not be had, which a Try
+// form returns, rather than misuse, which it panics with.
+func allocError(err error) bool {
+	return errors.Is(err, ErrLimit) || errors.Is(err, ErrClosed) || errors.Is(err, ErrSize) || errors.Is(err, ErrAddressSpace)
+}
+
+// TryAllocUnzeroed is AllocUnzeroed returning an error instead of
+// panicking, as TryAlloc is Alloc's. It panics, as Alloc does, after the
+// Local's Close.
+//
+//go:nosplit
+//go:noinline
+func (c *Local) TryAllocUnzeroed(n int) ([]byte, error) {
+	h := c.h // Alloc's fast path, for the reasons given there
+	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
+		if a := c.st.pop(sizeClass(n)); a != 0 {
+			if n > 8 { // an 8-byte block has no key
+				(*[2]uint64)(ptr(a))[1] = 0 // the double-free key (doublefree.go)
+			}
+			return bytesAt(a, n), nil
+		}
+	}
+	// Zeroed past the stack: the heap's unzeroed path has no Try form
+	// that a Local reaches (allocVia), and zeroed bytes are bytes
+	// "whatever the memory last held" allows.
+	return c.slow(n, true, "TryAllocUnzeroed")
+}
+
+// TryAllocUnzeroed is AllocUnzeroed returning an error instead of
+// panicking, as TryAlloc is Alloc's.
+func (a *Arena) TryAllocUnzeroed(n int) ([]byte, error) {
+	if x := a.allocFast(n); x != 0 {
+		return bytesAt(x, n), nil
+	}
+	return a.alloc(n, false)
+}
