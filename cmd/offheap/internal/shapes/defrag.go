@@ -44,7 +44,7 @@ const (
 
 // defragMetrics are the columns of the offheap-defrag way.
 var defragMetrics = []bench.Metric{
-	{Name: defragCPU, Doc: "offheap-defrag: the thread CPU time of its rule (Stats, Trims, RelocateGain, passes), % of the workload's", Label: "defrag CPU, % of the workload"},
+	{Name: defragCPU, Doc: "offheap-defrag: the thread CPU time of its rule (Stats, Trims, RelocateGain, passes), % of the workload's", Label: "defrag CPU, % of the workload", Target: 2},
 	{Name: defragTrim, Doc: "offheap-defrag: the Trims' part of defrag-cpu-pct (emptying the magazines, releasing free pages)"},
 	{Name: defragPasses, Doc: "offheap-defrag: Relocate passes the rule ran"},
 	{Name: defragMoved, Doc: "offheap-defrag: blocks its passes moved"},

@@ -20,10 +20,10 @@ func init() {
 		Workers:   []int{1},
 		FixedSize: true, // the live size against the spans is the point
 		Metrics: append([]bench.Metric{
-			{Name: driftPeak, Doc: "the largest resident / live bytes of the readings", Label: "peak resident / live bytes"},
+			{Name: driftPeak, Doc: "the largest resident / live bytes of the readings", Label: "peak resident / live bytes", Target: 1.3},
 			{Name: driftLast, Doc: "resident / live bytes at the end, the sizes back where they started"},
 		}, defragMetrics...),
-		Plot:     []string{driftPeak},
+		Plot:     []string{driftPeak, defragCPU},
 		Verdicts: driftVerdicts,
 	}, runDrift))
 }

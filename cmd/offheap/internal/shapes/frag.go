@@ -25,16 +25,16 @@ func init() {
 		FixedSize: true,
 		Metrics: append([]bench.Metric{
 			{Name: fragFilled, Doc: "resident / live bytes once filled"},
-			{Name: fragEvicted, Doc: "resident / live bytes after the eviction", Label: "resident / live after evicting 90%"},
-			{Name: fragRelocated, Doc: "resident / live bytes after the eviction, the survivors moved by hand, and one Relocate pass (arms with Relocate)", Label: "resident / live after the Relocate pass"},
-			{Name: fragRefilled, Doc: "resident / live bytes after the refill (after the Relocate pass, where the arm has one)", Label: "resident / live after the refill"},
+			{Name: fragEvicted, Doc: "resident / live bytes after the eviction", Label: "resident / live after evicting 90%", Target: 1.3},
+			{Name: fragRelocated, Doc: "resident / live bytes after the eviction, the survivors moved by hand, and one Relocate pass (arms with Relocate)", Label: "resident / live after the Relocate pass", Target: 1.3},
+			{Name: fragRefilled, Doc: "resident / live bytes after the refill (after the Relocate pass, where the arm has one)", Label: "resident / live after the refill", Target: 1.3},
 			{Name: fragMoved, Doc: "% of the survivors the Relocate pass moved"},
 			{Name: fragPassNs, Doc: "the Relocate pass's time per block moved, in ns: RelocateAll over batches of 1000 survivors, gathered and scattered back"},
 			{Name: fragCopyNs, Doc: "Alloc + copy + Free of the same survivors after the eviction, before the pass, per block, in ns: what moving them by hand costs (arms with Relocate)"},
 			{Name: fragDenseNs, Doc: "the fastest of twenty more RelocateAll passes, after the refill and a second, per block, in ns: the cost over spans with nothing to gain"},
 			{Name: fragNullNs, Doc: "the fastest of twenty passes of the same loop over the same values, interleaved with those, calling a method that moves nothing in place of RelocateAll, per block, in ns: the harness's share of dense-ns"},
 		}, defragMetrics...),
-		Plot:     []string{fragEvicted, fragRelocated, fragRefilled},
+		Plot:     []string{fragEvicted, fragRelocated, fragRefilled, defragCPU},
 		Verdicts: fragVerdicts,
 	}, runFrag))
 }
