@@ -21,6 +21,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -108,9 +109,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Workers = append(cfg.Workers, n)
 	}
-	cfg.Progress = progress(stdout, stderr)
-
+	var stop func()
+	cfg.Progress, stop = progress(stdout, stderr)
 	r, err := bench.Run(cfg)
+	stop()
 	if err != nil {
 		fmt.Fprintf(stderr, "offheap bench: %v\n", err)
 		return 1
@@ -134,11 +136,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// progress returns what reports the run's progress on stderr: a bar that
-// clears itself when both stdout and stderr are terminals, a line per
-// shape otherwise (stdout piped or redirected, where the tables come only at
-// the end and a silent minute would look like a hang).
-func progress(stdout, stderr io.Writer) func(bench.Progress) {
+// progress returns what reports the run's progress on stderr, and what
+// stops it once the run is over: a bar that clears itself when both stdout
+// and stderr are terminals, a line per shape otherwise (stdout piped or
+// redirected, where the tables come only at the end and a silent minute
+// would look like a hang).
+func progress(stdout, stderr io.Writer) (report func(bench.Progress), stop func()) {
 	if isTerminal(stdout) && isTerminal(stderr) {
 		var bar *progressbar.ProgressBar
 		return func(p bench.Progress) {
@@ -148,6 +151,9 @@ func progress(stdout, stderr io.Writer) func(bench.Progress) {
 					progressbar.OptionClearOnFinish(), progressbar.OptionSetPredictTime(true))
 			}
 			desc := p.Trial
+			if desc == "" {
+				desc = p.Shape // its start
+			}
 			if p.Note != "" {
 				desc += ": " + p.Note
 			}
@@ -156,17 +162,53 @@ func progress(stdout, stderr io.Writer) func(bench.Progress) {
 			if p.Done == p.Total {
 				bar.Finish()
 			}
-		}
+		}, func() {}
 	}
-	// A line per shape, and between them a line on the trial at hand
-	// whenever quietFor has passed since the last one: no long shape, nor
-	// a long trial that notes its stages, is silent for longer.
+	return lines(stderr)
+}
+
+// lines is the piped run's progress: a line per shape, and between them a
+// line on the trial at hand whenever quietFor has passed since the last
+// one, written when a trial reports, or, for a trial that runs longer
+// without a word, by a ticker: no shape is silent for longer than quietFor
+// and a tick (an eighth of it).
+func lines(stderr io.Writer) (report func(bench.Progress), stop func()) {
+	var mu sync.Mutex
 	last := time.Now()
-	return func(p bench.Progress) {
+	var at bench.Progress // the last report; Shape "" before the first
+	var atWhen time.Time  // when it came
+	tick := time.NewTicker(quietFor / 8)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			mu.Lock()
+			if at.Shape != "" && !at.ShapeDone && time.Since(last) >= quietFor {
+				fmt.Fprintf(stderr, "offheap bench: shape %d of %d, %s, %.0fs: running, %d of %d trials done\n",
+					at.ShapeIndex, at.Shapes, at.Shape, (at.ShapeElapsed + time.Since(atWhen)).Seconds(), at.Done, at.Total)
+				last = time.Now()
+			}
+			mu.Unlock()
+		}
+	}()
+	stop = func() {
+		tick.Stop()
+		close(done)
+	}
+	report = func(p bench.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		at, atWhen = p, time.Now()
 		switch {
 		case p.ShapeDone:
 			fmt.Fprintf(stderr, "offheap bench: shape %d of %d, %s, done in %.1fs (%d of %d trials)\n",
 				p.ShapeIndex, p.Shapes, p.Shape, p.ShapeElapsed.Seconds(), p.Done, p.Total)
+		case p.Trial == "": // the shape's start
+			fmt.Fprintf(stderr, "offheap bench: shape %d of %d, %s, %s\n", p.ShapeIndex, p.Shapes, p.Shape, p.Note)
 		case time.Since(last) < quietFor:
 			return
 		case p.Note != "":
@@ -178,6 +220,7 @@ func progress(stdout, stderr io.Writer) func(bench.Progress) {
 		}
 		last = time.Now()
 	}
+	return report, stop
 }
 
 // quietFor is the longest a piped run goes without a progress line, as far

@@ -546,8 +546,8 @@ func TestArmsJoinMemoryShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rows := r.Shape("drift").Rows; !slices.Equal(rows, []string{"offheap", "go-make"}) {
-		t.Errorf("drift rows with no -arms: %v, want [offheap go-make]", rows)
+	if rows := r.Shape("drift").Rows; !slices.Equal(rows, []string{"offheap", "offheap-defrag", "go-make"}) {
+		t.Errorf("drift rows with no -arms: %v, want [offheap offheap-defrag go-make]", rows)
 	}
 	cfg.Arms = []string{"offheap-nomag", "sync-pool", "go-make", "offheap"}
 	if r, err = bench.Run(cfg); err != nil {

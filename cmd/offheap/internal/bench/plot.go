@@ -27,6 +27,7 @@ const (
 	legendWidth = 4.5 * vg.Centimeter
 	labelSize   = 10 * vg.Inch / 72 // points, for axis labels and the legend
 	leftMargin  = 8 * vg.Millimeter
+	topMargin   = 4 * vg.Millimeter // room for the first panel's title
 )
 
 // The plots are set in Liberation Sans, which has Arial's metrics: a
@@ -127,7 +128,7 @@ func WritePlot(w io.Writer, r *Report, sh ShapeInfo) error {
 	anyLines := slices.Contains(lined, true)
 	img := vgsvg.New(plotWidth, panelHeight*vg.Length(len(panels)))
 	dc := draw.New(img)
-	plotArea := draw.Crop(dc, leftMargin, 0, 0, 0)
+	plotArea := draw.Crop(dc, leftMargin, 0, 0, -topMargin)
 	if anyLines {
 		plotArea = draw.Crop(plotArea, 0, -legendWidth, 0, 0)
 	}
@@ -219,13 +220,21 @@ func barPanel(p *plot.Plot, r *Report, sh ShapeInfo, sub, metric string) error {
 	nw := sh.Workers[0]
 	stat, label := "min", fmt.Sprintf("ns per %s: lower is better", sh.Unit)
 	value := func(s *Summary) (float64, bool) { return s.MinNs, true }
+	target := 0.0
 	if metric != "" {
 		m := metricOf(sh, metric)
 		stat = "median"
 		label = fmt.Sprintf("%s: %s is better", m.Label, map[bool]string{true: "higher", false: "lower"}[m.HigherIsBetter])
 		value = func(s *Summary) (float64, bool) { v, ok := s.Metrics[metric]; return v, ok }
+		if target = m.Target; target > 0 {
+			label += fmt.Sprintf(", target %s dashed", tickLabel(target))
+		}
 	}
-	p.Title.Text += fmt.Sprintf(" (%d worker, %s of the runs)", nw, stat)
+	workers := "workers"
+	if nw == 1 {
+		workers = "worker"
+	}
+	p.Title.Text += fmt.Sprintf(" (%d %s, %s of the runs)", nw, workers, stat)
 	// Bottom to top, so that the first row is at the top, as in the table.
 	var names []string
 	var values []float64
@@ -241,12 +250,22 @@ func barPanel(p *plot.Plot, r *Report, sh ShapeInfo, sub, metric string) error {
 	if len(values) == 0 {
 		return nil
 	}
-	p.NominalY(names...)
+	// Each name ends in two spaces: room between it and its bar in a
+	// viewer whose fallback font is wider than the one measured.
+	padded := make([]string, len(names))
+	for i, n := range names {
+		padded[i] = n + "  "
+	}
+	p.NominalY(padded...)
 	// Bars that span decades are drawn on a log axis, where a linear one
 	// would leave all but the longest invisible; each then starts at base,
 	// below the shortest, since a log axis has no 0.
 	var base *plotter.BarChart
-	if lo, hi := slices.Min(values), slices.Max(values); lo > 0 && hi/lo >= 20 {
+	lo, hi := slices.Min(values), slices.Max(values)
+	if target > 0 {
+		lo, hi = min(lo, target), max(hi, target)
+	}
+	if lo > 0 && hi/lo >= 20 {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = logTicks{}
 		p.X.Label.Text += " (log scale)"
@@ -276,6 +295,15 @@ func barPanel(p *plot.Plot, r *Report, sh ShapeInfo, sub, metric string) error {
 		bar.Color = rowColor(rowStyle(r, sh, names[i]))
 		bar.LineStyle.Width = 0
 		p.Add(bar)
+	}
+	if target > 0 {
+		l, err := plotter.NewLine(plotter.XYs{{X: target, Y: -0.5}, {X: target, Y: float64(len(values)) - 0.5}})
+		if err != nil {
+			return err
+		}
+		l.Width = vg.Points(1.5)
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(l)
 	}
 	return nil
 }

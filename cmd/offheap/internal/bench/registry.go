@@ -123,6 +123,9 @@ type Metric struct {
 	// HigherIsBetter is true for a throughput or a hit rate, false for a
 	// cost; the plot of a shape that plots this metric says which.
 	HigherIsBetter bool
+	// Target, when not 0, is the figure's target, which the plot draws as a
+	// dashed line across the bars.
+	Target float64
 }
 
 // Spec is what every shape declares, whatever its rows are.

@@ -218,6 +218,9 @@ func (p *plan) runShape(r *Report, i int, s *shape) (ShapeInfo, error) {
 	for _, sub := range s.Subs {
 		info.Subs = append(info.Subs, sub.Name)
 	}
+	if p.cfg.Progress != nil { // the shape's start, so that a slow first trial is not a silence
+		p.cfg.Progress(Progress{Shape: s.Name, ShapeIndex: i + 1, Shapes: len(p.shapes), Done: p.done, Total: p.total, Note: "started"})
+	}
 	scales := map[calKey]float64{}
 	left := info.Runs * len(info.Rows) * trialsPerRow(s.Subs, info.Workers)
 	for run := range info.Runs {

@@ -12,18 +12,18 @@ func init() {
 	bench.RegisterWayShape(memoryShape(bench.Spec{
 		Name: "drift",
 		Doc: "a cache of 8 MiB of values whose sizes drift from 16-64 B to 2-8 KiB and back over the run, each insert evicting values at random " +
-			"to stay at its size; resident / live read 8 times (Trim, or FreeOSMemory, first), its peak and its last, no Relocate",
+			"to stay at its size; resident / live read 8 times (Trim, or FreeOSMemory, first), its peak and its last; no Relocate but offheap-defrag's rule",
 		Work:      bench.FixedTotal,
 		Quick:     true,
 		Order:     64,
 		Unit:      "op",
 		Workers:   []int{1},
 		FixedSize: true, // the live size against the spans is the point
-		Metrics: []bench.Metric{
-			{Name: driftPeak, Doc: "the largest resident / live bytes of the readings", Label: "peak resident / live bytes"},
+		Metrics: append([]bench.Metric{
+			{Name: driftPeak, Doc: "the largest resident / live bytes of the readings", Label: "peak resident / live bytes", Target: 1.3},
 			{Name: driftLast, Doc: "resident / live bytes at the end, the sizes back where they started"},
-		},
-		Plot:     []string{driftPeak},
+		}, defragMetrics...),
+		Plot:     []string{driftPeak, defragCPU},
 		Verdicts: driftVerdicts,
 	}, runDrift))
 }
@@ -60,7 +60,9 @@ func runDrift(t *bench.Trial, row bench.Allocator) (bench.Sample, error) {
 	var el time.Duration
 	peak := 0.0
 	every := ops / driftReadings
+	d, _ := row.(*defragHeap) // nil but for the offheap-defrag way
 	t0 := time.Now()
+	d.start()
 	for i := range ops {
 		b := arm.Alloc(driftSize(&r, float64(i)/float64(ops)))
 		b[0] = 1
@@ -75,18 +77,28 @@ func runDrift(t *bench.Trial, row bench.Allocator) (bench.Sample, error) {
 			vals[len(vals)-1] = nil // for make's collector
 			vals = vals[:len(vals)-1]
 		}
+		if d != nil {
+			d.tick(live, vals)
+		}
 		if (i+1)%every == 0 {
+			d.stop()
 			el += time.Since(t0)
 			if v, ok := probe.Ratio(live); ok {
 				peak = max(peak, v)
 				m[driftLast] = v
 			}
 			t0 = time.Now()
+			d.start()
 		}
 	}
+	d.stop()
 	el += time.Since(t0)
 	if peak > 0 {
 		m[driftPeak] = peak
+	}
+	if d != nil {
+		d.record(m)
+		allocs += int64(d.moved)
 	}
 	for _, b := range vals {
 		arm.Free(b)
@@ -98,11 +110,11 @@ func runDrift(t *bench.Trial, row bench.Allocator) (bench.Sample, error) {
 // drift must be below make's, and no worse than jemalloc's (an arm of the
 // offheap_cgo build only, selected with -arms).
 func driftVerdicts(r *bench.Report) []bench.Verdict {
-	return []bench.Verdict{
+	return append([]bench.Verdict{
 		driftAgainst(r, "drift-peak", "go-make", "< 1.00x", func(a, b float64) bool { return a < b }, ""),
 		driftAgainst(r, "drift-peak-jemalloc", "jemalloc", "<= 1.00x", func(a, b float64) bool { return a <= b },
 			"the jemalloc arm did not run (build with -tags offheap_cgo)"),
-	}
+	}, defragVerdicts(r, "drift", driftPeak)...)
 }
 
 // driftAgainst judges offheap's peak resident / live on the drift over

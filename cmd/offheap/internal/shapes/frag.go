@@ -13,7 +13,7 @@ func init() {
 	bench.RegisterWayShape(memoryShape(bench.Spec{
 		Name: "frag",
 		Doc: "a cache's life: fill 200k values of 16-512 B (-long 2M), evict 90% at random, one Relocate pass over the survivors " +
-			"(arms with Relocate), refill the freed volume with 1-4 KiB values; resident/live after each phase (Trim, or " +
+			"(arms with Relocate; offheap-defrag runs its rule instead), refill the freed volume with 1-4 KiB values; resident/live after each phase (Trim, or " +
 			"FreeOSMemory, first), and what the pass costs",
 		Work:    bench.FixedTotal,
 		Quick:   true,
@@ -23,18 +23,18 @@ func init() {
 		// The live set is the point: calibration would shrink it until
 		// each class's one partial span weighed on the figures.
 		FixedSize: true,
-		Metrics: []bench.Metric{
+		Metrics: append([]bench.Metric{
 			{Name: fragFilled, Doc: "resident / live bytes once filled"},
-			{Name: fragEvicted, Doc: "resident / live bytes after the eviction", Label: "resident / live after evicting 90%"},
-			{Name: fragRelocated, Doc: "resident / live bytes after the eviction, the survivors moved by hand, and one Relocate pass (arms with Relocate)", Label: "resident / live after the Relocate pass"},
-			{Name: fragRefilled, Doc: "resident / live bytes after the refill (after the Relocate pass, where the arm has one)", Label: "resident / live after the refill"},
+			{Name: fragEvicted, Doc: "resident / live bytes after the eviction", Label: "resident / live after evicting 90%", Target: 1.3},
+			{Name: fragRelocated, Doc: "resident / live bytes after the eviction, the survivors moved by hand, and one Relocate pass (arms with Relocate)", Label: "resident / live after the Relocate pass", Target: 1.3},
+			{Name: fragRefilled, Doc: "resident / live bytes after the refill (after the Relocate pass, where the arm has one)", Label: "resident / live after the refill", Target: 1.3},
 			{Name: fragMoved, Doc: "% of the survivors the Relocate pass moved"},
 			{Name: fragPassNs, Doc: "the Relocate pass's time per block moved, in ns: RelocateAll over batches of 1000 survivors, gathered and scattered back"},
 			{Name: fragCopyNs, Doc: "Alloc + copy + Free of the same survivors after the eviction, before the pass, per block, in ns: what moving them by hand costs (arms with Relocate)"},
 			{Name: fragDenseNs, Doc: "the fastest of twenty more RelocateAll passes, after the refill and a second, per block, in ns: the cost over spans with nothing to gain"},
 			{Name: fragNullNs, Doc: "the fastest of twenty passes of the same loop over the same values, interleaved with those, calling a method that moves nothing in place of RelocateAll, per block, in ns: the harness's share of dense-ns"},
-		},
-		Plot:     []string{fragEvicted, fragRelocated, fragRefilled},
+		}, defragMetrics...),
+		Plot:     []string{fragEvicted, fragRelocated, fragRefilled, defragCPU},
 		Verdicts: fragVerdicts,
 	}, runFrag))
 }
@@ -84,14 +84,22 @@ func runFrag(t *bench.Trial, row bench.Allocator) (bench.Sample, error) {
 	r := bench.NewRand(17)
 	var live, ops, allocs int64
 	var el time.Duration
+	d, _ := row.(*defragHeap) // nil but for the offheap-defrag way
+	tick := func([][]byte) {}
+	if d != nil {
+		tick = func(refill [][]byte) { d.tick(live, vals, refill) }
+	}
 
 	t0 := time.Now()
+	d.start()
 	for i := range vals {
 		b := arm.Alloc(16 + r.Intn(497))
 		b[0] = byte(i)
 		vals[i] = b
 		live += int64(len(b))
+		tick(nil)
 	}
+	d.stop()
 	el += time.Since(t0)
 	ops += int64(n)
 	allocs += int64(n)
@@ -99,16 +107,19 @@ func runFrag(t *bench.Trial, row bench.Allocator) (bench.Sample, error) {
 	filled := live
 
 	t0 = time.Now()
+	d.start()
 	for i, b := range vals {
 		if r.Intn(10) != 0 {
 			arm.Free(b)
 			vals[i] = nil
 			live -= int64(len(b))
 			ops++
+			tick(nil)
 		} else {
 			survivors = append(survivors, i)
 		}
 	}
+	d.stop()
 	el += time.Since(t0)
 	probe.Record(m, fragEvicted, live)
 	// One pass, as a cache would run it: every survivor offered once.
@@ -141,6 +152,7 @@ func runFrag(t *bench.Trial, row bench.Allocator) (bench.Sample, error) {
 	}
 
 	t0 = time.Now()
+	d.start()
 	for volume := filled - live; volume > 0; {
 		b := arm.Alloc(1024 + r.Intn(3073))
 		b[0] = 1
@@ -149,7 +161,9 @@ func runFrag(t *bench.Trial, row bench.Allocator) (bench.Sample, error) {
 		live += int64(len(b))
 		ops++
 		allocs++
+		tick(refill)
 	}
+	d.stop()
 	el += time.Since(t0)
 	probe.Record(m, fragRefilled, live)
 
@@ -173,6 +187,10 @@ func runFrag(t *bench.Trial, row bench.Allocator) (bench.Sample, error) {
 		}
 		per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(max(len(survivors), 1)) }
 		m[fragDenseNs], m[fragNullNs] = per(dense), per(null)
+	}
+	if d != nil {
+		d.record(m)
+		allocs += int64(d.moved)
 	}
 	for _, i := range survivors {
 		arm.Free(vals[i])
@@ -206,6 +224,7 @@ func fragVerdicts(r *bench.Report) []bench.Verdict {
 		metric("frag-refilled", "frag, offheap: resident / live after the refill with 1-4 KiB values", "<= 1.30", fragRefilled, 1.3),
 		metric("frag-dense-pass", "frag, offheap: a Relocate pass over spans with nothing to gain, ns per block", "<= 10 ns", fragDenseNs, 10),
 	}
+	vs = append(vs, defragVerdicts(r, "frag", fragEvicted, fragRefilled)...)
 	const name, figure, target = "frag-pass-cost", "frag, offheap: the Relocate pass per block moved / Alloc + copy + Free of the same blocks", "<= 2.00x"
 	switch {
 	case s == nil:

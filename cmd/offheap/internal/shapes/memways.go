@@ -46,6 +46,7 @@ func memoryWays(run func(t *bench.Trial, a bench.Allocator) (bench.Sample, error
 			}
 			return s, err
 		}},
+		defragWay(run),
 		{Name: "go-make", Doc: "make([]byte, n), dropped for the collector to free", Run: func(t *bench.Trial) (bench.Sample, error) {
 			return run(t, goValues{})
 		}},
