@@ -153,27 +153,32 @@ func (c *Cache) saveShard(s *shard, out chan<- *block, stop <-chan struct{}, poo
 		}
 		return true
 	}
-	for _, v := range s.index.slots {
-		if !slotLive(v) {
-			continue
+	ok := true
+	s.each(func(e entry) {
+		if !ok {
+			return
 		}
-		e := slotEntry(v)
 		var exp int64
 		if x := e.expiry(); x != 0 {
 			if x <= now {
-				continue
+				return
 			}
 			exp = wall + (x - now)
 		}
-		kv := e.block()[headerSize:]
-		if len(b.buf)+recordHeader+len(kv) > blockBytes && b.count > 0 && !send(false) {
-			return false
+		kl, vl := e.keyLen(), e.valueLen()
+		if len(b.buf)+recordHeader+kl+vl > blockBytes && b.count > 0 && !send(false) {
+			ok = false
+			return
 		}
-		b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(e.keyLen()))
-		b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(e.valueLen()))
+		b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(kl))
+		b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(vl))
 		b.buf = binary.LittleEndian.AppendUint64(b.buf, uint64(exp))
-		b.buf = append(b.buf, kv...)
+		b.buf = append(b.buf, e.key()...)
+		b.buf = append(b.buf, e.value()...)
 		b.count++
+	})
+	if !ok {
+		return false
 	}
 	return send(true)
 }
