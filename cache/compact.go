@@ -140,7 +140,7 @@ func (c *Cache) removed(n int) {
 	if p.active.Load() {
 		return
 	}
-	if c.own && (st.MagazineBytes+st.DepotBytes)*sparseFactor > st.InUseBytes {
+	if c.own && (st.MagazineBytes+st.DepotBytes+unreleased(st))*sparseFactor > st.InUseBytes {
 		// Freed blocks (old index tables, mostly) wait in the heap's
 		// stocks: back to their spans, and empty spans to the system.
 		c.heap.Trim()
@@ -150,6 +150,15 @@ func (c *Cache) removed(n int) {
 		p.shard = 0
 		p.active.Store(true)
 	}
+}
+
+// unreleased is the heap's free pages not yet given back to the system.
+func unreleased(st offheap.Stats) uint64 {
+	foot := st.InUseBytes + st.SpanFreeBytes + st.MagazineBytes + st.DepotBytes + st.LocalBytes
+	if st.MappedBytes > foot {
+		return st.MappedBytes - foot
+	}
+	return 0
 }
 
 // relocateStep moves one shard's segments into fuller spans, if a pass is

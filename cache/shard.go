@@ -58,6 +58,10 @@ func (c *Cache) grow(s *shard) error {
 	return c.rebuildIndex(s, 0)
 }
 
+// trimTable is the smallest old table whose freeing trims the cache's own
+// heap (a page run, whose pages Trim gives back to the system).
+const trimTable = 256 << 10
+
 // rebuildIndex rebuilds the shard's table at the length its live slots, or
 // n, need, keeping the bytes count true. The ghost is sized by the table,
 // so it goes too.
@@ -68,6 +72,11 @@ func (c *Cache) rebuildIndex(s *shard, n int) error {
 	}
 	s.bytes += s.index.bytes() - old
 	c.freeGhost(s)
+	if c.own && old >= trimTable {
+		// The old table's pages wait in the page heap for the release
+		// timer; a cache that grows keeps them resident until then.
+		c.heap.Trim()
+	}
 	return nil
 }
 
