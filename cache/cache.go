@@ -76,6 +76,9 @@ type Cache struct {
 	classes    []int64  // the heap's size classes, ascending
 	small      []uint32 // classSize for n <= smallSizes, by (n+7)/8
 	closed     atomic.Bool
+	// freedBytes is the bytes rebuilds and compaction freed since the
+	// last Trim (shard.go).
+	freedBytes atomic.Int64
 	closeMu    sync.Mutex
 	compactor  compactor
 }

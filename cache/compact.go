@@ -7,10 +7,11 @@ package cache
 // The rule. A shard's dead bytes are its segments' bytes less its live
 // records' bytes and the unused ends of its logs' tails. After each Set and
 // Delete (and expiry), under the shard's lock, if the dead bytes exceed a
-// sixteenth of the segments' bytes and a whole segment, the segment with
-// the fewest live bytes (no log's tail) is rewritten: its live records are
-// copied to its log's tail, their slots pointed at the copies, and the
-// segment freed to the heap. So a call's extra work is bounded by one
+// sixteenth of the segments' bytes, the segment with the most dead bytes (a
+// tail's unused end is not dead), if at least an eighth of a segment, is
+// rewritten: its live records are copied to its log's tail (a fresh one if
+// it was the tail), their slots pointed at the copies, and the segment
+// freed to the heap. So a call's extra work is bounded by one
 // segment, and a shard whose records were 90% deleted is rewritten by as
 // many calls as it has segments. A large shard's segments are page runs,
 // whose pages go back to the page heap when freed, and to the operating
@@ -81,16 +82,20 @@ func (c *Cache) dead(s *shard) int64 {
 // compactStep rewrites the shard's thinnest segment if the shard is past
 // the rule above.
 func (c *Cache) compactStep(s *shard) {
-	d := c.dead(s)
-	if d <= int64(c.segSize) || d*16 <= s.logs[logSmall].bytes+s.logs[logMain].bytes {
+	if d := c.dead(s); d < int64(c.segSize)/8 || d*16 <= s.logs[logSmall].bytes+s.logs[logMain].bytes {
 		return
 	}
-	best, bestLive := uint32(0), int32(c.segSize)
+	best, bestDead := uint32(0), int32(c.segSize)/8 // a rewrite must gain an eighth of a segment
 	for li := range s.logs {
 		l := &s.logs[li]
 		for _, id := range l.ids {
-			if id != l.tail && s.segs[id].live < bestLive {
-				best, bestLive = id, s.segs[id].live
+			g := &s.segs[id]
+			d := int32(c.segSize) - g.live
+			if id == l.tail {
+				d = g.used - g.live
+			}
+			if d > bestDead {
+				best, bestDead = id, d
 			}
 		}
 	}
@@ -99,6 +104,9 @@ func (c *Cache) compactStep(s *shard) {
 	}
 	li := int(s.segs[best].log)
 	l := &s.logs[li]
+	if l.tail == best {
+		l.tail = 0 // the live records go to a fresh tail
+	}
 	for j, id := range l.ids {
 		if id == best {
 			l.ids = append(l.ids[:j:j], l.ids[j+1:]...)
@@ -115,6 +123,7 @@ func (c *Cache) compactStep(s *shard) {
 	})
 	c.dropSegment(s, best)
 	s.counts.compactions++
+	c.freed(int64(c.segSize))
 }
 
 // removed counts n removals and, past the threshold, checks the heap's

@@ -13,7 +13,7 @@ package cache
 // never used, so no location is 0 or 1). A table's length is any multiple
 // of 8; a key's probe starts at bits 16-47 of its hash scaled to the length
 // (bits 0-15 pick the shard, 48-63 are the tag). A table holds live plus
-// tombstone slots below four fifths of its length, and is rebuilt (grown,
+// tombstone slots below four fifths of its length (two thirds after a rebuild), and is rebuilt (grown,
 // shrunk or cleared of tombstones) from the keys when it crosses that or
 // when its live slots fall below an eighth of it.
 
@@ -150,10 +150,10 @@ func (t *table) full() bool { return (t.used+1)*5 > len(t.slots)*4 }
 // slots need, and worth shrinking.
 func (t *table) sparse() bool { return len(t.slots) > t.min && t.live*8 < len(t.slots) }
 
-// tableLen is the length of t for n live slots: about five eighths used,
-// a multiple of 8, and at least t.min.
+// tableLen is the length of t for n live slots: about two thirds used, a
+// multiple of 8, and at least t.min.
 func (t *table) tableLen(n int) int {
-	return max(t.min, minTable, (n*8/5+7)&^7)
+	return max(t.min, minTable, (n*3/2+7)&^7)
 }
 
 // rebuild moves the live slots into a new table of tableLen(max(n, live+1))

@@ -58,9 +58,10 @@ func (c *Cache) grow(s *shard) error {
 	return c.rebuildIndex(s, 0)
 }
 
-// trimTable is the smallest old table whose freeing trims the cache's own
-// heap (a page run, whose pages Trim gives back to the system).
-const trimTable = 256 << 10
+// trimBytes is the bytes of old tables and compacted segments whose
+// freeing, summed, trims the cache's own heap (at least; a 256th of
+// MaxBytes in a large cache).
+const trimBytes = 256 << 10
 
 // rebuildIndex rebuilds the shard's table at the length its live slots, or
 // n, need, keeping the bytes count true. The ghost is sized by the table,
@@ -72,12 +73,20 @@ func (c *Cache) rebuildIndex(s *shard, n int) error {
 	}
 	s.bytes += s.index.bytes() - old
 	c.freeGhost(s)
-	if c.own && old >= trimTable {
-		// The old table's pages wait in the page heap for the release
-		// timer; a cache that grows keeps them resident until then.
+	c.freed(old)
+	return nil
+}
+
+// freed counts n bytes freed by an index rebuild or a compaction, and trims
+// the cache's own heap once they pass trimBytes (or a 256th of MaxBytes):
+// the blocks wait in the heap's stocks and page heap for reuse or the
+// release timer, and a cache that grows or shrinks would keep them resident
+// until then. Eviction's frees are not counted: the next Sets reuse them.
+func (c *Cache) freed(n int64) {
+	if c.own && c.freedBytes.Add(n) >= max(trimBytes, c.maxBytes/256) {
+		c.freedBytes.Store(0)
 		c.heap.Trim()
 	}
-	return nil
 }
 
 // lookup finds k in the shard, which is locked for reading, and marks it
