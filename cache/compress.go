@@ -15,6 +15,7 @@ package cache
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 )
 
 const (
@@ -51,8 +52,18 @@ func (z *compressor) compress(dst, src []byte) []byte {
 		}
 		miss = 0
 		n := minMatch
-		for i+n < len(src) && src[cand+n] == src[i+n] {
-			n++
+		for i+n+8 <= len(src) {
+			x := binary.LittleEndian.Uint64(src[i+n:]) ^ binary.LittleEndian.Uint64(src[cand+n:])
+			if x != 0 {
+				n += bits.TrailingZeros64(x) >> 3
+				break
+			}
+			n += 8
+		}
+		if i+n+8 > len(src) {
+			for i+n < len(src) && src[cand+n] == src[i+n] {
+				n++
+			}
 		}
 		dst = binary.AppendUvarint(dst, uint64(i-lit))
 		dst = append(dst, src[lit:i]...)

@@ -28,8 +28,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
@@ -44,6 +42,7 @@ const (
 	blockHeaderV2   = 12
 	recordHeader    = 16
 	blockBytes      = 128 << 10
+	zSample         = 16 << 10 // the records seal tries to compress first
 	maxWorkers      = 8
 )
 
@@ -72,12 +71,7 @@ type block struct {
 // or ErrClosed.
 func (c *Cache) SaveTo(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
-	var hdr [headerBytes]byte
-	copy(hdr[:], snapshotMagic)
-	binary.LittleEndian.PutUint32(hdr[8:], snapshotVersion)
-	binary.LittleEndian.PutUint32(hdr[12:], uint32(max(blockBytes, blockHeader+recordHeader+c.maxEntry)))
-	binary.LittleEndian.PutUint64(hdr[16:], uint64(c.Len()))
-	if _, err := bw.Write(hdr[:]); err != nil {
+	if _, err := bw.Write(c.snapshotHeader()); err != nil {
 		return err
 	}
 	nw := workers()
@@ -90,8 +84,23 @@ func (c *Cache) SaveTo(w io.Writer) error {
 		wg.Go(func() {
 			defer close(outs[wi])
 			z := new(compressor)
+			emit := func(b *block) (*block, bool) {
+				select {
+				case outs[wi] <- b:
+				case <-stop:
+					return nil, false
+				}
+				select {
+				case b := <-pool:
+					return b, true
+				default:
+					return new(block), true
+				}
+			}
+			b := new(block)
 			for i := wi; i < len(c.shards); i += nw {
-				if !c.saveShard(&c.shards[i], outs[wi], stop, pool, z) {
+				var ok bool
+				if b, ok = c.saveShard(&c.shards[i], z, b, emit); !ok {
 					return
 				}
 			}
@@ -121,45 +130,58 @@ func (c *Cache) SaveTo(w io.Writer) error {
 			}
 		}
 	}
-	var tr [12]byte
-	binary.LittleEndian.PutUint32(tr[:], snapshotEnd)
-	binary.LittleEndian.PutUint64(tr[4:], count)
-	if _, err := bw.Write(tr[:]); err != nil {
+	if _, err := bw.Write(trailer(count)); err != nil {
 		return err
 	}
 	return bw.Flush()
 }
 
-// saveShard copies s's live entries into blocks and sends them to out, the
-// last marked end. It returns false if s is closed or stop is closed.
-func (c *Cache) saveShard(s *shard, out chan<- *block, stop <-chan struct{}, pool chan *block, z *compressor) bool {
+// snapshotHeader is a snapshot's header for c.
+func (c *Cache) snapshotHeader() []byte {
+	hdr := make([]byte, headerBytes)
+	copy(hdr, snapshotMagic)
+	binary.LittleEndian.PutUint32(hdr[8:], snapshotVersion)
+	binary.LittleEndian.PutUint32(hdr[12:], uint32(max(blockBytes, blockHeader+recordHeader+c.maxEntry)))
+	binary.LittleEndian.PutUint64(hdr[16:], uint64(c.Len()))
+	return hdr
+}
+
+// trailer is a snapshot's trailer after count records.
+func trailer(count uint64) []byte {
+	tr := make([]byte, 12)
+	binary.LittleEndian.PutUint32(tr, snapshotEnd)
+	binary.LittleEndian.PutUint64(tr[4:], count)
+	return tr
+}
+
+// saveShard copies s's live entries into blocks, starting with b, sealed
+// (compressed with z) and handed to emit, the last marked end; emit returns
+// the block to fill next (any block: saveShard empties it), or false to
+// stop. It returns the block emit returned last, and false if s is closed
+// or emit stopped it.
+func (c *Cache) saveShard(s *shard, z *compressor, b *block, emit func(*block) (*block, bool)) (*block, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false
+		return b, false
 	}
 	now, wall := c.now(), time.Now().UnixNano()
-	fresh := func() *block {
-		select {
-		case b := <-pool:
-			b.buf, b.count, b.end, b.z = b.buf[:blockHeader], 0, false, z
-			return b
-		default:
-			return &block{buf: make([]byte, blockHeader, blockBytes), z: z}
+	reset := func() {
+		if cap(b.buf) < blockBytes {
+			b.buf = make([]byte, 0, blockBytes)
 		}
+		b.buf, b.count, b.end, b.z = b.buf[:blockHeader], 0, false, z
 	}
-	b := fresh()
+	reset()
 	send := func(end bool) bool {
 		seal(b)
 		b.end = end
-		select {
-		case out <- b:
-		case <-stop:
+		nb, ok := emit(b)
+		if !ok {
 			return false
 		}
-		if !end {
-			b = fresh()
-		}
+		b = nb
+		reset()
 		return true
 	}
 	ok := true
@@ -187,18 +209,28 @@ func (c *Cache) saveShard(s *shard, out chan<- *block, stop <-chan struct{}, poo
 		b.count++
 	})
 	if !ok {
-		return false
+		return b, false
 	}
-	return send(true)
+	return b, send(true)
 }
 
-// seal compresses b's records, if that makes them smaller, and fills in
-// the block header.
+// seal compresses b's records, if a sample of them compresses to half or
+// less (compression costs more time than writing the bytes it saves where
+// it saves less), and fills in the block header.
 func seal(b *block) {
 	recs := b.buf[blockHeader:]
 	b.wire = b.buf
-	if zb := b.z.compress(append(b.zbuf[:0], make([]byte, blockHeader)...), recs); zb != nil {
-		b.zbuf, b.wire = zb, zb
+	sample := len(recs)
+	if sample > zSample {
+		sample = zSample
+		if zb := b.z.compress(b.zbuf[:0], recs[:sample]); zb == nil || len(zb) > sample/2 {
+			sample = 0
+		}
+	}
+	if sample > 0 {
+		if zb := b.z.compress(append(b.zbuf[:0], make([]byte, blockHeader)...), recs); zb != nil {
+			b.zbuf, b.wire = zb, zb
+		}
 	}
 	binary.LittleEndian.PutUint32(b.wire, uint32(len(b.wire)-blockHeader))
 	binary.LittleEndian.PutUint32(b.wire[4:], uint32(len(recs)))
@@ -386,38 +418,4 @@ func (c *Cache) presize(n uint64) {
 		}
 		s.mu.Unlock()
 	}
-}
-
-// SaveToFile writes a snapshot (SaveTo) to a temporary file beside path,
-// then renames it to path, so that path holds a whole snapshot or what it
-// held before.
-func (c *Cache) SaveToFile(path string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	if err := c.SaveTo(f); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
-}
-
-// LoadFromFile loads the snapshot at path (LoadFrom).
-func (c *Cache) LoadFromFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return c.LoadFrom(f)
 }
