@@ -30,10 +30,11 @@ type Options struct {
 	// against MaxBytes.
 	Heap *offheap.Heap
 
-	// Shards is the number of shards, each a lock, an index and a share
-	// of MaxBytes: a power of two up to 65536. 0 chooses one from MaxBytes
-	// (a shard per 256 KiB, from 1 to 512). An entry may take at most half
-	// a shard's share (MaxEntryBytes), so fewer shards admit larger values.
+	// Shards is the number of shards, each a lock, an index, logs of
+	// segments and a share of MaxBytes: a power of two up to 65536. 0
+	// chooses one from MaxBytes (a shard per 8 MiB, from 1 to 256). An entry
+	// may take at most half a shard's share (MaxEntryBytes), so fewer
+	// shards admit larger values.
 	Shards int
 
 	// DefaultTTL is the lifetime of the entries Set and TrySet store: 0
@@ -67,13 +68,17 @@ type Cache struct {
 	// budget is the bytes each shard may hold now: shardBudget, less
 	// where the heap's slack has grown (compact.go, the bound).
 	budget     atomic.Int64
-	maxEntry   int64 // the largest entry's class size
+	maxEntry   int64 // the largest entry's bytes
+	segSize    int   // a segment's bytes (segment.go)
 	maxBytes   int64
 	defaultTTL time.Duration
 	epoch      time.Time
 	classes    []int64  // the heap's size classes, ascending
 	small      []uint32 // classSize for n <= smallSizes, by (n+7)/8
 	closed     atomic.Bool
+	// freedBytes is the bytes rebuilds and compaction freed since the
+	// last Trim (shard.go).
+	freedBytes atomic.Int64
 	closeMu    sync.Mutex
 	compactor  compactor
 }
@@ -87,10 +92,10 @@ func New(opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("offheap: cache: Options.MaxBytes is %d: it must be at least MinBytes (%d)", opts.MaxBytes, MinBytes)
 	}
 	n := opts.Shards
-	if n == 0 { // a shard per 256 KiB, a power of two, at most 512
+	if n == 0 { // a shard per 8 MiB, a power of two, at most 256
 		n = 1
-		if q := uint64(opts.MaxBytes >> 18); q > 0 {
-			n = 1 << min(9, bits.Len64(q)-1)
+		if q := uint64(opts.MaxBytes >> 23); q > 0 {
+			n = 1 << min(8, bits.Len64(q)-1)
 		}
 	}
 	if n < 1 || n > 1<<16 || n&(n-1) != 0 {
@@ -113,6 +118,7 @@ func New(opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("offheap: cache: Options.Shards is %d: each shard's share of MaxBytes (%d) would be below 4 KiB; use fewer shards", n, opts.MaxBytes)
 	}
 	c.maxEntry = c.shardBudget / 2
+	c.segSize = segmentSize(c.shardBudget)
 	c.budget.Store(c.shardBudget)
 	if c.heap == nil {
 		h, err := offheap.NewHeap(offheap.Options{})
@@ -144,10 +150,28 @@ func (c *Cache) initShard(s *shard) error {
 	if err != nil {
 		return err
 	}
-	s.index = table{slots: slots, mask: uint64(n - 1), min: n}
-	c.resetProbation(s)
-	s.bytes = s.index.bytes() + s.queue.bytes()
+	s.index = table{slots: slots, min: n}
+	s.bytes = s.index.bytes()
 	return nil
+}
+
+// bigSegment is the segment size of a shard of at least 24 of them: a page
+// run just above the heap's largest size class, so that a segment freed
+// gives its pages back to the page heap whole, never leaving a span that
+// other segments pin.
+const bigSegment = 256<<10 + 8<<10
+
+// segmentSize is the segment size for a shard's budget: bigSegment, or,
+// for a small shard, the power of two from 1 to 64 KiB that cuts it in 32.
+func segmentSize(budget int64) int {
+	if budget >= 24*bigSegment {
+		return bigSegment
+	}
+	n := 1 << 10
+	for n < 64<<10 && int64(n)*2*32 <= budget {
+		n *= 2
+	}
+	return n
 }
 
 // Heap is the heap the cache allocates from: Options.Heap, or the heap the
@@ -168,7 +192,7 @@ func (c *Cache) firstTable() int {
 }
 
 // MaxEntryBytes is the largest entry the cache holds: a value may be up to
-// MaxEntryBytes minus 16 minus the key's length (less the rounding to the
+// MaxEntryBytes minus 32 minus the key's length (less the rounding to the
 // heap's size classes). It is half a shard's share of MaxBytes.
 func (c *Cache) MaxEntryBytes() int { return int(c.maxEntry) }
 
@@ -273,11 +297,11 @@ func (c *Cache) Has(k []byte) bool {
 	if s.closed {
 		return false
 	}
-	i, found := s.index.find(h, k)
+	i, found := s.find(h, k)
 	if !found {
 		return false
 	}
-	x := slotEntry(atomic.LoadUint64(&s.index.slots[i])).expiry()
+	x := s.entryAt(atomic.LoadUint64(&s.index.slots[i])).expiry()
 	return x == 0 || x > c.now()
 }
 
@@ -290,17 +314,17 @@ func (c *Cache) Delete(k []byte) {
 		s.mu.Unlock()
 		return
 	}
-	i, found := s.index.find(h, k)
+	i, found := s.find(h, k)
 	if found {
 		s.counts.deletes++
 		c.removeAt(s, i)
-		c.shrinkAfterRemove(s)
+		c.afterRemove(s)
 	}
 	s.mu.Unlock()
 	if found {
 		c.removed(1)
 	}
-	c.compactStep()
+	c.relocateStep()
 }
 
 // Len is the number of entries, expired ones not yet removed included; 0
@@ -337,15 +361,9 @@ func (c *Cache) Reset() {
 
 // clearShard frees every entry of s and empties its index.
 func (c *Cache) clearShard(s *shard) {
-	for i, v := range s.index.slots {
-		if slotLive(v) {
-			c.release(s, slotEntry(v))
-		}
-		s.index.slots[i] = slotEmpty
-	}
+	c.clearLogs(s)
+	clear(s.index.slots)
 	s.index.live, s.index.used = 0, 0
-	s.hand, s.compact = 0, 0
-	s.queue.head, s.queue.size = 0, 0
 }
 
 // Close frees every entry and the index, and closes the cache's heap if the
@@ -358,7 +376,7 @@ func (c *Cache) Close() error {
 	if c.closed.Swap(true) {
 		return ErrClosed
 	}
-	c.compactor.mu.Lock()
+	c.compactor.mu.Lock() // a budget check reads the heap's Stats
 	defer c.compactor.mu.Unlock()
 	for i := range c.shards {
 		s := &c.shards[i]
@@ -366,8 +384,8 @@ func (c *Cache) Close() error {
 		if s.index.slots != nil {
 			c.clearShard(s)
 			freeSlots(c.heap, s.index.slots)
-			freeRing(c.heap, s.queue.ring)
-			s.index, s.queue = table{}, probation{}
+			c.freeGhost(s)
+			s.index = table{}
 		}
 		s.closed = true
 		s.bytes = 0

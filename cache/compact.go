@@ -1,62 +1,133 @@
 package cache
 
-// Compaction: the cache moves its own entries out of sparse spans, so that
-// after deletes, evictions and values changing size its heap gives pages
-// back instead of keeping every span a few survivors pin.
+// Compaction: the cache rewrites its own segments when deletes and
+// replacements have left them thin, so that after churn its heap gives
+// pages back instead of keeping every segment a few survivors pin.
 //
-// The rule. Every removal of an entry (Delete, eviction, expiry, a Set that
-// replaced a value with one of another size) is counted; once the count since
-// the last check reaches an eighth of the entries at that check (at least
-// 1024), the next call checks the heap (Heap.Stats): if the free bytes its
-// spans hold exceed an eighth of the bytes in use, a pass begins. A pass
-// visits every shard in turn; each Set and Delete (found or not) that finds a pass under way
-// (and no other call running one) does one step of it: up to stepEntries
-// entries of one shard, handed to Heap.RelocateAll under the shard's lock,
-// their slots updated to the new addresses. So a call's extra work is bounded
-// by one step; a pass over n entries takes n/stepEntries calls. Before and
-// after a pass the cache's own heap is trimmed, so that the blocks freed in
-// the per-P stocks count as free for the spans and the emptied spans go back
-// to the operating system. Trim stops the world briefly, so it runs only at
-// a pass's ends, never at a check: a cache whose evictions make room for
-// entries of the same sizes leaves no span sparse and never pays it.
+// The rule. A shard's dead bytes are its segments' bytes less its live
+// records' bytes and the unused ends of its logs' tails. After each Set and
+// Delete (and expiry), under the shard's lock, if the dead bytes exceed a
+// sixteenth of the segments' bytes, the segment with the most dead bytes (a
+// tail's unused end is not dead), if at least an eighth of a segment, is
+// rewritten: its live records are copied to its log's tail (a fresh one if
+// it was the tail), their slots pointed at the copies, and the segment
+// freed to the heap. So a call's extra work is bounded by one
+// segment, and a shard whose records were 90% deleted is rewritten by as
+// many calls as it has segments. A large shard's segments are page runs,
+// whose pages go back to the page heap when freed, and to the operating
+// system on the heap's release timer.
+// Eviction frees the head segments of the logs whole, so a full cache also
+// reclaims dead bytes as its logs turn over.
 //
-// The bound. The same check adjusts the shards' budget (fitBudget) when
-// the cache owns its heap: the heap's footprint, slack included, is held
-// under MaxBytes by evicting more where the slack grows, down to three
-// quarters of the nominal budget (where an entry of MaxEntryBytes still
-// fits a shard).
+// The heap's spans. Segments are blocks of a size class, several to a
+// span, so segments freed in different spans can leave each span holding a
+// live one. The same check as the bound's (below) reads the heap's Stats:
+// if the free bytes its spans hold exceed an eighth of the bytes in use, a
+// pass begins, which moves whole segments (Heap.RelocateAll) into fuller
+// spans: each Set and Delete that finds a pass under way (and no other call
+// running a step) moves one shard's segments, under its lock, and points
+// segs at the new addresses (slots name a segment by number, so no slot
+// changes). The cache's own heap is trimmed before and after a pass, so
+// that the blocks freed into the per-P stocks count as free for the spans
+// and the emptied spans go back to the operating system; so is it at a
+// check that finds the stocks holding more than an eighth of the bytes in
+// use (old index tables, mostly).
+//
+// The bound. The cache also counts removals (Delete, eviction, expiry, a
+// replaced value); once the count since the last check reaches an eighth of
+// the entries at that check (at least 1024), the next call reads the heap's
+// Stats and, when the cache owns its heap, adjusts the shards' budget
+// (fitBudget): the heap's footprint, slack included, is held under MaxBytes
+// by evicting more where the slack grows, down to three quarters of the
+// nominal budget.
 
 import (
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/offheap/offheap"
-	"sync/atomic"
 )
 
 const (
-	stepEntries  = 256
 	minCheckGap  = 1024
 	sparseFactor = 8 // a pass runs when free span bytes exceed in-use bytes / sparseFactor
 )
 
-// compactor holds the state of compaction. Its mutex orders the checks and
-// the steps of a pass; a call that finds it held skips its step.
+// compactor holds the state of the heap check and its passes. Its mutex
+// orders the checks and the steps of a pass; a call that finds it held
+// skips its step.
 type compactor struct {
 	removed   atomic.Int64 // removals since the last check
 	threshold atomic.Int64 // removals that trigger the next check
 	active    atomic.Bool  // a pass is under way
 	mu        sync.Mutex
 	// Guarded by mu.
-	shard  int      // the shard the pass is in
-	batch  [][]byte // the blocks of a step
-	slots  []uint64 // their slot numbers
-	passes uint64   // passes begun
-	moved  uint64   // entries moved
+	shard int      // the shard the pass is in
+	batch [][]byte // the segments of a step
+	ids   []uint32 // their numbers
 }
 
-// removed counts n removals and, past the threshold, checks whether to
-// start a pass.
+// dead is the shard's dead bytes.
+func (c *Cache) dead(s *shard) int64 {
+	d := s.logs[logSmall].bytes + s.logs[logMain].bytes - s.live
+	for li := range s.logs {
+		if t := s.logs[li].tail; t != 0 {
+			d -= int64(c.segSize) - int64(s.segs[t].used)
+		}
+	}
+	return d
+}
+
+// compactStep rewrites the shard's thinnest segment if the shard is past
+// the rule above.
+func (c *Cache) compactStep(s *shard) {
+	if d := c.dead(s); d < int64(c.segSize)/8 || d*16 <= s.logs[logSmall].bytes+s.logs[logMain].bytes {
+		return
+	}
+	best, bestDead := uint32(0), int32(c.segSize)/8 // a rewrite must gain an eighth of a segment
+	for li := range s.logs {
+		l := &s.logs[li]
+		for _, id := range l.ids {
+			g := &s.segs[id]
+			d := int32(c.segSize) - g.live
+			if id == l.tail {
+				d = g.used - g.live
+			}
+			if d > bestDead {
+				best, bestDead = id, d
+			}
+		}
+	}
+	if best == 0 {
+		return
+	}
+	li := int(s.segs[best].log)
+	l := &s.logs[li]
+	if l.tail == best {
+		l.tail = 0 // the live records go to a fresh tail
+	}
+	for j, id := range l.ids {
+		if id == best {
+			l.ids = append(l.ids[:j:j], l.ids[j+1:]...)
+			break
+		}
+	}
+	s.records(best, func(e entry, off int) bool {
+		i := s.findLoc(c.hash(e.key()), locOf(best, off))
+		if !c.move(s, i, li) {
+			s.counts.evictions++
+			c.removeAt(s, i)
+		}
+		return true
+	})
+	c.dropSegment(s, best)
+	s.counts.compactions++
+	c.freed(int64(c.segSize))
+}
+
+// removed counts n removals and, past the threshold, checks the heap's
+// footprint against MaxBytes.
 func (c *Cache) removed(n int) {
 	p := &c.compactor
 	if p.removed.Add(int64(n)) < max(p.threshold.Load(), minCheckGap) {
@@ -71,20 +142,68 @@ func (c *Cache) removed(n int) {
 	}
 	p.removed.Store(0)
 	p.threshold.Store(int64(c.Len() / 8))
-	if p.active.Load() {
-		return
-	}
 	st := c.heap.Stats()
 	if c.own {
 		c.fitBudget(st)
 	}
+	if p.active.Load() {
+		return
+	}
+	if c.own && (st.MagazineBytes+st.DepotBytes+unreleased(st))*sparseFactor > st.InUseBytes {
+		// Freed blocks (old index tables, mostly) wait in the heap's
+		// stocks: back to their spans, and empty spans to the system.
+		c.heap.Trim()
+		st = c.heap.Stats()
+	}
 	if st.SpanFreeBytes*sparseFactor > st.InUseBytes {
-		if c.own {
-			c.heap.Trim() // the blocks freed into magazines go back to their spans
-		}
 		p.shard = 0
-		p.passes++
 		p.active.Store(true)
+	}
+}
+
+// unreleased is the heap's free pages not yet given back to the system.
+func unreleased(st offheap.Stats) uint64 {
+	foot := st.InUseBytes + st.SpanFreeBytes + st.MagazineBytes + st.DepotBytes + st.LocalBytes
+	if st.MappedBytes > foot {
+		return st.MappedBytes - foot
+	}
+	return 0
+}
+
+// relocateStep moves one shard's segments into fuller spans, if a pass is
+// under way and no other call is running a step.
+func (c *Cache) relocateStep() {
+	p := &c.compactor
+	if !p.active.Load() || !p.mu.TryLock() {
+		return
+	}
+	defer p.mu.Unlock()
+	if c.closed.Load() || !p.active.Load() {
+		return
+	}
+	s := &c.shards[p.shard]
+	s.mu.Lock()
+	if !s.closed {
+		p.batch, p.ids = p.batch[:0], p.ids[:0]
+		for id := range s.segs {
+			if a := s.segs[id].addr; a != 0 {
+				p.batch = append(p.batch, unsafe.Slice((*byte)(ptr(a)), c.segSize))
+				p.ids = append(p.ids, uint32(id))
+			}
+		}
+		if c.heap.RelocateAll(p.batch) > 0 {
+			for j, b := range p.batch {
+				s.segs[p.ids[j]].addr = addrOf(b)
+			}
+		}
+		clear(p.batch)
+	}
+	s.mu.Unlock()
+	if p.shard++; p.shard == len(c.shards) {
+		p.active.Store(false)
+		if c.own {
+			c.heap.Trim()
+		}
 	}
 }
 
@@ -112,79 +231,4 @@ func (c *Cache) fitBudget(st offheap.Stats) {
 		b += (target - foot) / n / 2
 	}
 	c.budget.Store(min(max(b, c.shardBudget*3/4), c.shardBudget))
-}
-
-// compactStep does one step of a pass under way, if no other call is.
-func (c *Cache) compactStep() {
-	p := &c.compactor
-	if !p.active.Load() || !p.mu.TryLock() {
-		return
-	}
-	defer p.mu.Unlock()
-	if c.closed.Load() || !p.active.Load() {
-		return
-	}
-	s := &c.shards[p.shard]
-	s.mu.Lock()
-	done := s.closed || c.compactShard(s)
-	s.mu.Unlock()
-	if done {
-		p.shard++
-		if p.shard == len(c.shards) {
-			p.active.Store(false)
-			if c.own {
-				c.heap.Trim()
-			}
-		}
-	}
-}
-
-// compactIndex relocates s's table and probation ring, the first step of a
-// pass over s.
-func (c *Cache) compactIndex(s *shard) {
-	bs := [][]byte{
-		unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s.index.slots))), len(s.index.slots)*8),
-		unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s.queue.ring))), len(s.queue.ring)*4),
-	}
-	if c.heap.RelocateAll(bs) == 0 {
-		return
-	}
-	s.index.slots = unsafe.Slice((*uint64)(ptr(addrOf(bs[0]))), len(s.index.slots))
-	if s.queue.ring != nil {
-		s.queue.ring = unsafe.Slice((*uint32)(ptr(addrOf(bs[1]))), len(s.queue.ring))
-	}
-}
-
-// compactShard relocates up to stepEntries entries of s from its pass
-// cursor on and reports whether the cursor reached the end of the table.
-func (c *Cache) compactShard(s *shard) bool {
-	p := &c.compactor
-	p.batch, p.slots = p.batch[:0], p.slots[:0]
-	t := &s.index
-	i := s.compact
-	if i == 0 {
-		c.compactIndex(s)
-	}
-	for ; i < uint64(len(t.slots)) && len(p.batch) < stepEntries; i++ {
-		if v := t.slots[i]; slotLive(v) {
-			p.batch = append(p.batch, slotEntry(v).block())
-			p.slots = append(p.slots, i)
-		}
-	}
-	s.compact = i
-	if n := c.heap.RelocateAll(p.batch); n > 0 {
-		p.moved += uint64(n)
-		for j, b := range p.batch {
-			k := p.slots[j]
-			t.slots[k] = t.slots[k]&^addrMask | addrField(addrOf(b))
-		}
-	}
-	for j := range p.batch {
-		p.batch[j] = nil
-	}
-	if i >= uint64(len(t.slots)) {
-		s.compact = 0
-		return true
-	}
-	return false
 }

@@ -1,16 +1,20 @@
 package cache
 
-// An entry is one heap block: a 16-byte header, the key, then the value.
+// A record is one entry in a shard's log (segment.go): an 8-byte header,
+// then the expiry if the entry has one, then the address of the value's own
+// heap block if the value is large, then the key, then the value unless it
+// lives in its own block.
 //
-//	offset 0   uint32  value length
-//	offset 4   uint16  key length
-//	offset 6   uint16  unused (zero)
-//	offset 8   int64   expiry, nanoseconds on the cache's monotonic clock; 0 means never
-//	offset 16  key bytes, then value bytes
+//	offset 0  uint32  value length
+//	offset 4  uint16  key length
+//	offset 6  uint8   flags: flagTTL, flagExt, flagDead
+//	offset 7  uint8   unused (zero)
+//	then      int64   expiry, ns on the cache's monotonic clock (flagTTL only)
+//	then      uintptr the value's heap block (flagExt only)
+//	then      the key, then the value (inline only)
 //
-// The block is allocated with exactly entrySize bytes; the heap rounds it up
-// to its size class, and the cache counts the rounded size against MaxBytes.
-// Entries hold no Go pointers: only lengths, a time and bytes.
+// A record starts 8-aligned and takes recordLen bytes. Records hold no Go
+// pointers: only lengths, a time, an address of heap memory and bytes.
 
 import (
 	"bytes"
@@ -18,8 +22,12 @@ import (
 )
 
 const (
-	headerSize = 16
+	headerSize = 8
 	maxKeyLen  = 1<<16 - 1
+
+	flagTTL  = 1 // the record holds an expiry
+	flagExt  = 2 // the value is in a heap block of its own
+	flagDead = 4 // no slot points at the record: deleted, replaced, evicted or moved
 )
 
 // ptr turns an address of heap memory into a pointer. It reinterprets the
@@ -37,34 +45,79 @@ func addrOf(b []byte) uintptr {
 	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 }
 
-// entrySize is the bytes an entry with a key of k bytes and a value of v
-// bytes takes before rounding to a size class.
-func entrySize(k, v int) int { return headerSize + k + v }
+// recordLen is the bytes a record takes in its segment: a key of k bytes, a
+// value of v bytes (inline unless ext), an expiry if ttl; rounded up to 8.
+func recordLen(k, v int, ttl, ext bool) int {
+	n := headerSize + k
+	if ttl {
+		n += 8
+	}
+	if ext {
+		n += 8
+	} else {
+		n += v
+	}
+	return (n + 7) &^ 7
+}
 
-// entry is a view of the block at an address. Its methods read the header
-// each time: the block's lengths never change after it is written, except by
-// a Set of a value of the same length, which rewrites only the value.
+// entry is a view of the record at an address.
 type entry uintptr
 
 func (e entry) valueLen() int { return int(*(*uint32)(ptr(uintptr(e)))) }
 func (e entry) keyLen() int   { return int(*(*uint16)(ptr(uintptr(e) + 4))) }
-func (e entry) expiry() int64 { return *(*int64)(ptr(uintptr(e) + 8)) }
-func (e entry) setExpiry(t int64) {
-	*(*int64)(ptr(uintptr(e) + 8)) = t
+func (e entry) flags() uint8  { return *(*uint8)(ptr(uintptr(e) + 6)) }
+func (e entry) dead() bool    { return e.flags()&flagDead != 0 }
+func (e entry) markDead()     { *(*uint8)(ptr(uintptr(e) + 6)) |= flagDead }
+
+// expiry is the entry's expiry, or 0 for none.
+func (e entry) expiry() int64 {
+	if e.flags()&flagTTL == 0 {
+		return 0
+	}
+	return *(*int64)(ptr(uintptr(e) + headerSize))
 }
 
-// size is the entry's block length.
-func (e entry) size() int { return entrySize(e.keyLen(), e.valueLen()) }
+// extOff is the offset of the value block's address (flagExt), and keyOff
+// that of the key.
+func (e entry) extOff() uintptr {
+	if e.flags()&flagTTL != 0 {
+		return headerSize + 8
+	}
+	return headerSize
+}
 
-// block is the entry's whole block, as the heap's Free and Relocate take it.
-func (e entry) block() []byte { return unsafe.Slice((*byte)(ptr(uintptr(e))), e.size()) }
+func (e entry) keyOff() uintptr {
+	o := e.extOff()
+	if e.flags()&flagExt != 0 {
+		o += 8
+	}
+	return o
+}
+
+// size is the record's length in its segment.
+func (e entry) size() int {
+	f := e.flags()
+	return recordLen(e.keyLen(), e.valueLen(), f&flagTTL != 0, f&flagExt != 0)
+}
 
 func (e entry) key() []byte {
-	return unsafe.Slice((*byte)(ptr(uintptr(e)+headerSize)), e.keyLen())
+	return unsafe.Slice((*byte)(ptr(uintptr(e)+e.keyOff())), e.keyLen())
+}
+
+// ext is the value's own heap block, or nil for an inline value.
+func (e entry) ext() []byte {
+	if e.flags()&flagExt == 0 {
+		return nil
+	}
+	a := *(*uintptr)(ptr(uintptr(e) + e.extOff()))
+	return unsafe.Slice((*byte)(ptr(a)), e.valueLen())
 }
 
 func (e entry) value() []byte {
-	return unsafe.Slice((*byte)(ptr(uintptr(e)+headerSize+uintptr(e.keyLen()))), e.valueLen())
+	if e.flags()&flagExt != 0 {
+		return e.ext()
+	}
+	return unsafe.Slice((*byte)(ptr(uintptr(e)+e.keyOff()+uintptr(e.keyLen()))), e.valueLen())
 }
 
 // keyIs reports whether the entry's key is k.
@@ -72,15 +125,30 @@ func (e entry) keyIs(k []byte) bool {
 	return e.keyLen() == len(k) && bytes.Equal(e.key(), k)
 }
 
-// writeEntry fills block b (of entrySize(len(k), len(v)) bytes) with an
-// entry and returns it.
-func writeEntry(b, k, v []byte, exp int64) entry {
-	e := entry(addrOf(b))
-	*(*uint32)(ptr(uintptr(e))) = uint32(len(v))
-	*(*uint16)(ptr(uintptr(e) + 4)) = uint16(len(k))
-	*(*uint16)(ptr(uintptr(e) + 6)) = 0
-	e.setExpiry(exp)
-	copy(b[headerSize:], k)
-	copy(b[headerSize+len(k):], v)
+// writeRecord writes a record at a (recordLen bytes): key k, value v (or,
+// if ext is not nil, v copied into ext and ext's address recorded), expiry
+// exp (0 for none).
+func writeRecord(a uintptr, k, v, ext []byte, exp int64) entry {
+	e := entry(a)
+	var f uint8
+	o := uintptr(headerSize)
+	if exp != 0 {
+		f |= flagTTL
+		*(*int64)(ptr(a + o)) = exp
+		o += 8
+	}
+	if ext != nil {
+		f |= flagExt
+		*(*uintptr)(ptr(a + o)) = addrOf(ext)
+		o += 8
+		copy(ext, v)
+	}
+	*(*uint32)(ptr(a)) = uint32(len(v))
+	*(*uint16)(ptr(a + 4)) = uint16(len(k))
+	*(*uint16)(ptr(a + 6)) = uint16(f)
+	copy(unsafe.Slice((*byte)(ptr(a+o)), len(k)), k)
+	if ext == nil {
+		copy(unsafe.Slice((*byte)(ptr(a+o+uintptr(len(k)))), len(v)), v)
+	}
 	return e
 }

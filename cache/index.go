@@ -1,17 +1,19 @@
 package cache
 
 // The index: each shard's open-addressing hash table of 8-byte slots with
-// linear probing, held in one heap block. A slot packs the entry's address
-// with a tag from the key's hash and the entry's policy bits:
+// linear probing, held in one heap block. A slot packs where the entry's
+// record is with a tag from the key's hash and the entry's policy bits:
 //
-//	bits 0-44   the entry's address >> 3 (blocks are 8-aligned; 48-bit addresses)
-//	bits 45-46  the frequency counter of the eviction policy (policy.go)
-//	bit  47     the entry is on probation (probation.go)
+//	bits 0-15   the record's offset in its segment >> 3 (records are 8-aligned; segments at most 512 KiB)
+//	bits 16-36  the segment's number in the shard (1 and up)
+//	bits 37-38  the frequency counter of the eviction policy (evict.go)
 //	bits 48-63  16 bits of the key's hash: a probe compares the key only where the tag matches
 //
-// Slot 0 is empty and slot 1 is a tombstone (a deleted entry: address 8 is
-// never a block). A table has a power-of-two length, holds live plus
-// tombstone slots below three quarters of it, and is rebuilt (grown,
+// Slot 0 is empty and slot 1 is a tombstone (a deleted entry: segment 0 is
+// never used, so no location is 0 or 1). A table's length is any multiple
+// of 8; a key's probe starts at bits 16-47 of its hash scaled to the length
+// (bits 0-15 pick the shard, 48-63 are the tag). A table holds live plus
+// tombstone slots below four fifths of its length (two thirds after a rebuild), and is rebuilt (grown,
 // shrunk or cleared of tombstones) from the keys when it crosses that or
 // when its live slots fall below an eighth of it.
 
@@ -25,47 +27,39 @@ import (
 const (
 	slotEmpty = 0
 	slotTomb  = 1
-	addrBits  = 45
-	addrMask  = 1<<addrBits - 1
-	freqShift = 45
+	offBits   = 16
+	segBits   = 21
+	locBits   = offBits + segBits
+	locMask   = 1<<locBits - 1
+	maxSegs   = 1<<segBits - 1
+	freqShift = locBits
 	freqMax   = 3
-	probBit   = 1 << 47 // the entry is on probation (probation.go)
 	tagShift  = 48
 	minTable  = 16
 )
 
 func tagOf(h uint64) uint64 { return h >> tagShift }
 
-// homeOf is the start of h's probe sequence before masking: bits 20 and up,
-// clear of the shard's low bits and, below 2^28 slots, of the tag.
-func homeOf(h uint64) uint64 { return h >> 20 }
+// locOf is the location bits of the record at offset off of segment id.
+func locOf(id uint32, off int) uint64 { return uint64(id)<<offBits | uint64(off>>3) }
 
-func slotOf(h uint64, e entry) uint64 { return tagOf(h)<<tagShift | addrField(uintptr(e)) }
-
-// addrField is the slot's address bits for a block at a. Heaps map below
-// 2^48 (the user address space of 4-level page tables on amd64 and of
-// arm64's 48-bit VA): a block above it cannot be indexed.
-func addrField(a uintptr) uint64 {
-	if uint64(a) >= 1<<(addrBits+3) {
-		panic("offheap: cache: a heap block above 2^48 cannot be indexed: the cache needs a heap mapped below 2^48")
-	}
-	return uint64(a) >> 3
-}
-func slotEntry(s uint64) entry { return entry(uintptr(s&addrMask) << 3) }
 func slotFreq(s uint64) uint64 { return s >> freqShift & freqMax }
 func slotLive(s uint64) bool   { return s > slotTomb }
+func slotSeg(s uint64) uint32  { return uint32(s >> offBits & maxSegs) }
 
 // table is a shard's index; its slots are heap memory, its header Go memory
 // inside the shard.
 type table struct {
 	slots []uint64 // a heap block; nil once the cache is closed
-	mask  uint64   // len(slots) - 1
 	min   int      // the shortest length the table is rebuilt to
 	live  int      // slots holding an entry
 	used  int      // live plus tombstones
 }
 
 func (t *table) bytes() int64 { return int64(len(t.slots)) * 8 }
+
+// home is the first slot of h's probe sequence.
+func (t *table) home(h uint64) int { return int((h >> 16 & 0xffffffff) * uint64(len(t.slots)) >> 32) }
 
 func allocSlots(h *offheap.Heap, n int) ([]uint64, error) {
 	b, err := h.TryAlloc(n * 8)
@@ -84,41 +78,63 @@ func freeSlots(h *offheap.Heap, s []uint64) {
 // find returns the slot holding k, or, if none does, the first free slot
 // (empty or tombstone) of k's probe sequence, with found false. It runs under
 // the shard's lock, for reading or writing.
-func (t *table) find(h uint64, k []byte) (i uint64, found bool) {
+func (s *shard) find(h uint64, k []byte) (i int, found bool) {
+	t := &s.index
 	tag := tagOf(h)
-	free := ^uint64(0)
-	for i = homeOf(h) & t.mask; ; i = (i + 1) & t.mask {
-		s := atomic.LoadUint64(&t.slots[i]) // readers may set policy bits meanwhile
+	free := -1
+	for i = t.home(h); ; {
+		v := atomic.LoadUint64(&t.slots[i]) // readers may set policy bits meanwhile
 		switch {
-		case s == slotEmpty:
-			if free != ^uint64(0) {
+		case v == slotEmpty:
+			if free >= 0 {
 				return free, false
 			}
 			return i, false
-		case s == slotTomb:
-			if free == ^uint64(0) {
+		case v == slotTomb:
+			if free < 0 {
 				free = i
 			}
-		case s>>tagShift == tag && slotEntry(s).keyIs(k):
+		case v>>tagShift == tag && s.entryAt(v).keyIs(k):
 			return i, true
+		}
+		if i++; i == len(t.slots) {
+			i = 0
 		}
 	}
 }
 
-// put stores slot value s at free slot i.
-func (t *table) put(i, s uint64) {
+// findLoc returns the slot that points at location loc, whose key hashes
+// to h. The record at loc must be live (not flagDead): some slot holds it.
+func (s *shard) findLoc(h, loc uint64) int {
+	t := &s.index
+	for i := t.home(h); ; {
+		if v := t.slots[i]; slotLive(v) && v&locMask == loc {
+			return i
+		}
+		if i++; i == len(t.slots) {
+			i = 0
+		}
+	}
+}
+
+// put stores slot value v at free slot i.
+func (t *table) put(i int, v uint64) {
 	if t.slots[i] == slotEmpty {
 		t.used++
 	}
-	t.slots[i] = s
+	t.slots[i] = v
 	t.live++
 }
 
 // remove turns live slot i into a tombstone (or an empty slot where the
 // next slot is empty, which ends no probe sequence).
-func (t *table) remove(i uint64) {
+func (t *table) remove(i int) {
 	t.live--
-	if t.slots[(i+1)&t.mask] == slotEmpty {
+	j := i + 1
+	if j == len(t.slots) {
+		j = 0
+	}
+	if t.slots[j] == slotEmpty {
 		t.slots[i] = slotEmpty
 		t.used--
 		return
@@ -126,42 +142,40 @@ func (t *table) remove(i uint64) {
 	t.slots[i] = slotTomb
 }
 
-// full reports whether one more insert would take the table past three
-// quarters used, so it must be rebuilt first.
-func (t *table) full() bool { return (t.used+1)*4 > len(t.slots)*3 }
+// full reports whether one more insert would take the table past four
+// fifths used, so it must be rebuilt first.
+func (t *table) full() bool { return (t.used+1)*5 > len(t.slots)*4 }
 
 // sparse reports whether the table is eight times longer than its live
 // slots need, and worth shrinking.
 func (t *table) sparse() bool { return len(t.slots) > t.min && t.live*8 < len(t.slots) }
 
-// tableLen is the length of t for n live slots: at most half used, and at
-// least t.min.
+// tableLen is the length of t for n live slots: about two thirds used, a
+// multiple of 8, and at least t.min.
 func (t *table) tableLen(n int) int {
-	l := max(t.min, minTable)
-	for l < 2*n {
-		l *= 2
-	}
-	return l
+	return max(t.min, minTable, (n*3/2+7)&^7)
 }
 
 // rebuild moves the live slots into a new table of tableLen(max(n, live+1))
 // slots, rehashing each key with hash. On an allocation failure the table is
 // unchanged and the error returned.
-func (t *table) rebuild(h *offheap.Heap, hash func([]byte) uint64, n int) error {
+func (s *shard) rebuild(h *offheap.Heap, hash func([]byte) uint64, n int) error {
+	t := &s.index
 	n = t.tableLen(max(n, t.live+1))
 	ns, err := allocSlots(h, n)
 	if err != nil {
 		return err
 	}
-	nt := table{slots: ns, mask: uint64(n - 1), min: t.min}
-	for _, s := range t.slots {
-		if slotLive(s) {
-			kh := hash(slotEntry(s).key())
-			i := homeOf(kh) & nt.mask
+	nt := table{slots: ns, min: t.min}
+	for _, v := range t.slots {
+		if slotLive(v) {
+			i := nt.home(hash(s.entryAt(v).key()))
 			for nt.slots[i] != slotEmpty {
-				i = (i + 1) & nt.mask
+				if i++; i == n {
+					i = 0
+				}
 			}
-			nt.put(i, s)
+			nt.put(i, v)
 		}
 	}
 	freeSlots(h, t.slots)

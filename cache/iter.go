@@ -26,19 +26,15 @@ func (c *Cache) All() iter.Seq2[[]byte, []byte] {
 			if s.expiring > 0 {
 				now = c.now()
 			}
-			for _, v := range s.index.slots {
-				if !slotLive(v) {
-					continue
-				}
-				e := slotEntry(v)
+			s.each(func(e entry) {
 				if x := e.expiry(); x != 0 && x <= now {
-					continue
+					return
 				}
 				buf = append(buf, e.key()...)
 				ends = append(ends, len(buf))
 				buf = append(buf, e.value()...)
 				ends = append(ends, len(buf))
-			}
+			})
 			s.mu.Unlock()
 			start := 0
 			for j := 0; j < len(ends); j += 2 {

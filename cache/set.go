@@ -10,10 +10,15 @@ func (c *Cache) set(k, v []byte, ttl time.Duration) error {
 	if len(k) > maxKeyLen {
 		return fmt.Errorf("%w: a key of %d bytes (at most %d)", ErrTooLarge, len(k), maxKeyLen)
 	}
-	size := entrySize(len(k), len(v))
-	need := c.classSize(size)
-	if need > c.maxEntry || uint64(len(v)) > 1<<32-1 {
-		return fmt.Errorf("%w: an entry of %d bytes (at most MaxEntryBytes, %d)", ErrTooLarge, need, c.maxEntry)
+	rlen := recordLen(len(k), len(v), ttl > 0, false)
+	var extLen int64
+	if rlen > c.segSize/4 {
+		rlen = recordLen(len(k), len(v), ttl > 0, true)
+		extLen = c.classSize(len(v))
+	}
+	if need := extLen + int64(rlen); need > c.maxEntry || rlen > c.segSize || uint64(len(v)) > 1<<32-1 {
+		return fmt.Errorf("%w: an entry of %d bytes (at most MaxEntryBytes, %d, and a key shorter than %d bytes)",
+			ErrTooLarge, need, c.maxEntry, c.segSize-3*headerSize)
 	}
 	h := c.hash(k)
 	s := c.shardOf(h)
@@ -26,76 +31,82 @@ func (c *Cache) set(k, v []byte, ttl time.Duration) error {
 	if ttl > 0 {
 		exp = c.now() + int64(ttl)
 	}
-	removed, err := c.setLocked(s, h, k, v, size, need, exp)
+	ev := s.counts.evictions + s.counts.expirations
+	replaced, err := c.setLocked(s, h, k, v, rlen, extLen, exp)
+	removed := int(s.counts.evictions+s.counts.expirations-ev) + replaced
 	s.counts.sets++
+	c.compactStep(s)
 	s.mu.Unlock()
 	if removed > 0 {
 		c.removed(removed)
 	}
-	c.compactStep()
+	c.relocateStep()
 	return err
 }
 
-// setLocked is set's work under the shard's lock. It returns how many
-// entries it freed (evicted, expired or replaced).
-func (c *Cache) setLocked(s *shard, h uint64, k, v []byte, size int, need, exp int64) (removed int, err error) {
-	ev := s.counts.evictions + s.counts.expirations
-	defer func() { removed += int(s.counts.evictions + s.counts.expirations - ev) }()
-	i, found := s.index.find(h, k)
+// setLocked is set's work under the shard's lock: a record of rlen bytes
+// (its value in a block of its own of extLen bytes, if extLen > 0). It
+// returns 1 if it replaced a value, else 0.
+func (c *Cache) setLocked(s *shard, h uint64, k, v []byte, rlen int, extLen, exp int64) (int, error) {
+	i, found := s.find(h, k)
+	li, refind := logSmall, false
 	if found {
-		e := slotEntry(s.index.slots[i])
-		if e.size() == size {
-			// The same lengths: the value is rewritten in place.
-			copy(e.value(), v)
-			if e.expiry() != 0 {
-				s.expiring--
-			}
-			if e.setExpiry(exp); exp != 0 {
-				s.expiring++
-			}
+		old := s.index.slots[i]
+		e := s.entryAt(old)
+		if extLen == 0 && e.flags()&flagExt == 0 && e.size() == rlen && (e.expiry() != 0) == (exp != 0) {
+			// The same record length: the value is rewritten in place.
+			writeRecord(uintptr(e), k, v, nil, exp)
 			return 0, nil
 		}
-		if !c.makeRoom(s, need-c.classSize(e.size()), i) {
-			return 0, fmt.Errorf("%w: an entry of %d bytes does not fit its shard", ErrTooLarge, need)
+		li = int(s.segs[slotSeg(old)].log) // a new value keeps its entry's standing
+	} else {
+		if s.index.full() {
+			if err := c.grow(s); err != nil {
+				return 0, fmt.Errorf("offheap: cache: growing the index: %w", err)
+			}
+			refind = true
 		}
-		b, err := c.heap.TryAlloc(size)
+		if s.ghost.has(h) {
+			li = logMain
+		}
+	}
+	need := extLen
+	if !c.tailRoom(s, li, rlen) {
+		need += int64(c.segSize)
+	}
+	seen := s.counts.evictions + s.counts.expirations
+	if !c.makeRoom(s, need) {
+		return 0, fmt.Errorf("%w: an entry of %d bytes does not fit its shard", ErrTooLarge, need+int64(rlen))
+	}
+	if refind || s.counts.evictions+s.counts.expirations != seen {
+		// Evictions may have removed k or emptied slots ahead of the
+		// free slot find gave (and grow renumbers them): look again, so
+		// that the entry sits where its probe finds it.
+		i, found = s.find(h, k)
+	}
+	if err := c.reserve(s, li, rlen); err != nil {
+		return 0, fmt.Errorf("offheap: cache: %w", err)
+	}
+	var ext []byte
+	if extLen > 0 {
+		b, err := c.heap.TryAllocUnzeroed(len(v))
 		if err != nil {
 			return 0, fmt.Errorf("offheap: cache: %w", err)
 		}
-		ne := writeEntry(b, k, v, exp)
-		s.index.slots[i] = s.index.slots[i]&^addrMask | addrField(uintptr(ne))
-		c.release(s, e)
-		c.account(s, need, exp)
-		return 1, nil
+		ext = b
+		s.bytes += extLen
 	}
-	if s.index.full() {
-		if i, err = c.grow(s, h, k); err != nil {
-			return 0, fmt.Errorf("offheap: cache: growing the index: %w", err)
-		}
-	}
-	seen := s.counts.evictions + s.counts.expirations
-	if !c.makeRoom(s, need, ^uint64(0)) {
-		return 0, fmt.Errorf("%w: an entry of %d bytes does not fit its shard", ErrTooLarge, need)
-	}
-	b, err := c.heap.TryAlloc(size)
-	if err != nil {
-		return 0, fmt.Errorf("offheap: cache: %w", err)
-	}
-	ne := writeEntry(b, k, v, exp)
-	if s.counts.evictions+s.counts.expirations != seen {
-		// Evictions may have emptied slots ahead of the free slot find
-		// gave: look again, so that the entry sits where its probe finds
-		// it.
-		i, _ = s.index.find(h, k)
-	}
-	s.index.put(i, slotOf(h, ne)|s.queue.admit(i))
-	c.account(s, need, exp)
-	return 0, nil
-}
-
-func (c *Cache) account(s *shard, need, exp int64) {
-	s.bytes += need
+	a, loc := s.place(li, rlen)
+	writeRecord(a, k, v, ext, exp)
 	if exp != 0 {
 		s.expiring++
 	}
+	if found {
+		old := s.index.slots[i]
+		c.kill(s, old)
+		s.index.slots[i] = old&^locMask | loc
+		return 1, nil
+	}
+	s.index.put(i, tagOf(h)<<tagShift|loc)
+	return 0, nil
 }

@@ -1,10 +1,11 @@
 package cache
 
-// A shard is one lock, one index and the entries it points to. Every access
-// to a shard's index and entries happens under its lock: a Get copies the
-// value out before unlocking, a View calls its function before unlocking,
-// and an entry is freed only after its slot has left the index, under the
-// same lock, so no reader ever holds an entry's address once it is free.
+// A shard is one lock, one index and the logs of records it points to.
+// Every access to a shard's index and records happens under its lock: a Get
+// copies the value out before unlocking, a View calls its function before
+// unlocking, and a segment or value block is freed only after every slot
+// pointing into it has left the index or been moved, under the same lock,
+// so no reader ever holds an address of freed memory.
 
 import (
 	"sync"
@@ -29,87 +30,63 @@ type shardState struct {
 	// Guarded by mu.
 	closed   bool
 	index    table
-	hand     uint64    // the eviction policy's clock hand (policy.go)
-	queue    probation // the slots of entries on probation (probation.go)
-	bytes    int64     // entries' blocks at class size, plus the index's block
+	segs     []segInfo // by segment number (segment.go)
+	freeIDs  []uint32  // segment numbers free for reuse
+	logs     [2]segLog // the small and the main log (evict.go)
+	ghost    ghost     // keys evicted from the small log (evict.go)
+	bytes    int64     // segments, value blocks at class size, the index and the ghost
+	live     int64     // bytes of records not dead
 	expiring int       // live entries with an expiry
-	compact  uint64    // next slot the compaction pass visits (compact.go)
 	counts   counts    // the shard's share of Stats (stats.go)
 }
 
-// removeAt takes live slot i out of the index and frees its entry.
-func (c *Cache) removeAt(s *shard, i uint64) {
-	e := slotEntry(s.index.slots[i])
+// removeAt takes live slot i out of the index and kills its record.
+func (c *Cache) removeAt(s *shard, i int) {
+	c.kill(s, s.index.slots[i])
 	s.index.remove(i)
-	c.release(s, e)
 }
 
-// release frees entry e, which no slot holds any more.
-func (c *Cache) release(s *shard, e entry) {
-	if e.expiry() != 0 {
-		s.expiring--
-	}
-	s.bytes -= c.classSize(e.size())
-	c.heap.Free(e.block())
-}
-
-// makeRoom evicts entries until the shard's bytes plus need fit its budget,
-// passing over slot keep. It returns false if they cannot (the shard has
-// nothing left to evict but keep).
-func (c *Cache) makeRoom(s *shard, need int64, keep uint64) bool {
-	var now int64
-	if s.expiring > 0 {
-		now = c.now()
-	}
-	for budget := c.budget.Load(); s.bytes+need > budget; {
-		i, expired, ok := s.probationVictim(keep, now, false)
-		if !ok {
-			i, expired, ok = s.victim(keep, now)
-		}
-		if !ok {
-			i, expired, ok = s.probationVictim(keep, now, true)
-		}
-		if !ok {
-			return false
-		}
-		if expired {
-			s.counts.expirations++
-		} else {
-			s.counts.evictions++
-		}
-		c.removeAt(s, i)
-	}
-	return true
-}
-
-// grow rebuilds the index before an insert that would fill it past three
-// quarters, evicting first where the larger table would not fit the
-// budget. It returns an error from the heap.
-func (c *Cache) grow(s *shard, h uint64, k []byte) (uint64, error) {
+// grow rebuilds the index before an insert that would fill it past four
+// fifths, evicting first where the larger table would not fit the budget.
+// It returns an error from the heap.
+func (c *Cache) grow(s *shard) error {
 	t := &s.index
 	extra := int64(t.tableLen(t.live+1))*8 - t.bytes()
-	if extra > 0 && !c.makeRoom(s, extra, ^uint64(0)) {
-		return 0, ErrTooLarge
+	if extra > 0 && !c.makeRoom(s, extra) {
+		return ErrTooLarge
 	}
-	if err := c.rebuildIndex(s, 0); err != nil {
-		return 0, err
-	}
-	i, _ := t.find(h, k)
-	return i, nil
+	return c.rebuildIndex(s, 0)
 }
 
+// trimBytes is the bytes of old tables and compacted segments whose
+// freeing, summed, trims the cache's own heap (at least; a 256th of
+// MaxBytes in a large cache).
+const trimBytes = 256 << 10
+
 // rebuildIndex rebuilds the shard's table at the length its live slots, or
-// n, need, keeping the bytes count true.
+// n, need, keeping the bytes count true. The ghost is sized by the table,
+// so it goes too.
 func (c *Cache) rebuildIndex(s *shard, n int) error {
-	old := s.index.bytes() + s.queue.bytes()
-	if err := s.index.rebuild(c.heap, c.hash, n); err != nil {
+	old := s.index.bytes()
+	if err := s.rebuild(c.heap, c.hash, n); err != nil {
 		return err
 	}
-	c.resetProbation(s)
-	s.bytes += s.index.bytes() + s.queue.bytes() - old
-	s.hand = 0
-	s.compact = 0
+	s.bytes += s.index.bytes() - old
+	c.freeGhost(s)
+	c.freed(old)
 	return nil
+}
+
+// freed counts n bytes freed by an index rebuild or a compaction, and trims
+// the cache's own heap once they pass trimBytes (or a 256th of MaxBytes):
+// the blocks wait in the heap's stocks and page heap for reuse or the
+// release timer, and a cache that grows or shrinks would keep them resident
+// until then. Eviction's frees are not counted: the next Sets reuse them.
+func (c *Cache) freed(n int64) {
+	if c.own && c.freedBytes.Add(n) >= max(trimBytes, c.maxBytes/256) {
+		c.freedBytes.Store(0)
+		c.heap.Trim()
+	}
 }
 
 // lookup finds k in the shard, which is locked for reading, and marks it
@@ -117,12 +94,12 @@ func (c *Cache) rebuildIndex(s *shard, n int) error {
 // whose time has passed, which the caller removes with expire after
 // letting go of the read lock.
 func (c *Cache) lookup(s *shard, h uint64, k []byte) (e entry, found, expired bool) {
-	i, found := s.index.find(h, k)
+	i, found := s.find(h, k)
 	if !found {
 		s.counts.misses.Add(1)
 		return 0, false, false
 	}
-	e = slotEntry(atomic.LoadUint64(&s.index.slots[i]))
+	e = s.entryAt(atomic.LoadUint64(&s.index.slots[i]))
 	if x := e.expiry(); x != 0 && x <= c.now() {
 		return 0, false, true
 	}
@@ -140,21 +117,23 @@ func (c *Cache) expire(s *shard, h uint64, k []byte) {
 	if s.closed {
 		return
 	}
-	i, found := s.index.find(h, k)
+	i, found := s.find(h, k)
 	if !found {
 		return
 	}
-	if x := slotEntry(s.index.slots[i]).expiry(); x != 0 && x <= c.now() {
+	if x := s.entryAt(s.index.slots[i]).expiry(); x != 0 && x <= c.now() {
 		s.counts.expirations++
 		c.removeAt(s, i)
-		c.shrinkAfterRemove(s)
+		c.afterRemove(s)
 	}
 }
 
-// shrinkAfterRemove rebuilds the index smaller once deletes have left it
-// sparse, so that a cache that shrinks gives its index's memory back too.
-func (c *Cache) shrinkAfterRemove(s *shard) {
+// afterRemove rebuilds the index smaller once deletes have left it sparse,
+// so that a cache that shrinks gives its index's memory back too, and does
+// a compaction step if the shard's segments have thinned out (compact.go).
+func (c *Cache) afterRemove(s *shard) {
 	if s.index.sparse() {
 		_ = c.rebuildIndex(s, 0) // on failure the larger table stays, which is correct
 	}
+	c.compactStep(s)
 }

@@ -3,15 +3,17 @@ package cache
 // Snapshots: SaveTo writes the cache's entries as a stream, LoadFrom reads
 // one back. The format, all integers little-endian:
 //
-//	header   8 bytes "OHCACHE\x00", uint32 version (2), uint32 the largest
+//	header   8 bytes "OHCACHE\x00", uint32 version (3), uint32 the largest
 //	         block's length, uint64 the entries when the save began (a hint)
-//	blocks   uint32 the records' length in bytes, uint32 their number,
-//	         uint32 their CRC-32C, then the records
+//	blocks   uint32 the stored length in bytes, uint32 the records' length,
+//	         uint32 their number, uint32 their CRC-32C, then the records,
+//	         compressed (compress.go) where the stored length is the smaller
 //	record   uint32 key length, uint32 value length, int64 expiry (Unix
 //	         nanoseconds, 0 for none), the key, the value
 //	trailer  uint32 0xFFFFFFFF, uint64 the number of records
 //
-// A block holds up to blockBytes of records, or one larger record. Both
+// A block holds up to blockBytes of records, or one larger record. Version
+// 2, which LoadFrom also reads, had no records' length and no compression. Both
 // directions run one worker per P (at most maxWorkers): SaveTo's workers
 // copy shards into blocks under each shard's lock, and the caller writes
 // the blocks in shard order through a bufio.Writer; LoadFrom's caller reads
@@ -26,8 +28,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
@@ -35,12 +35,14 @@ import (
 
 const (
 	snapshotMagic   = "OHCACHE\x00"
-	snapshotVersion = 2
+	snapshotVersion = 3
 	snapshotEnd     = 0xFFFFFFFF
 	headerBytes     = 24
-	blockHeader     = 12
+	blockHeader     = 16
+	blockHeaderV2   = 12
 	recordHeader    = 16
 	blockBytes      = 128 << 10
+	zSample         = 16 << 10 // the records seal tries to compress first
 	maxWorkers      = 8
 )
 
@@ -53,11 +55,14 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func workers() int { return min(maxWorkers, runtime.GOMAXPROCS(0)) }
 
-// block is a block of records being written or read.
+// block is a block of records being written.
 type block struct {
-	buf   []byte // the block header's 12 bytes, then the records
+	buf   []byte // blockHeader bytes, then the records
+	zbuf  []byte // blockHeader bytes, then the records compressed
+	wire  []byte // buf or zbuf: what is written
 	count uint32
-	end   bool // the last block of a shard (SaveTo)
+	end   bool // the last block of a shard
+	z     *compressor
 }
 
 // SaveTo writes the cache's entries to w (the format is in snapshot.go),
@@ -66,25 +71,36 @@ type block struct {
 // or ErrClosed.
 func (c *Cache) SaveTo(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
-	var hdr [headerBytes]byte
-	copy(hdr[:], snapshotMagic)
-	binary.LittleEndian.PutUint32(hdr[8:], snapshotVersion)
-	binary.LittleEndian.PutUint32(hdr[12:], uint32(max(blockBytes, blockHeader+recordHeader+c.maxEntry)))
-	binary.LittleEndian.PutUint64(hdr[16:], uint64(c.Len()))
-	if _, err := bw.Write(hdr[:]); err != nil {
+	if _, err := bw.Write(c.snapshotHeader()); err != nil {
 		return err
 	}
 	nw := workers()
 	outs := make([]chan *block, nw)
 	stop := make(chan struct{})
-	pool := make(chan []byte, 3*nw) // buffers the writer is done with
+	pool := make(chan *block, 3*nw) // blocks the writer is done with
 	var wg sync.WaitGroup
 	for wi := range nw {
 		outs[wi] = make(chan *block, 2)
 		wg.Go(func() {
 			defer close(outs[wi])
+			z := new(compressor)
+			emit := func(b *block) (*block, bool) {
+				select {
+				case outs[wi] <- b:
+				case <-stop:
+					return nil, false
+				}
+				select {
+				case b := <-pool:
+					return b, true
+				default:
+					return new(block), true
+				}
+			}
+			b := new(block)
 			for i := wi; i < len(c.shards); i += nw {
-				if !c.saveShard(&c.shards[i], outs[wi], stop, pool) {
+				var ok bool
+				if b, ok = c.saveShard(&c.shards[i], z, b, emit); !ok {
 					return
 				}
 			}
@@ -98,91 +114,128 @@ func (c *Cache) SaveTo(w io.Writer) error {
 			if !ok {
 				return ErrClosed
 			}
-			if len(b.buf) > blockHeader {
+			if b.count > 0 {
 				count += uint64(b.count)
-				if _, err := bw.Write(b.buf); err != nil {
+				if _, err := bw.Write(b.wire); err != nil {
 					return err
 				}
 			}
+			end := b.end
 			select {
-			case pool <- b.buf[:0]:
+			case pool <- b:
 			default:
 			}
-			if b.end {
+			if end {
 				break
 			}
 		}
 	}
-	var tr [12]byte
-	binary.LittleEndian.PutUint32(tr[:], snapshotEnd)
-	binary.LittleEndian.PutUint64(tr[4:], count)
-	if _, err := bw.Write(tr[:]); err != nil {
+	if _, err := bw.Write(trailer(count)); err != nil {
 		return err
 	}
 	return bw.Flush()
 }
 
-// saveShard copies s's live entries into blocks and sends them to out, the
-// last marked end. It returns false if s is closed or stop is closed.
-func (c *Cache) saveShard(s *shard, out chan<- *block, stop <-chan struct{}, pool chan []byte) bool {
+// snapshotHeader is a snapshot's header for c.
+func (c *Cache) snapshotHeader() []byte {
+	hdr := make([]byte, headerBytes)
+	copy(hdr, snapshotMagic)
+	binary.LittleEndian.PutUint32(hdr[8:], snapshotVersion)
+	binary.LittleEndian.PutUint32(hdr[12:], uint32(max(blockBytes, blockHeader+recordHeader+c.maxEntry)))
+	binary.LittleEndian.PutUint64(hdr[16:], uint64(c.Len()))
+	return hdr
+}
+
+// trailer is a snapshot's trailer after count records.
+func trailer(count uint64) []byte {
+	tr := make([]byte, 12)
+	binary.LittleEndian.PutUint32(tr, snapshotEnd)
+	binary.LittleEndian.PutUint64(tr[4:], count)
+	return tr
+}
+
+// saveShard copies s's live entries into blocks, starting with b, sealed
+// (compressed with z) and handed to emit, the last marked end; emit returns
+// the block to fill next (any block: saveShard empties it), or false to
+// stop. It returns the block emit returned last, and false if s is closed
+// or emit stopped it.
+func (c *Cache) saveShard(s *shard, z *compressor, b *block, emit func(*block) (*block, bool)) (*block, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false
+		return b, false
 	}
 	now, wall := c.now(), time.Now().UnixNano()
-	fresh := func() *block {
-		select {
-		case buf := <-pool:
-			return &block{buf: buf[:blockHeader]}
-		default:
-			return &block{buf: make([]byte, blockHeader, blockBytes)}
+	reset := func() {
+		if cap(b.buf) < blockBytes {
+			b.buf = make([]byte, 0, blockBytes)
 		}
+		b.buf, b.count, b.end, b.z = b.buf[:blockHeader], 0, false, z
 	}
-	b := fresh()
+	reset()
 	send := func(end bool) bool {
 		seal(b)
 		b.end = end
-		select {
-		case out <- b:
-		case <-stop:
+		nb, ok := emit(b)
+		if !ok {
 			return false
 		}
-		if !end {
-			b = fresh()
-		}
+		b = nb
+		reset()
 		return true
 	}
-	for _, v := range s.index.slots {
-		if !slotLive(v) {
-			continue
+	ok := true
+	s.each(func(e entry) {
+		if !ok {
+			return
 		}
-		e := slotEntry(v)
 		var exp int64
 		if x := e.expiry(); x != 0 {
 			if x <= now {
-				continue
+				return
 			}
 			exp = wall + (x - now)
 		}
-		kv := e.block()[headerSize:]
-		if len(b.buf)+recordHeader+len(kv) > blockBytes && b.count > 0 && !send(false) {
-			return false
+		kl, vl := e.keyLen(), e.valueLen()
+		if len(b.buf)+recordHeader+kl+vl > blockBytes && b.count > 0 && !send(false) {
+			ok = false
+			return
 		}
-		b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(e.keyLen()))
-		b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(e.valueLen()))
+		b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(kl))
+		b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(vl))
 		b.buf = binary.LittleEndian.AppendUint64(b.buf, uint64(exp))
-		b.buf = append(b.buf, kv...)
+		b.buf = append(b.buf, e.key()...)
+		b.buf = append(b.buf, e.value()...)
 		b.count++
+	})
+	if !ok {
+		return b, false
 	}
-	return send(true)
+	return b, send(true)
 }
 
-// seal fills in b's block header.
+// seal compresses b's records, if a sample of them compresses to half or
+// less (compression costs more time than writing the bytes it saves where
+// it saves less), and fills in the block header.
 func seal(b *block) {
-	binary.LittleEndian.PutUint32(b.buf, uint32(len(b.buf)-blockHeader))
-	binary.LittleEndian.PutUint32(b.buf[4:], b.count)
-	binary.LittleEndian.PutUint32(b.buf[8:], crc32.Checksum(b.buf[blockHeader:], castagnoli))
+	recs := b.buf[blockHeader:]
+	b.wire = b.buf
+	sample := len(recs)
+	if sample > zSample {
+		sample = zSample
+		if zb := b.z.compress(b.zbuf[:0], recs[:sample]); zb == nil || len(zb) > sample/2 {
+			sample = 0
+		}
+	}
+	if sample > 0 {
+		if zb := b.z.compress(append(b.zbuf[:0], make([]byte, blockHeader)...), recs); zb != nil {
+			b.zbuf, b.wire = zb, zb
+		}
+	}
+	binary.LittleEndian.PutUint32(b.wire, uint32(len(b.wire)-blockHeader))
+	binary.LittleEndian.PutUint32(b.wire[4:], uint32(len(recs)))
+	binary.LittleEndian.PutUint32(b.wire[8:], b.count)
+	binary.LittleEndian.PutUint32(b.wire[12:], crc32.Checksum(recs, castagnoli))
 }
 
 // LoadFrom reads a snapshot SaveTo wrote and stores its entries, as Set
@@ -207,8 +260,13 @@ func (c *Cache) load(br *bufio.Reader) error {
 	if string(hdr[:8]) != snapshotMagic {
 		return fmt.Errorf("%w: no snapshot magic", ErrSnapshot)
 	}
-	if v := binary.LittleEndian.Uint32(hdr[8:]); v != snapshotVersion {
-		return fmt.Errorf("%w: version %d, this package reads version %d", ErrSnapshot, v, snapshotVersion)
+	version := binary.LittleEndian.Uint32(hdr[8:])
+	if version != snapshotVersion && version != 2 {
+		return fmt.Errorf("%w: version %d, this package reads versions 2 and %d", ErrSnapshot, version, snapshotVersion)
+	}
+	bh := blockHeader
+	if version == 2 {
+		bh = blockHeaderV2
 	}
 	maxBlock := binary.LittleEndian.Uint32(hdr[12:])
 	if maxBlock > 1<<31 {
@@ -227,17 +285,18 @@ func (c *Cache) load(br *bufio.Reader) error {
 	var wg sync.WaitGroup
 	for wi := range nw {
 		wg.Go(func() {
+			var raw []byte // decompressed records, reused
 			for buf := range work {
 				if errs[wi] == nil {
 					var n uint64
-					n, errs[wi] = c.loadBlock(buf)
+					n, raw, errs[wi] = c.loadBlock(buf, bh, int(maxBlock), raw)
 					counts[wi] += n
 				}
 				free <- buf
 			}
 		})
 	}
-	err := readBlocks(br, maxBlock, free, work)
+	err := readBlocks(br, bh, maxBlock, free, work)
 	close(work)
 	wg.Wait()
 	if err != nil {
@@ -262,13 +321,13 @@ func (c *Cache) load(br *bufio.Reader) error {
 
 // readBlocks reads blocks (header and records) into buffers from free and
 // sends them to work, up to the trailer's mark.
-func readBlocks(br *bufio.Reader, maxBlock uint32, free chan []byte, work chan<- []byte) error {
+func readBlocks(br *bufio.Reader, bh int, maxBlock uint32, free chan []byte, work chan<- []byte) error {
 	for n := 0; ; n++ {
-		var bh [blockHeader]byte
-		if _, err := io.ReadFull(br, bh[:4]); err != nil {
+		var first [4]byte
+		if _, err := io.ReadFull(br, first[:]); err != nil {
 			return fmt.Errorf("%w: cut short after %d blocks: %v", ErrSnapshot, n, err)
 		}
-		size := binary.LittleEndian.Uint32(bh[:])
+		size := binary.LittleEndian.Uint32(first[:])
 		if size == snapshotEnd {
 			return nil
 		}
@@ -276,11 +335,11 @@ func readBlocks(br *bufio.Reader, maxBlock uint32, free chan []byte, work chan<-
 			return fmt.Errorf("%w: block %d of %d bytes, over the header's %d", ErrSnapshot, n, size, maxBlock)
 		}
 		buf := <-free
-		if uint32(cap(buf)) < blockHeader+size {
-			buf = make([]byte, blockHeader+size)
+		if cap(buf) < bh+int(size) {
+			buf = make([]byte, bh+int(size))
 		}
-		buf = buf[:blockHeader+size]
-		copy(buf, bh[:4])
+		buf = buf[:bh+int(size)]
+		copy(buf, first[:])
 		if _, err := io.ReadFull(br, buf[4:]); err != nil {
 			return fmt.Errorf("%w: cut short in block %d: %v", ErrSnapshot, n, err)
 		}
@@ -288,12 +347,33 @@ func readBlocks(br *bufio.Reader, maxBlock uint32, free chan []byte, work chan<-
 	}
 }
 
-// loadBlock checks a block's checksum and Sets its records, returning how
-// many it held.
-func (c *Cache) loadBlock(buf []byte) (uint64, error) {
-	count := binary.LittleEndian.Uint32(buf[4:])
-	recs := buf[blockHeader:]
-	if crc32.Checksum(recs, castagnoli) != binary.LittleEndian.Uint32(buf[8:]) {
+// loadBlock decompresses a block (of a header of bh bytes) into raw if it
+// is compressed, checks its checksum and Sets its records, returning how
+// many it held and raw, to reuse.
+func (c *Cache) loadBlock(buf []byte, bh, maxBlock int, raw []byte) (uint64, []byte, error) {
+	recs := buf[bh:]
+	count := binary.LittleEndian.Uint32(buf[bh-8:])
+	sum := binary.LittleEndian.Uint32(buf[bh-4:])
+	if bh == blockHeader {
+		switch rawLen := int(binary.LittleEndian.Uint32(buf[4:])); {
+		case rawLen > maxBlock || rawLen < len(recs):
+			return 0, raw, fmt.Errorf("%w: a block of %d bytes stored in %d", ErrSnapshot, rawLen, len(recs))
+		case rawLen > len(recs):
+			out, err := decompress(raw[:0], recs, rawLen)
+			if err != nil || len(out) != rawLen {
+				return 0, raw, fmt.Errorf("%w: %v", ErrSnapshot, errCorrupt)
+			}
+			raw, recs = out, out
+		}
+	}
+	n, err := c.loadRecords(recs, count, sum)
+	return n, raw, err
+}
+
+// loadRecords checks a block's records against their checksum and Sets
+// them, returning how many it held.
+func (c *Cache) loadRecords(recs []byte, count, sum uint32) (uint64, error) {
+	if crc32.Checksum(recs, castagnoli) != sum {
 		return 0, fmt.Errorf("%w: checksum mismatch", ErrSnapshot)
 	}
 	wall := time.Now().UnixNano()
@@ -338,38 +418,4 @@ func (c *Cache) presize(n uint64) {
 		}
 		s.mu.Unlock()
 	}
-}
-
-// SaveToFile writes a snapshot (SaveTo) to a temporary file beside path,
-// then renames it to path, so that path holds a whole snapshot or what it
-// held before.
-func (c *Cache) SaveToFile(path string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	if err := c.SaveTo(f); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
-}
-
-// LoadFromFile loads the snapshot at path (LoadFrom).
-func (c *Cache) LoadFromFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return c.LoadFrom(f)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 	"time"
@@ -38,6 +39,31 @@ func TestSnapshot(t *testing.T) {
 	}
 	if d.Has([]byte("gone")) || !d.Has([]byte("ttl")) {
 		t.Fatal("expiries were not kept")
+	}
+	// The stream form, with values that do not compress.
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := range 3000 {
+		v := make([]byte, r.IntN(400))
+		for j := range v {
+			v[j] = byte(r.Uint32())
+		}
+		c.Set(fmt.Appendf(nil, "r%d", i), v)
+	}
+	var buf bytes.Buffer
+	if err := c.SaveTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	e := newCache(t, 8<<20)
+	if err := e.LoadFrom(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if e.Len() != c.Len()-1 { // all but "gone"
+		t.Fatalf("Len after a stream load = %d, want %d", e.Len(), c.Len()-1)
+	}
+	for k, v := range c.All() {
+		if got, ok := e.Get(nil, k); !ok || !bytes.Equal(got, v) {
+			t.Fatalf("%q: stream-loaded %q %v, saved %q", k, got, ok, v)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import "sync/atomic"
 type counts struct {
 	hits, misses                          atomic.Uint64
 	evictions, expirations, sets, deletes uint64
+	compactions                           uint64
 }
 
 // Stats is a snapshot of a cache's counters and size.
@@ -18,9 +19,9 @@ type Stats struct {
 	Evictions   uint64 // entries removed to make room
 	Expirations uint64 // entries removed because their TTL had passed
 	Entries     uint64 // entries held, expired ones not yet removed included
-	Bytes       uint64 // heap bytes held: entries at class size, plus the index
+	Bytes       uint64 // heap bytes held: segments, large values' blocks at class size, the index
 	MaxBytes    uint64 // Options.MaxBytes
-	Compactions uint64 // compaction passes begun (compact.go)
+	Compactions uint64 // segments rewritten by compaction (compact.go)
 }
 
 // Stats returns the cache's counters, summed over its shards (each read
@@ -39,10 +40,8 @@ func (c *Cache) Stats() Stats {
 		st.Expirations += s.counts.expirations
 		st.Entries += uint64(s.index.live)
 		st.Bytes += uint64(s.bytes)
+		st.Compactions += s.counts.compactions
 		s.mu.Unlock()
 	}
-	c.compactor.mu.Lock()
-	st.Compactions = c.compactor.passes
-	c.compactor.mu.Unlock()
 	return st
 }

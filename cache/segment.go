@@ -1,0 +1,183 @@
+package cache
+
+// Segments: a shard keeps its records in segments, heap blocks of the
+// cache's segment size (a power of two up to 64 KiB), written in order like
+// a log. A Set appends a record to the tail segment of one of the shard's
+// two logs (the small and the main log of the eviction policy, evict.go)
+// and points a slot at it; a record replaced, deleted or evicted is marked
+// dead in place, and its bytes come back when its segment is evicted from
+// its log's head or compacted (compact.go). A value too large for a quarter
+// of a segment keeps a heap block of its own, which its record points at.
+//
+// Segment numbers index the shard's segs (Go memory, one element per
+// segment, not per entry); a freed number is reused. The segment's unused
+// end is never read: records are parsed from offset 0 up to used.
+
+import (
+	"unsafe"
+)
+
+const (
+	logSmall = 0
+	logMain  = 1
+)
+
+// segInfo is one segment of a shard.
+type segInfo struct {
+	addr uintptr // the segment's heap block; 0 for a free number
+	used int32   // bytes written, from the start
+	live int32   // bytes of records not dead
+	log  uint8   // logSmall or logMain
+}
+
+// segLog is one of a shard's logs: its segments, oldest first; the last is
+// the tail, where records are appended, unless tail is 0 (closed: the next
+// append opens a segment).
+type segLog struct {
+	ids   []uint32
+	tail  uint32
+	bytes int64 // the segments' bytes
+}
+
+// entryAt is the record slot value v points at.
+func (s *shard) entryAt(v uint64) entry {
+	return entry(s.segs[slotSeg(v)].addr + uintptr(v&(1<<offBits-1))<<3)
+}
+
+// newSegment opens a segment at the tail of log li. It returns false if the
+// heap has no memory or the shard no free number.
+func (c *Cache) newSegment(s *shard, li int) error {
+	var id uint32
+	if n := len(s.freeIDs); n > 0 {
+		id = s.freeIDs[n-1]
+		s.freeIDs = s.freeIDs[:n-1]
+	} else {
+		if len(s.segs) > maxSegs {
+			return ErrTooLarge
+		}
+		if len(s.segs) == 0 {
+			s.segs = append(s.segs, segInfo{}) // number 0 is never used
+		}
+		id = uint32(len(s.segs))
+		s.segs = append(s.segs, segInfo{})
+	}
+	b, err := c.heap.TryAllocUnzeroed(c.segSize)
+	if err != nil {
+		s.freeIDs = append(s.freeIDs, id)
+		return err
+	}
+	s.segs[id] = segInfo{addr: addrOf(b), log: uint8(li)}
+	l := &s.logs[li]
+	l.ids = append(l.ids, id)
+	l.tail = id
+	l.bytes += int64(c.segSize)
+	s.bytes += int64(c.segSize)
+	return nil
+}
+
+// reserve makes the tail of log li able to take n more bytes, opening a
+// segment if it cannot.
+func (c *Cache) reserve(s *shard, li, n int) error {
+	l := &s.logs[li]
+	if l.tail != 0 && int(s.segs[l.tail].used)+n <= c.segSize {
+		return nil
+	}
+	return c.newSegment(s, li)
+}
+
+// tailRoom reports whether log li's tail takes n more bytes.
+func (c *Cache) tailRoom(s *shard, li, n int) bool {
+	l := &s.logs[li]
+	return l.tail != 0 && int(s.segs[l.tail].used)+n <= c.segSize
+}
+
+// place takes n bytes at the tail of log li, which reserve made room in,
+// and returns their address and location.
+func (s *shard) place(li, n int) (uintptr, uint64) {
+	id := s.logs[li].tail
+	g := &s.segs[id]
+	off := int(g.used)
+	g.used += int32(n)
+	g.live += int32(n)
+	s.live += int64(n)
+	return g.addr + uintptr(off), locOf(id, off)
+}
+
+// kill marks the record slot value v points at dead, and frees its value's
+// block; the record's bytes come back with its segment.
+func (c *Cache) kill(s *shard, v uint64) {
+	e := s.entryAt(v)
+	n := e.size()
+	if e.expiry() != 0 {
+		s.expiring--
+	}
+	if b := e.ext(); b != nil {
+		s.bytes -= c.classSize(len(b))
+		c.heap.Free(b)
+	}
+	e.markDead()
+	s.segs[slotSeg(v)].live -= int32(n)
+	s.live -= int64(n)
+}
+
+// dropSegment frees segment id, which the caller has taken out of its log's
+// ids and whose records are all dead.
+func (c *Cache) dropSegment(s *shard, id uint32) {
+	g := &s.segs[id]
+	l := &s.logs[g.log]
+	if l.tail == id {
+		l.tail = 0
+	}
+	l.bytes -= int64(c.segSize)
+	s.bytes -= int64(c.segSize)
+	c.heap.Free(unsafe.Slice((*byte)(ptr(g.addr)), c.segSize))
+	*g = segInfo{}
+	s.freeIDs = append(s.freeIDs, id)
+}
+
+// records calls f with each record of segment id that is not dead, in log
+// order, until f returns false.
+func (s *shard) records(id uint32, f func(e entry, off int) bool) {
+	// f may open segments, which moves segs: read the segment's fields once.
+	addr, used := s.segs[id].addr, int(s.segs[id].used)
+	for off := 0; off < used; {
+		e := entry(addr + uintptr(off))
+		n := e.size()
+		if !e.dead() && !f(e, off) {
+			return
+		}
+		off += n
+	}
+}
+
+// clearLogs frees every segment and value block of s and empties its logs.
+func (c *Cache) clearLogs(s *shard) {
+	for li := range s.logs {
+		l := &s.logs[li]
+		for _, id := range l.ids {
+			s.records(id, func(e entry, _ int) bool {
+				if b := e.ext(); b != nil {
+					s.bytes -= c.classSize(len(b))
+					c.heap.Free(b)
+				}
+				return true
+			})
+			g := &s.segs[id]
+			c.heap.Free(unsafe.Slice((*byte)(ptr(g.addr)), c.segSize))
+			s.bytes -= int64(c.segSize)
+		}
+		*l = segLog{}
+	}
+	s.segs, s.freeIDs = s.segs[:0], s.freeIDs[:0]
+	s.live, s.expiring = 0, 0
+}
+
+// each calls f with every live record of s, the small log's then the main
+// log's, each oldest first.
+func (s *shard) each(f func(e entry)) {
+	for li := range s.logs {
+		for _, id := range s.logs[li].ids {
+			s.records(id, func(e entry, _ int) bool { f(e); return true })
+		}
+	}
+}
