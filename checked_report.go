@@ -228,15 +228,10 @@ func plural(n int, what string) string {
 }
 
 // Leaks reports the blocks of a checked heap that are live now, as the
-// *LeakError that Close would return if called now, or nil if there are
-// none; after Close, the one Close returned. A heap that is not checked
-// (Options.Checked, GuardPages or the offheapchecked build tag) keeps no
-// record of its blocks and returns nil; Stats counts them (LiveBlocks). A
-// sampled heap (GuardOneIn) lists its sampled blocks. The heap stays open
-// and usable. The list is exact when no Alloc or Free runs meanwhile;
-// blocks allocated or freed during the call may or may not be in it. Leaks
-// walks every page in use, holding the lock that allocations of new pages
-// take: a call for tests and debugging, not for a hot path.
+// *LeakError Close would return, or nil if there are none; after Close, the
+// one Close returned. A fast heap keeps no record of its blocks and returns
+// nil; a sampled heap (GuardOneIn) lists its sampled blocks. It walks every
+// page in use: for tests and debugging.
 func (h *Heap) Leaks() *LeakError {
 	c := h.chk
 	if c == nil {
@@ -253,10 +248,8 @@ func (h *Heap) Leaks() *LeakError {
 }
 
 // MemoryErrors returns the memory errors a checked (or sampled) heap has
-// found so far, oldest first, up to the first 100: every *MemoryError a
-// Free, Trim, Ref or Bytes of it panicked with, whether or not the panic
-// was recovered, and after Close the writes after free Close returned. A
-// heap that is not checked returns nil.
+// found so far, oldest first, up to 100, whether or not their panics were
+// recovered. A fast heap returns nil.
 func (h *Heap) MemoryErrors() []*MemoryError {
 	if c := h.chk; c != nil {
 		return c.found.list()
@@ -274,11 +267,10 @@ type BlockInfo struct {
 	FreeStack  string  // where it was freed, if Freed
 }
 
-// Lookup reports the checked block that addr falls in (anywhere from its
-// start to the end of its underlying block; for a guard-page block, its guard
-// page included), live or freed but still in quarantine. It is how to name
-// the block behind a fault address (see GuardPages in guard.go). A fast heap,
-// a closed heap, and an address of no known block report false.
+// Lookup reports the checked block that addr falls in, live or freed but
+// still in quarantine, guard page included: how to name the block behind a
+// fault address. A fast heap, a closed heap and an unknown address report
+// false.
 func (h *Heap) Lookup(addr uintptr) (BlockInfo, bool) {
 	c := h.chk
 	if c == nil || !h.enter() {
