@@ -41,11 +41,9 @@ func (a *Arena) Alloc(n int) []byte {
 	return a.allocSlow(n)
 }
 
-// TryAlloc is Alloc returning an error instead of panicking: errors.Is(err,
-// ErrLimit), ErrAddressSpace (the heap's address space is full) or
-// ErrClosed when the heap cannot supply a chunk, ErrSize for a negative or
-// impossible n, ErrClosed after Release. What the arena handed out before
-// stays valid.
+// TryAlloc is Alloc returning the error instead of panicking: errors.Is(err,
+// ErrLimit), ErrAddressSpace or ErrClosed when the heap cannot supply a
+// chunk, ErrSize for a negative or impossible n, ErrClosed after Release.
 func (a *Arena) TryAlloc(n int) ([]byte, error) {
 	if x := a.allocFast(n); x != 0 {
 		return bytesAt(x, n), nil

@@ -9,19 +9,16 @@ import (
 )
 
 // Buffer is a growable byte buffer in one block of a Heap, for building
-// values without Go garbage: write to it with fmt.Fprintf, io.Copy or its
-// Write methods, then keep the result with Detach or read it back. Its
-// methods mirror bytes.Buffer's, except that a full heap is an error, not a
-// panic, for the writing methods.
+// values without Go garbage with fmt.Fprintf, io.Copy or its Write methods;
+// Detach keeps the result as a block of its own. Its methods mirror
+// bytes.Buffer's, except that a full heap is an error, not a panic, for the
+// writing methods. Past its block (Cap) it moves to one at least twice as
+// large. The slices Bytes returns are valid until the next call that
+// modifies the buffer.
 //
-// Its capacity is its whole block (Cap); past it, it moves to a block at
-// least twice as large, copying only the unread bytes. The slices Bytes
-// returns are valid until the next call that writes, grows, frees or
-// detaches. After Free or Detach the Buffer is empty and usable again.
-//
-// A Buffer is not safe for concurrent use, and its block is freed only by
-// Free (or handed on by Detach): a Buffer dropped without Free leaks its
-// block.
+// A Buffer is not safe for concurrent use. Only Free (or Detach) gives its
+// block back: a Buffer dropped without Free leaks it. After Free or Detach
+// it is empty and usable again.
 type Buffer struct {
 	h    *Heap
 	blk  []byte // the block, len(blk) its usable size; nil when the Buffer holds none

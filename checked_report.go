@@ -19,32 +19,14 @@ import (
 type ErrorKind int
 
 const (
-	// DoubleFree is a Free of a block that was already freed.
-	DoubleFree ErrorKind = iota + 1
-	// InvalidFree is a Free of an address that is not the start of a live
-	// block of any checked heap: a slice of the Go heap, b[1:], or a block
-	// freed so long ago that the heap has forgotten it.
-	InvalidFree
-	// ForeignFree is a Free of a block that another heap allocated.
-	ForeignFree
-	// WriteAfterFree is a write into a block after it was freed, found when
-	// the block leaves the quarantine or at Close.
-	WriteAfterFree
-	// Corrupted is a block whose trailing canary (an unsafe write past its
-	// length) or whose metadata was overwritten.
-	Corrupted
-	// UseAfterFree is a handle to a freed block resolved (Heap.Ref of a
-	// freed block, or Heap.Bytes of a Ref to one), or an access to a freed
-	// guarded block that faulted (FaultError).
-	UseAfterFree
-	// OverRelease is a Release of a Hot Shared's reference that was not
-	// held: a retained reference released more times than Retain returned
-	// one while the creator's reference lives, or the creator's reference
-	// released twice.
-	OverRelease
-	// OutOfBounds is an access past the end of a live guarded block that
-	// faulted on its guard page (FaultError).
-	OutOfBounds
+	DoubleFree     ErrorKind = iota + 1 // a Free of a block already freed
+	InvalidFree                         // a Free of no live block's start: Go memory, b[1:], a block long freed
+	ForeignFree                         // a Free of another heap's block
+	WriteAfterFree                      // a write into a freed block, found as it leaves quarantine or at Close
+	Corrupted                           // a block whose canary (past its end) or metadata was overwritten
+	UseAfterFree                        // Ref or Bytes of a freed block, or a fault on a freed guarded block
+	OverRelease                         // a Release of a Hot Shared's reference that was not held
+	OutOfBounds                         // a fault past the end of a live guarded block
 )
 
 // String names the kind in words: "double free", "invalid free", and so on.
@@ -79,10 +61,7 @@ type MemoryError struct {
 	Size       int       // the block's size in bytes, 0 if unknown
 	AllocStack string    // where the block was allocated ("" if unknown)
 	FreeStack  string    // where it was first freed, for DoubleFree and WriteAfterFree
-	// AgainStack is where the call that was refused was made: the second
-	// Free, for DoubleFree, the one to look at first; the Release, for
-	// OverRelease; the access that faulted, for an error of FaultError.
-	AgainStack string
+	AgainStack string    // the refused call: the second Free, the Release, or the faulting access
 	detail     string
 }
 
@@ -125,9 +104,8 @@ type Leak struct {
 	Stack string  // where it was allocated
 }
 
-// LeakError is what Close returns for a checked (or sampled) heap that still
-// has live blocks, and what Heap.Leaks returns for one that has them now:
-// every one, by address. A sampled heap knows only its sampled blocks.
+// LeakError is what Close returns, and Heap.Leaks, for a checked (or
+// sampled) heap with live blocks: every one, by address.
 type LeakError struct {
 	Leaks []Leak
 
@@ -169,10 +147,8 @@ const (
 	maxAddrsShown = 4
 )
 
-// Error counts the leaks and prints them grouped by allocation stack,
-// largest first (Groups): for each of the first few groups, its count of
-// blocks and of bytes, the stack and the first blocks' addresses and
-// sizes; then how many groups, blocks and bytes it left out.
+// Error counts the leaks and prints the largest groups (Groups) with their
+// stacks and first blocks.
 func (e *LeakError) Error() string {
 	total := 0
 	for _, l := range e.Leaks {

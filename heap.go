@@ -17,65 +17,46 @@ import (
 // the default depth and no limit.
 type Options struct {
 	// MagazineDepth is how many free blocks each P keeps per size class
-	// (fewer for large classes; see MagazineBound). 0 means
-	// DefaultMagazineDepth; a negative depth turns magazines off, so every
-	// Alloc and Free takes the central lock. At most MaxMagazineDepth.
+	// (see MagazineBound). 0 means DefaultMagazineDepth; negative turns
+	// magazines off. At most MaxMagazineDepth.
 	MagazineDepth int
 
 	// Limit is the most bytes the heap may have mapped at once
-	// (Stats.MappedBytes). An allocation past it fails with ErrLimit, once
-	// the heap has given back the free memory it keeps (as Trim does) and
-	// tried again. 0 means no limit. It bounds mapped bytes, not resident
-	// memory: an untouched block maps its whole size.
+	// (Stats.MappedBytes); past it an allocation fails with ErrLimit, once
+	// the heap has given back the free memory it keeps. 0 means no limit.
 	Limit int64
 
-	// Checked turns on checked mode: double, invalid and foreign frees,
-	// writes after free and leaks are reported with allocation stacks. The
-	// build tag offheapchecked turns it on for every heap. It is for tests:
-	// each Alloc and Free records two stacks, and freed blocks wait in a
-	// quarantine (docs/guide.md has its costs).
+	// Checked turns on checked mode, for tests: double, invalid and foreign
+	// frees, writes after free and leaks are reported with stacks, at
+	// several times fast mode's cost. The offheapchecked build tag turns it
+	// on for every heap.
 	Checked bool
 
-	// GuardPages puts every allocation on pages of its own with an
-	// inaccessible page after it, and makes its pages inaccessible once
-	// freed: a use after free or past the end faults at once. It implies
-	// Checked, whose records name the block behind a fault. Nothing faults
-	// in a race build.
+	// GuardPages puts every block on pages of its own, with an inaccessible
+	// page after it and its pages made inaccessible once freed, so that a
+	// use after free or past the end faults at once. It implies Checked.
 	GuardPages bool
 
-	// GuardOneIn, when positive, gives one allocation in GuardOneIn (on
-	// average) the GuardPages treatment in an otherwise fast heap, so that
-	// a use after free or past the end of a sampled block faults where it
-	// happens, in production. The process then dies with the runtime's
-	// fault message; a goroutine that runs with debug.SetPanicOnFault(true)
-	// gets a panic instead, which FaultError turns into a *MemoryError with
-	// the block's stacks. 50000 is a production rate (docs/guide.md says
-	// what it catches and costs).
+	// GuardOneIn, when positive, guards one allocation in GuardOneIn as
+	// GuardPages does, in an otherwise fast heap: 50000 suits production
+	// (docs/guide.md). A fault kills the process unless its goroutine runs
+	// with debug.SetPanicOnFault(true) (see FaultError).
 	GuardOneIn int
 
 	// ProfileBytes is the average number of bytes allocated between two
-	// samples of the heap's allocation profile (WriteProfile). 0 means
-	// DefaultProfileBytes; a negative value turns profiling off. Sampling
-	// costs the fast path nothing; as in the Go runtime a block's odds of
-	// a sample grow with its size, so a loop of blocks of tens of KiB pays
-	// for samples and may want a larger value. A checked heap does not
-	// profile.
+	// samples of the allocation profile (WriteProfile). 0 means
+	// DefaultProfileBytes; negative turns profiling off.
 	ProfileBytes int
 
-	// HugePages puts the heap's dense memory on 2 MiB transparent huge
-	// pages, for fewer TLB misses over a large heap: a block of 2 MiB or
-	// more is collapsed at Alloc, smaller ones by a background pass once
-	// allocation pauses, and a partly used huge page keeps its free pages
-	// mapped until Trim or the Limit. HugePageBytes says how much is on
-	// huge pages. Off by default: the collapse costs CPU and the kept
-	// pages memory. It does nothing without MADV_COLLAPSE (Linux 6.1) or
-	// THP, and in race builds (docs/guide.md).
+	// HugePages puts dense memory on 2 MiB transparent huge pages, for
+	// fewer TLB misses over a large heap, at the cost of CPU for the
+	// collapse and of free pages kept mapped until Trim (docs/guide.md).
+	// HugePageBytes says how much is on huge pages.
 	HugePages bool
 
-	// ReleaseDelay is how long free pages stay mapped before they are given
-	// back to the operating system. 0 means one second; negative means at
-	// once; more than 100 years means never: only Trim, and a heap at its
-	// Limit, give free pages back.
+	// ReleaseDelay is how long free pages stay mapped before they go back
+	// to the operating system. 0 means one second; negative means at once;
+	// more than 100 years means never (only Trim and the Limit release).
 	ReleaseDelay time.Duration
 }
 
@@ -140,24 +121,21 @@ const centralPad = (64 - (3*unsafe.Sizeof(uintptr(0))+unsafe.Sizeof(unsafe.Point
 
 var _ = [1]struct{}{}[unsafe.Offsetof(Heap{}.central)%64]
 
+// The errors an allocation fails with, returned by the Try forms and
+// panicked by the others, wrapped with the figures: test them with errors.Is.
 var (
-	// ErrLimit is returned (or panicked, by Alloc) when an allocation would
-	// take the heap past Options.Limit, wrapped in an error that says how
-	// many bytes were asked for, how many more that needed mapped, and how
-	// many of the Limit's were mapped: test it with errors.Is.
+	// ErrLimit: the allocation would take the heap past Options.Limit.
 	ErrLimit = errors.New("offheap: heap limit reached")
 
-	// ErrClosed is returned (or panicked) when a closed heap is used.
+	// ErrClosed: the heap is closed.
 	ErrClosed = errors.New("offheap: heap is closed")
 
-	// ErrSize is returned (or panicked) for a negative size or one no heap
-	// can hold.
+	// ErrSize: a negative size, or one no heap can hold.
 	ErrSize = errors.New("offheap: invalid allocation size")
 
-	// ErrAddressSpace is returned (or panicked) when the heap's address
-	// space cannot grow to hold an allocation: one heap spans at most 16
-	// TiB, or the system refused more (its error is wrapped too). No Limit
-	// was reached: freeing memory, or another heap, makes room.
+	// ErrAddressSpace: the heap's address space (at most 16 TiB) cannot
+	// grow to hold the allocation. No Limit was reached: freeing memory
+	// makes room.
 	ErrAddressSpace = errors.New("offheap: out of address space")
 )
 
@@ -327,9 +305,8 @@ var defaultHeap struct {
 }
 
 // Default returns the process-wide heap, created on first use with the
-// Options given to SetDefaultOptions, or the zero Options (checked, under the
-// offheapchecked build tag). It panics if the system has no off-heap memory
-// backend.
+// Options of SetDefaultOptions (checked under the offheapchecked build tag).
+// It panics if the system has no off-heap memory backend.
 func Default() *Heap {
 	if h := defaultHeap.h.Load(); h != nil {
 		return h
@@ -347,12 +324,10 @@ func Default() *Heap {
 	return h
 }
 
-// SetDefaultOptions sets the Options the process-wide heap is created with,
-// for a program that wants a Limit, checked mode or another option on
-// Default. Call it before anything uses Default, from main or an init
-// function: once Default has created the heap, SetDefaultOptions returns an
-// error (nil if opts are the ones the heap was created with). It returns
-// NewHeap's error for options NewHeap refuses, and changes nothing then.
+// SetDefaultOptions sets the Options Default creates the process-wide heap
+// with. Call it before anything uses Default: afterwards it returns an error
+// (nil if opts are the heap's). It returns NewHeap's error for options
+// NewHeap refuses.
 func SetDefaultOptions(opts Options) error {
 	if err := opts.check(); err != nil {
 		return err

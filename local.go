@@ -8,25 +8,19 @@ import (
 	"weak"
 )
 
-// A Local is a stock of free blocks that one goroutine holds for itself: a
-// worker of a pool, a connection's read loop, a shard's single writer. Its
-// Alloc pops and its Free pushes without pinning the goroutine to its P,
-// without an atomic and without a cache line another goroutine writes, so a
-// pair costs less than through the Heap.
+// A Local is a stock of free blocks that one goroutine holds for itself (a
+// worker of a pool, a connection's loop): its Alloc and Free reach the stock
+// without pinning to a P, without an atomic and without a cache line another
+// goroutine writes, so a pair costs less than through the Heap. Use the Heap
+// where goroutines are many and short-lived.
 //
 // A Local is not safe for concurrent use: one goroutine at a time uses it,
-// as a bufio.Writer, and it may pass between goroutines with the usual
-// synchronization. Its Free takes any block of its heap and makes every
-// check Heap.Free makes. It holds, per size class up to 32 KiB, at most a
-// magazine's depth of blocks (4 MiB in all at the default depth); larger
-// blocks pass straight to the heap. Use a Heap instead where goroutines are
-// many and short-lived.
-//
-// Stats counts a Local's allocations as LocalHits and its free blocks as
-// LocalBytes. Trim cannot take them (Flush gives them back). A Local dropped
-// without Close gives its blocks back once the garbage collector finds it. A
-// checked heap's Local holds no blocks: it passes every call to the heap,
-// and panics when two goroutines use it at once.
+// as a bufio.Writer. Its Free takes any block of its heap, with Heap.Free's
+// checks. It holds at most a magazine's depth of blocks per size class up to
+// 32 KiB (4 MiB in all at the default depth), counted in Stats.LocalBytes;
+// Trim cannot take them, Flush gives them back, and so does the garbage
+// collector for a Local dropped without Close. A checked heap's Local passes
+// every call to the heap.
 type Local struct {
 	h  *Heap
 	st *cacheState // the stacks: off-heap, or noCache (forwarding or closed)
@@ -118,10 +112,9 @@ func (c *Local) AllocUnzeroed(n int) []byte {
 	return c.allocSlow(n, false)
 }
 
-// TryAlloc is Alloc returning an error instead of panicking, as
-// Heap.TryAlloc does: errors.Is(err, ErrLimit), ErrClosed, ErrSize or
-// ErrAddressSpace (the heap's address space is full). It panics, as Alloc
-// does, after the Local's Close.
+// TryAlloc is Alloc returning the error instead of panicking: errors.Is(err,
+// ErrLimit), ErrClosed, ErrSize or ErrAddressSpace. It panics after the
+// Local's Close.
 //
 //go:nosplit
 //go:noinline

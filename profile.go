@@ -38,8 +38,7 @@ import (
 	"time"
 )
 
-// DefaultProfileBytes is the average number of bytes allocated between two
-// samples of a heap's profile when Options.ProfileBytes is 0: 512 KiB, the Go
+// DefaultProfileBytes is Options.ProfileBytes when it is 0: the Go
 // runtime's default runtime.MemProfileRate.
 const DefaultProfileBytes = 512 << 10
 
@@ -285,14 +284,12 @@ func (h *Heap) releaseArenaRun(a uintptr) {
 }
 
 // WriteProfile writes the heap's allocation profile to w in the gzipped
-// pprof format of Go's own heap profile, which go tool pprof reads:
-// alloc_objects and alloc_space since the heap was made, inuse_objects and
-// inuse_space (the default) for the blocks not yet freed, estimated from the
-// samples Options.ProfileBytes sets. Each stack starts at the program's call
-// into this package; each sample has the labels kind (heap, arena or shared)
-// and bytes. A checked heap, or one with a negative ProfileBytes, writes a
-// profile with no samples. It may be called at any time, also after Close;
-// package offheappprof serves it over HTTP.
+// pprof format go tool pprof reads: allocations since the heap was made and
+// those not yet freed (the default view), estimated from samples
+// (Options.ProfileBytes), each stack starting at the program's call into
+// this package and labelled kind (heap, arena or shared). A checked heap
+// writes no samples. It may be called at any time, also after Close; package
+// offheappprof serves it over HTTP.
 func (h *Heap) WriteProfile(w io.Writer) error {
 	var samples []profSample
 	rate := int64(-1)

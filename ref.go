@@ -127,16 +127,13 @@ func (h *Heap) checkRef(a uintptr, n uint64, op string) {
 // refHint ends the messages of a refused Ref.
 const refHint = ": a Ref is of a slice Alloc returned, or a prefix of one (not b[i:], Arena memory or Shared's bytes)"
 
-// Bytes returns the slice r names, with the length h.Ref was given. It costs
-// about a slice expression and touches none of the bytes, so it can run on
-// every lookup. It panics, naming the problem, for the zero Ref, a Ref of
-// another heap, and on a closed heap. A fast heap resolves a Ref of a freed
-// block (using it is a use after free); a checked heap panics with a
-// *MemoryError of kind UseAfterFree before any byte is read.
-//
-// The slice is valid while the block is: where other goroutines may free it,
-// use or copy the bytes before the lock that guards the Ref is released
-// (ExampleRef_concurrent).
+// Bytes returns the slice r names, with the length h.Ref was given, for
+// about the cost of a slice expression. It panics, naming the problem, for
+// the zero Ref, a Ref of another heap, and on a closed heap. A fast heap
+// resolves a Ref of a freed block (using it is a use after free); a checked
+// heap panics with a *MemoryError of kind UseAfterFree. The slice is valid
+// while the block is: where other goroutines may free it, use the bytes
+// before the lock that guards the Ref is released (ExampleRef_concurrent).
 func (h *Heap) Bytes(r Ref) []byte {
 	off, n := r.off^h.ref.off, r.n^h.ref.n
 	if a, ok := h.refFast(off, n); ok && (off|n)>>refShift == 0 {

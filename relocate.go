@@ -13,24 +13,17 @@ import (
 
 // Relocate moves b's bytes to a block in a denser span and frees b, when b's
 // span is sparse enough that moving helps; it returns the slice to use and
-// whether it moved. A moved slice has b's length and capacity and bytes, and
-// b must not be used afterwards; otherwise b comes back and nothing
-// happened. Run it over the values a program keeps (their slices or Refs)
-// after eviction left spans sparse, so that emptied spans go back to the
-// system: Stats.SpanFreeBytes says how much such spans hold. Call Trim
-// first, since free blocks in magazines count as live for their span.
+// whether it moved (it moved: b must not be used again; it did not: nb is
+// b). Run it over the values a program keeps after eviction left spans
+// sparse, so that emptied spans go back to the system; Stats.SpanFreeBytes
+// says how much such spans hold, and Trim first makes cached free blocks
+// count as free.
 //
-// Large blocks and the profile's samples never move: their pages go back
-// whole when freed. A Shared's bytes and Arena memory cannot move: Relocate
-// panics for them as Free does for what it refuses. A move counts as an
-// Alloc and a Free of b's class, and in Stats.Relocations. In checked mode
-// every small block moves and b is freed as Free frees it, so stale handles
-// are reported. When the Limit refuses the new block, b comes back
-// untouched.
-//
-// Relocate is safe for concurrent use with every other call on the heap, but
-// not with another call that frees or moves b. RelocateAll moves a batch for
-// less.
+// Large blocks and the profile's samples never move. A Shared's bytes and
+// Arena memory panic, as in Free. A move counts in Stats.Relocations. In
+// checked mode every small block moves, so stale handles are reported.
+// Relocate is safe for concurrent use, but not with another call that frees
+// or moves b; RelocateAll moves a batch for less.
 //
 //go:nosplit
 //go:noinline

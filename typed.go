@@ -36,9 +36,8 @@ func New[T any](a Allocator) *T {
 	return (*T)(unsafe.Pointer(unsafe.SliceData(b)))
 }
 
-// TryNew is New returning an error instead of panicking when the memory
-// cannot be had, as TryAlloc is Alloc's. It panics, as New does, when T
-// holds Go pointers.
+// TryNew is New returning the error instead of panicking when the memory
+// cannot be had. A T with Go pointers still panics.
 func TryNew[T any](a Allocator) (*T, error) {
 	size := mustBePointerFree[T]("TryNew")
 	if size == 0 {
@@ -71,9 +70,8 @@ func MakeSlice[T any](a Allocator, n int) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
-// TryMakeSlice is MakeSlice returning an error instead of panicking when
-// the memory cannot be had or n is negative or too large (errors.Is(err,
-// ErrSize)). It panics, as MakeSlice does, when T holds Go pointers.
+// TryMakeSlice is MakeSlice returning the error instead of panicking,
+// ErrSize for a negative or too large n. A T with Go pointers still panics.
 func TryMakeSlice[T any](a Allocator, n int) ([]T, error) {
 	size := mustBePointerFree[T]("TryMakeSlice")
 	switch {
@@ -129,9 +127,8 @@ func ReallocSlice[T any](h *Heap, s []T, n int) []T {
 	return s
 }
 
-// TryReallocSlice is ReallocSlice returning an error instead of panicking
-// when the memory cannot be had or n is negative or too large, as
-// TryRealloc is Realloc's; s is then left as it was.
+// TryReallocSlice is ReallocSlice returning the error instead of panicking;
+// s is then as it was.
 func TryReallocSlice[T any](h *Heap, s []T, n int) ([]T, error) {
 	return reallocSlice(h, s, n, "TryReallocSlice")
 }
