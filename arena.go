@@ -131,16 +131,14 @@ const (
 
 // Arena is a bump allocator on a Heap: Alloc hands out zeroed, 16-byte
 // aligned memory from chunks taken from the heap, and Reset or Release frees
-// all of it at once. Alloc and TryAlloc are safe for concurrent use and take
-// no lock on the fast path. Reset and Release must not run concurrently with
-// any other method; Stats may, and then gives a rough snapshot. *Arena
-// satisfies Allocator, so New and MakeSlice work on it.
+// all of it at once. Alloc and TryAlloc are safe for concurrent use; Reset
+// and Release must not run concurrently with any other method. *Arena is an
+// Allocator, so New and MakeSlice work on it.
 //
-// Memory from an Arena must not be passed to Heap.Free (which panics,
-// naming the arena), must not hold Go pointers (see the package rules), and
-// must not be used after Reset, Release, or the heap's Close. After the
-// heap's Close every method fails with ErrClosed (returned, or panicked in
-// an error that wraps it), except a second Release.
+// Arena memory must not be passed to Heap.Free (which panics, naming the
+// arena), must not hold Go pointers, and must not be used after Reset,
+// Release or the heap's Close. After the heap's Close every method fails
+// with ErrClosed, except a second Release.
 type Arena struct {
 	// The one word of the Arena that the fast path reads, on cache lines of
 	// its own: nil until the first refill, and again after Release or the
@@ -202,25 +200,13 @@ type arenaChunk struct {
 	lane  int     // general chunks: the lane that last used it
 }
 
-// ArenaStats is an arena's census. It is exact when no Alloc is running.
+// ArenaStats is an arena's census, exact when no Alloc is running.
 type ArenaStats struct {
-	// AllocBytes is the bytes handed out since NewArena or the last Reset,
-	// each allocation counted rounded up to a multiple of 16.
-	AllocBytes uint64
-	// WasteBytes is the bytes of chunks lost until the next Reset: chunk
-	// tails too short for the request that found them, sub-chunk remainders
-	// dropped at refill, and the rounding of chunks of their own.
-	WasteBytes uint64
-	// HeldBytes is the bytes of every chunk the arena holds from the heap,
-	// in use or kept by Reset for reuse: what it costs the heap.
-	HeldBytes uint64
-	// PeakAllocBytes is the most bytes the arena has had handed out at once
-	// since NewArena, across Resets, and still after Release: the largest
-	// AllocBytes of any round. AllocBytes only grows until Reset, so each
-	// round's peak is what Reset finds; the fast path counts nothing for it.
-	PeakAllocBytes uint64
-	// Chunks is how many chunks the arena holds.
-	Chunks int
+	AllocBytes     uint64 // bytes handed out since NewArena or the last Reset, each rounded up to 16
+	WasteBytes     uint64 // bytes of chunks lost until the next Reset: tails too short for a request
+	HeldBytes      uint64 // bytes of the chunks the arena holds from the heap: what it costs the heap
+	PeakAllocBytes uint64 // the largest AllocBytes since NewArena, across Resets
+	Chunks         int    // chunks the arena holds
 }
 
 // arenaReleasedError reports a use of an Arena after Release. It wraps
@@ -237,22 +223,17 @@ func (arenaReleasedError) Unwrap() error { return ErrClosed }
 func arenaClosedError(op string) error { return closedError("Arena." + op) }
 
 // NewArena returns an empty arena on h. It takes no memory until the first
-// Alloc. Its first chunk is 64 KiB, and each later one is as large as all the
-// chunks it holds, up to 1 MiB, so an arena holds at most about twice what
-// it hands out (plus requests of their own chunk, and one partly used chunk
-// per P that allocates from it, since each P fills chunks of its own). Requests of 16 KiB or more
-// get a chunk of their own.
+// Alloc; its chunks grow from 64 KiB to 1 MiB, so it holds at most about
+// twice what it hands out, and requests of 16 KiB or more get a chunk of
+// their own.
 func (h *Heap) NewArena() *Arena {
 	return newArena(h, arenaChunkDefault, true)
 }
 
-// NewArenaSize returns an empty arena on h whose chunks are all chunkSize
-// bytes, rounded up to a multiple of 8 KiB and at least 64 KiB; requests of a
-// quarter of that or more get a chunk of their own. Use it when NewArena's
-// growth does not fit: small chunks for many small arenas, large ones to take
-// the chunk lock less often. It panics if chunkSize is not positive, or
-// larger than any chunk the heap's address space can hold (its 16 TiB less
-// its first region).
+// NewArenaSize is NewArena with every chunk chunkSize bytes (rounded up to a
+// multiple of 8 KiB, at least 64 KiB): small chunks for many small arenas,
+// large ones for fewer trips to the heap. It panics if chunkSize is not
+// positive or too large for the heap.
 func (h *Heap) NewArenaSize(chunkSize int) *Arena {
 	if chunkSize <= 0 {
 		panic(fmt.Sprintf("offheap: NewArenaSize: invalid chunk size %d", chunkSize))

@@ -35,11 +35,9 @@ func (a *Arena) Alloc(n int) []byte {
 	return a.allocSlow(n)
 }
 
-// TryAlloc is Alloc returning an error instead of panicking: errors.Is(err,
-// ErrLimit), ErrAddressSpace (the heap's address space is full) or
-// ErrClosed when the heap cannot supply a chunk, ErrSize for a negative or
-// impossible n, ErrClosed after Release. What the arena handed out before
-// stays valid.
+// TryAlloc is Alloc returning the error instead of panicking: errors.Is(err,
+// ErrLimit), ErrAddressSpace or ErrClosed when the heap cannot supply a
+// chunk, ErrSize for a negative or impossible n, ErrClosed after Release.
 func (a *Arena) TryAlloc(n int) ([]byte, error) {
 	if x := a.allocFast(n); x != 0 {
 		return bytesAt(x, n), nil
@@ -48,11 +46,9 @@ func (a *Arena) TryAlloc(n int) ([]byte, error) {
 }
 
 // AllocUnzeroed is Alloc without the zeroing, for callers that overwrite
-// every byte: the contents of an allocation above 512 bytes are whatever
-// the arena's memory last held. Smaller ones come zeroed, as Alloc's: they
-// come from a P's sub-chunk, cleared once per 16 KiB claim, which an
-// unzeroed claim would have to keep apart (docs/DESIGN.md). It panics as
-// Alloc does.
+// every byte: an allocation above 512 bytes holds whatever the arena's
+// memory last held; smaller ones come zeroed, from sub-chunks cleared once
+// per claim. It panics as Alloc does.
 func (a *Arena) AllocUnzeroed(n int) []byte {
 	if x := a.allocFast(n); x != 0 {
 		return bytesAt(x, n)

@@ -115,12 +115,10 @@ func (h *Heap) freeArenaRun(p uintptr) {
 	h.freeLarge(p, classArena)
 }
 
-// Reset forgets every allocation: the memory the arena handed out must not be
-// used again, and the next Alloc reuses it. The arena keeps its chunks for
-// reuse, except on a checked heap, where it gives them back so that the
-// heap's poisoning catches a use after Reset. Reset must not run concurrently
-// with any other method. It panics after Release, and after the heap's Close
-// (with an error that wraps ErrClosed).
+// Reset forgets every allocation, keeping the arena's chunks for the next
+// Alloc (a checked heap gives them back, so that its poisoning catches a use
+// after Reset). The arena's memory must not be used again. It panics after
+// Release and after the heap's Close.
 func (a *Arena) Reset() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -160,12 +158,10 @@ func (a *Arena) Reset() {
 	})
 }
 
-// Release gives every chunk back to the heap. The memory the arena handed out
-// must not be used again, and a later Alloc, TryAlloc or Reset panics (or
-// returns an error wrapping ErrClosed). Release must not run concurrently
-// with any other method; a second Release does nothing. After the heap's
-// Close, which took the arena's memory with the rest, Release panics with
-// an error that wraps ErrClosed: release arenas before closing their heap.
+// Release gives every chunk back to the heap. The arena's memory must not be
+// used again, and a later Alloc, TryAlloc or Reset fails with ErrClosed. A
+// second Release does nothing. Release arenas before closing their heap:
+// after the heap's Close, Release panics with an error wrapping ErrClosed.
 func (a *Arena) Release() {
 	a.mu.Lock()
 	defer a.mu.Unlock()

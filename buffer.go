@@ -9,30 +9,16 @@ import (
 )
 
 // Buffer is a growable byte buffer in one block of a Heap, for building
-// values without Go garbage: write to it with fmt.Fprintf, io.Copy, the
-// Write methods, then keep the result with Detach (a block of its own, to
-// keep, Ref, or Free) or read it back. Its methods mirror bytes.Buffer's
-// (the buffer holds unread bytes; Read and WriteTo consume them), except
-// that a full heap is an error, not a panic, for the writing methods.
+// values without Go garbage with fmt.Fprintf, io.Copy or its Write methods;
+// Detach keeps the result as a block of its own. Its methods mirror
+// bytes.Buffer's, except that a full heap is an error, not a panic, for the
+// writing methods. Past its block (Cap) it moves to one at least twice as
+// large. The slices Bytes returns are valid until the next call that
+// modifies the buffer.
 //
-// The capacity is the whole block (its size class, or whole pages), so a
-// Buffer grows to its block's end with no call; past it, it moves to a block
-// at least twice as large (or, when the heap cannot hold that, a smaller one
-// down to the size it needs), copying only the unread bytes and zeroing
-// nothing. Before it moves, it slides its unread bytes to the front when
-// that leaves half the block free, as bytes.Buffer does.
-//
-// The slices Bytes, Detach's aside, returns are the buffer's own memory:
-// valid until the next call that writes, grows, frees or detaches, like
-// bytes.Buffer's. After Free or Detach the Buffer is empty and holds no
-// block, and stays usable: the next write takes a new block. So a Buffer can
-// build one value after another, and Free is safe to call more than once.
-//
-// A Buffer is not safe for concurrent use. Its block is freed only by Free
-// (or handed on by Detach): a Buffer dropped without Free leaks its block,
-// as a slice dropped without Free does. Its block is memory of its heap:
-// after the heap's Close, a method that touches it faults, as any slice of
-// the heap does, and Free and Detach panic with ErrClosed.
+// A Buffer is not safe for concurrent use. Only Free (or Detach) gives its
+// block back: a Buffer dropped without Free leaks it. After Free or Detach
+// it is empty and usable again.
 type Buffer struct {
 	h    *Heap
 	blk  []byte // the block, len(blk) its usable size; nil when the Buffer holds none
@@ -54,10 +40,9 @@ var (
 	_ io.ByteReader   = (*Buffer)(nil)
 )
 
-// NewBuffer returns an empty Buffer on h with room for at least size bytes
-// (its block's whole usable size: Cap). A size of 0 takes no block until the
-// first write. NewBuffer panics, as Alloc does, for a negative size or when
-// the heap cannot hold the block.
+// NewBuffer returns an empty Buffer on h with room for at least size bytes;
+// a size of 0 takes no block until the first write. It panics, as Alloc
+// does, for a negative size or when the heap cannot hold the block.
 func (h *Heap) NewBuffer(size int) *Buffer {
 	if size < 0 {
 		panic(fmt.Errorf("%w: NewBuffer(%d): negative size", ErrSize, size))
@@ -76,10 +61,9 @@ func (b *Buffer) Len() int { return b.w - b.r }
 // must move (0 when it holds no block).
 func (b *Buffer) Cap() int { return len(b.blk) }
 
-// Bytes returns the unread bytes, in the buffer's block: valid until the next
-// call that modifies the buffer. Its capacity is its length, so an append to
-// it copies into a new array on the Go heap instead of writing into the
-// block.
+// Bytes returns the unread bytes, in the buffer's block, valid until the
+// next call that modifies the buffer. Its capacity is its length, so an
+// append to it copies to the Go heap instead of writing into the block.
 func (b *Buffer) Bytes() []byte { return b.blk[b.r:b.w:b.w] }
 
 // String returns the unread bytes as a string, a copy on the Go heap.
@@ -184,9 +168,8 @@ func (b *Buffer) release() {
 }
 
 // Write appends p to the buffer. Its error is non-nil only when the heap
-// cannot hold the larger block the buffer needs (errors.Is ErrLimit, or
-// ErrClosed); the buffer is then as it was. p may be the buffer's own bytes
-// (b.Write(b.Bytes()) doubles them).
+// cannot hold the larger block (errors.Is ErrLimit, or ErrClosed); the
+// buffer is then as it was. p may be the buffer's own bytes.
 func (b *Buffer) Write(p []byte) (int, error) {
 	if len(p) > len(b.blk)-b.w {
 		return growWrite(b, p)
@@ -242,13 +225,10 @@ func (b *Buffer) WriteRune(r rune) (int, error) {
 	return n, nil
 }
 
-// ReadFrom appends what r reads until io.EOF, making room for at least
-// minRead (512) bytes before each Read, and returns how many bytes it
-// appended. Any error but io.EOF is returned, after the bytes read before
-// it; so is the error of a heap that cannot hold the larger block. The
-// block the buffer held when ReadFrom began is freed only when it returns,
-// so r may read from it (b.ReadFrom(bytes.NewReader(b.Bytes()))). It panics
-// if r returns a count out of range.
+// ReadFrom appends what r reads until io.EOF and returns how many bytes it
+// appended. It returns any other error of r, and a full heap's error, after
+// the bytes read before it. r may read from the buffer's own bytes. It
+// panics if r returns a count out of range.
 func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
 	var total int64
 	start := unsafe.SliceData(b.blk)
@@ -282,10 +262,9 @@ func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
 }
 
 // WriteTo writes the unread bytes to w, consuming what w accepts, and
-// returns how many it wrote: the error of w, or io.ErrShortWrite when w
-// accepts fewer without one. w must not keep the slice it is given (as
-// io.Writer says): it is the buffer's block. It panics if w returns a count
-// out of range.
+// returns how many it wrote, with w's error or io.ErrShortWrite. w must not
+// keep the slice it is given: it is the buffer's block. It panics if w
+// returns a count out of range.
 func (b *Buffer) WriteTo(w io.Writer) (int64, error) {
 	n := b.Len()
 	if n == 0 {
@@ -340,15 +319,9 @@ func (b *Buffer) ReadByte() (byte, error) {
 func (b *Buffer) Free() { b.release() }
 
 // Detach hands the unread bytes to the caller as a block of their own, with
-// length and capacity Len: a slice to keep, to Ref, and to give back with
-// the heap's Free. The buffer is left empty.
-//
-// The block is sized for the bytes. When a smaller block holds them, they
-// are copied into a new one and the buffer keeps its block, so the next
-// value is built without a new block; otherwise the buffer hands over its
-// block itself and holds none (the next write takes a new one). An empty
-// buffer returns an empty slice, which Free ignores. Detach panics, as
-// Alloc does, when the heap is closed.
+// length and capacity Len, to keep, Ref, and give back with the heap's Free;
+// the buffer is left empty. An empty buffer returns an empty slice. Detach
+// panics, as Alloc does, when the heap is closed.
 func (b *Buffer) Detach() []byte {
 	if b.h.closed.Load() {
 		panic(fmt.Errorf("%w: Buffer.Detach", ErrClosed))

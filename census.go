@@ -5,39 +5,26 @@ import (
 	"sync/atomic"
 )
 
-// Stats is a census of a heap: every operation is counted where it happens,
-// the fast path included, so the counts are exact once the heap is quiet.
-// While other goroutines allocate and free, a Stats is a consistent-enough
-// snapshot, not an atomic one.
-//
-// MagazineHits + LocalHits + CentralHits + Fresh + Large == Allocs, with
-// the allocations of every Local, open or closed, among them.
+// Stats is a census of a heap, exact once the heap is quiet and a snapshot
+// while it is not. MagazineHits + LocalHits + CentralHits + Fresh + Large
+// == Allocs.
 type Stats struct {
 	Allocs, Frees uint64 // every Alloc and Free of a non-empty block, fast path included
 	MagazineHits  uint64 // Allocs served by a per-P magazine
 	LocalHits     uint64 // Allocs served by a Local's stack, open or closed
 	CentralHits   uint64 // Allocs served by a central free list
 	Fresh         uint64 // Allocs carved from a span's never-used blocks
-	Large         uint64 // Allocs above the largest size class, arenas' chunks, the blocks the profile sampled and the guarded samples (GuardPages, GuardOneIn): page runs of their own
+	Large         uint64 // Allocs of page runs of their own: large blocks, arena chunks, samples
 
-	// LiveBlocks is the number of blocks allocated and not yet freed:
-	// Allocs - Frees, every kind of block included (an Arena's chunks, a
-	// Shared's block; in checked mode a block in quarantine is freed). It is
-	// exact once the heap is quiet. While other goroutines allocate and
-	// free, a Free counted before its Alloc could make Frees pass Allocs;
-	// LiveBlocks is then 0, never a wrapped-around count.
+	// LiveBlocks is Allocs - Frees, every kind of block included (an
+	// Arena's chunks, a Shared's block), and never wraps below 0.
 	LiveBlocks uint64
 
 	InUseBytes uint64 // bytes in live blocks, counted at block size (class size, or whole pages for large)
 
-	// MappedBytes is the address space committed and not released: what the
-	// heap may cost in memory, and what Options.Limit bounds. It is not
-	// resident memory: a page counts from the moment the heap commits it,
-	// and the operating system backs it only when it is first written, so a
-	// heap of large blocks that are barely touched maps far more than it
-	// holds in RAM. ResidentBytes says how much is resident. A free page
-	// that shares an OS page larger than 8 KiB with a page in use is mapped
-	// (package doc, Page sizes).
+	// MappedBytes is the address space committed and not released: what
+	// Options.Limit bounds. It is not resident memory (ResidentBytes): the
+	// system backs a page only when it is first written.
 	MappedBytes uint64
 
 	ReleasedBytes uint64 // bytes given back to the operating system and kept reserved for reuse
@@ -57,10 +44,8 @@ type Stats struct {
 
 	Relocations uint64 // blocks Relocate moved
 
-	// CorruptBytes is the bytes of free blocks the heap abandoned, never to
-	// hand out again, because a write after free corrupted their span's
-	// free list (the package doc, What Free checks). They count in
-	// MappedBytes, not in InUseBytes; 0 in a program without the bug.
+	// CorruptBytes is the bytes of free blocks the heap abandoned because
+	// a write after free corrupted their free list: 0 without the bug.
 	CorruptBytes uint64
 
 	Classes []ClassStats // per size class, smallest first
@@ -168,22 +153,11 @@ func liveBlocks(allocs, frees uint64) uint64 {
 }
 
 // InUse returns the bytes in live blocks and the number of live blocks, as
-// Stats counts them (InUseBytes, and Allocs - Frees), without taking a lock
-// or allocating: a program that needs its live bytes often, to bound a cache
-// for example, reads them here instead of keeping a shared counter of its
-// own, which would cost every Alloc and Free an atomic on a contended cache
-// line. InUse sums the same counters Stats does (each P's magazine census,
-// the central lists' and the page heap's) with atomic loads, so its cost
-// grows with GOMAXPROCS times the number of size classes; each call also
-// moves the cache lines of every P's census to the reading core, which
-// costs the owners a miss at their next Alloc or Free. While other
-// goroutines allocate and free, the figures are a snapshot as Stats's are.
-//
-// In a heap with a checker (Options.Checked, GuardPages or GuardOneIn, or
-// the offheapchecked build tag) InUse also takes the checker's locks, as
-// Stats does, to leave out the blocks the program has freed that wait in
-// its quarantines; it still allocates nothing. On a closed heap it takes
-// the lock that guards the census Close saved.
+// Stats counts them, without a lock or an allocation: a program that bounds
+// its memory reads them here rather than keeping a shared counter of its
+// own, which would cost every Alloc and Free a contended atomic. It reads
+// every P's census, so call it where Stats would be too slow, not on every
+// allocation.
 func (h *Heap) InUse() (bytes, blocks uint64) {
 	// net[c] is class c's Allocs - Frees, summed modulo 2^64: a counter
 	// read before a concurrent Alloc and another read after the matching

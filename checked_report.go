@@ -19,32 +19,14 @@ import (
 type ErrorKind int
 
 const (
-	// DoubleFree is a Free of a block that was already freed.
-	DoubleFree ErrorKind = iota + 1
-	// InvalidFree is a Free of an address that is not the start of a live
-	// block of any checked heap: a slice of the Go heap, b[1:], or a block
-	// freed so long ago that the heap has forgotten it.
-	InvalidFree
-	// ForeignFree is a Free of a block that another heap allocated.
-	ForeignFree
-	// WriteAfterFree is a write into a block after it was freed, found when
-	// the block leaves the quarantine or at Close.
-	WriteAfterFree
-	// Corrupted is a block whose trailing canary (an unsafe write past its
-	// length) or whose metadata was overwritten.
-	Corrupted
-	// UseAfterFree is a handle to a freed block resolved (Heap.Ref of a
-	// freed block, or Heap.Bytes of a Ref to one), or an access to a freed
-	// guarded block that faulted (FaultError).
-	UseAfterFree
-	// OverRelease is a Release of a Hot Shared's reference that was not
-	// held: a retained reference released more times than Retain returned
-	// one while the creator's reference lives, or the creator's reference
-	// released twice.
-	OverRelease
-	// OutOfBounds is an access past the end of a live guarded block that
-	// faulted on its guard page (FaultError).
-	OutOfBounds
+	DoubleFree     ErrorKind = iota + 1 // a Free of a block already freed
+	InvalidFree                         // a Free of no live block's start: Go memory, b[1:], a block long freed
+	ForeignFree                         // a Free of another heap's block
+	WriteAfterFree                      // a write into a freed block, found as it leaves quarantine or at Close
+	Corrupted                           // a block whose canary (past its end) or metadata was overwritten
+	UseAfterFree                        // Ref or Bytes of a freed block, or a fault on a freed guarded block
+	OverRelease                         // a Release of a Hot Shared's reference that was not held
+	OutOfBounds                         // a fault past the end of a live guarded block
 )
 
 // String names the kind in words: "double free", "invalid free", and so on.
@@ -79,10 +61,7 @@ type MemoryError struct {
 	Size       int       // the block's size in bytes, 0 if unknown
 	AllocStack string    // where the block was allocated ("" if unknown)
 	FreeStack  string    // where it was first freed, for DoubleFree and WriteAfterFree
-	// AgainStack is where the call that was refused was made: the second
-	// Free, for DoubleFree, the one to look at first; the Release, for
-	// OverRelease; the access that faulted, for an error of FaultError.
-	AgainStack string
+	AgainStack string    // the refused call: the second Free, the Release, or the faulting access
 	detail     string
 }
 
@@ -125,9 +104,8 @@ type Leak struct {
 	Stack string  // where it was allocated
 }
 
-// LeakError is what Close returns for a checked (or sampled) heap that still
-// has live blocks, and what Heap.Leaks returns for one that has them now:
-// every one, by address. A sampled heap knows only its sampled blocks.
+// LeakError is what Close returns, and Heap.Leaks, for a checked (or
+// sampled) heap with live blocks: every one, by address.
 type LeakError struct {
 	Leaks []Leak
 
@@ -169,10 +147,8 @@ const (
 	maxAddrsShown = 4
 )
 
-// Error counts the leaks and prints them grouped by allocation stack,
-// largest first (Groups): for each of the first few groups, its count of
-// blocks and of bytes, the stack and the first blocks' addresses and
-// sizes; then how many groups, blocks and bytes it left out.
+// Error counts the leaks and prints the largest groups (Groups) with their
+// stacks and first blocks.
 func (e *LeakError) Error() string {
 	total := 0
 	for _, l := range e.Leaks {
@@ -228,15 +204,10 @@ func plural(n int, what string) string {
 }
 
 // Leaks reports the blocks of a checked heap that are live now, as the
-// *LeakError that Close would return if called now, or nil if there are
-// none; after Close, the one Close returned. A heap that is not checked
-// (Options.Checked, GuardPages or the offheapchecked build tag) keeps no
-// record of its blocks and returns nil; Stats counts them (LiveBlocks). A
-// sampled heap (GuardOneIn) lists its sampled blocks. The heap stays open
-// and usable. The list is exact when no Alloc or Free runs meanwhile;
-// blocks allocated or freed during the call may or may not be in it. Leaks
-// walks every page in use, holding the lock that allocations of new pages
-// take: a call for tests and debugging, not for a hot path.
+// *LeakError Close would return, or nil if there are none; after Close, the
+// one Close returned. A fast heap keeps no record of its blocks and returns
+// nil; a sampled heap (GuardOneIn) lists its sampled blocks. It walks every
+// page in use: for tests and debugging.
 func (h *Heap) Leaks() *LeakError {
 	c := h.chk
 	if c == nil {
@@ -253,10 +224,8 @@ func (h *Heap) Leaks() *LeakError {
 }
 
 // MemoryErrors returns the memory errors a checked (or sampled) heap has
-// found so far, oldest first, up to the first 100: every *MemoryError a
-// Free, Trim, Ref or Bytes of it panicked with, whether or not the panic
-// was recovered, and after Close the writes after free Close returned. A
-// heap that is not checked returns nil.
+// found so far, oldest first, up to 100, whether or not their panics were
+// recovered. A fast heap returns nil.
 func (h *Heap) MemoryErrors() []*MemoryError {
 	if c := h.chk; c != nil {
 		return c.found.list()
@@ -274,11 +243,10 @@ type BlockInfo struct {
 	FreeStack  string  // where it was freed, if Freed
 }
 
-// Lookup reports the checked block that addr falls in (anywhere from its
-// start to the end of its underlying block; for a guard-page block, its guard
-// page included), live or freed but still in quarantine. It is how to name
-// the block behind a fault address (see GuardPages in guard.go). A fast heap,
-// a closed heap, and an address of no known block report false.
+// Lookup reports the checked block that addr falls in, live or freed but
+// still in quarantine, guard page included: how to name the block behind a
+// fault address. A fast heap, a closed heap and an unknown address report
+// false.
 func (h *Heap) Lookup(addr uintptr) (BlockInfo, bool) {
 	c := h.chk
 	if c == nil || !h.enter() {

@@ -154,15 +154,12 @@ func closedError(call string) error {
 	return fmt.Errorf("%w: %s after the heap's Close (or during it: Close must not run concurrently with other calls)", ErrClosed, call)
 }
 
-// Close unmaps all of the heap's memory. Every slice it handed out becomes
-// invalid: touching one faults. Later calls on the heap, its Arenas and its
-// Shareds fail with ErrClosed (or panic with an error wrapping it). Close
-// must not run concurrently with other calls on the heap; a program that
-// breaks that rule gets the same errors from the calls that meet the
-// closing heap, and only its own accesses to the memory may fault. A second
-// Close returns nil. A Local still open keeps its census in Stats; its
-// Alloc and Free then panic with ErrClosed, and its Close only releases it. In checked mode Close returns a *LeakError when blocks
-// are still live.
+// Close unmaps all of the heap's memory: every slice it handed out becomes
+// invalid, and touching one faults. Later calls on the heap, its Arenas,
+// Locals and Shareds fail with ErrClosed (or panic with an error wrapping
+// it). Close must not run concurrently with other calls on the heap; a
+// second Close returns nil. In checked mode Close returns a *LeakError when
+// blocks are still live.
 func (h *Heap) Close() error {
 	h.closeMu.Lock()
 	defer h.closeMu.Unlock()

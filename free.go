@@ -13,13 +13,12 @@ import (
 )
 
 // Free returns the block that b starts to the heap. b must start where a
-// slice returned by this heap's Alloc started; its length does not matter:
-// a slice with a nonzero capacity frees the block it starts, b[:0]
-// included, and only a slice of capacity 0 (nil, or Alloc(0)'s) is ignored.
-// b must not be used afterwards. Free panics, leaving the heap intact, when
-// b was not allocated by this heap, does not start at a block, belongs to
-// an Arena or a Shared, or is already free (what fast mode checks, and
-// what it does not, is in the package doc: What Free checks).
+// slice returned by this heap's Alloc started; its length does not matter
+// (b[:0] frees the block), and a slice of capacity 0 is ignored. b must not
+// be used afterwards. Free panics, leaving the heap intact, when b is not a
+// live block of this heap: another heap's or Go memory, the inside of a
+// block, an Arena's or a Shared's, or already free (docs/guide.md says what
+// fast mode catches).
 //
 //go:nosplit
 //go:noinline

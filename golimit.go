@@ -50,32 +50,17 @@ var goLimits struct {
 }
 
 // LimitGoMemory keeps the Go runtime's soft memory limit
-// (runtime/debug.SetMemoryLimit) at total less the bytes the given heaps
-// have mapped (Stats.MappedBytes; Default if no heap is given), so that the
-// Go heap and the off-heap memory together stay within total: pass the
-// memory the whole program may use, such as a container's limit less some
-// headroom. The limit is set before LimitGoMemory returns, and again
-// whenever a heap commits or releases pages, by the goroutine that does.
-// The heaps' metadata (pagemaps, magazines, a checked heap's records) is
-// not counted. A heap closed while counted stops counting at the next
-// change of another heap's mapped bytes or the next stop.
+// (debug.SetMemoryLimit) at total less the bytes the heaps have mapped
+// (Default if none is given), so that the Go heap and the off-heap memory
+// together stay within total, such as a container's limit less some
+// headroom. The limit is set before it returns and again whenever a heap
+// commits or releases pages. It never goes below a floor of total/8 (at
+// least 64 MiB), so the Go heap keeps room to work.
 //
-// The limit never goes below a floor of total/8, and at least 64 MiB (or
-// total, if that is less): however much the heaps map, the Go heap keeps
-// room to work instead of collecting without end. Off-heap memory beyond
-// total minus the floor is not the runtime's to make up for.
-//
-// stop restores the limit that was in force before; calling it again does
-// nothing. While a LimitGoMemory is in force, do not call SetMemoryLimit
-// yourself: the heaps' next change overwrites it.
-//
-// Calls may overlap: each is a bound of its own, and the runtime's limit is
-// the lowest of them. So two calls that name different heaps do not add
-// the heaps together: to count several heaps against one total, pass them
-// all to one call. The limit in force before the first of overlapping calls
-// comes back when the last of them stops, in whatever order they stop.
-//
-// LimitGoMemory panics if total is not positive or a heap is nil.
+// stop restores the limit in force before; do not call SetMemoryLimit
+// meanwhile. Overlapping calls are separate bounds and the lowest wins: pass
+// every heap to one call to count them against one total. LimitGoMemory
+// panics if total is not positive or a heap is nil.
 func LimitGoMemory(total int64, heaps ...*Heap) (stop func()) {
 	if total <= 0 {
 		panic(fmt.Sprintf("offheap: LimitGoMemory: total %d is not positive: pass the bytes the whole program may use", total))

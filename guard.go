@@ -89,31 +89,22 @@ import (
 	"runtime"
 )
 
-// FaultError turns the value recovered from a fault on a guarded block (of
-// a heap with GuardPages or GuardOneIn) into a *MemoryError: UseAfterFree
-// for a freed block, OutOfBounds for an access past the end of a live one,
-// with the stacks of the block's allocation and free and of the access
-// that faulted (AgainStack). It returns nil for any other value: a panic
-// that is no fault, or a fault on an address no open heap knows as a
-// guarded block (one freed so long ago that its record is gone included).
-// The error is kept with the heap's MemoryErrors.
-//
-// A fault panics only on a goroutine that runs with
-// debug.SetPanicOnFault(true); without it the process dies with the
-// runtime's "unexpected fault address" (see Options.GuardOneIn):
+// FaultError turns the value recovered from a fault on a guarded block
+// (GuardPages or GuardOneIn) into a *MemoryError: UseAfterFree for a freed
+// block, OutOfBounds past the end of a live one, with the stacks of the
+// allocation, the free and the access. It returns nil for any other value. A
+// fault panics only on a goroutine that runs with
+// debug.SetPanicOnFault(true):
 //
 //	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 //	defer func() {
 //		r := recover()
 //		if me := offheap.FaultError(r); me != nil {
 //			log.Fatal(me) // both stacks and the access
-//		}
-//		if r != nil {
+//		} else if r != nil {
 //			panic(r)
 //		}
 //	}()
-//
-// In a race build guarded blocks do not fault (see the package doc).
 func FaultError(recovered any) *MemoryError {
 	f, ok := recovered.(interface{ Addr() uintptr })
 	if _, isErr := recovered.(runtime.Error); !ok || !isErr {

@@ -17,126 +17,46 @@ import (
 // the default depth and no limit.
 type Options struct {
 	// MagazineDepth is how many free blocks each P keeps per size class
-	// (fewer for large classes; see MagazineBound). 0 means
-	// DefaultMagazineDepth; a negative depth turns magazines off, so every
-	// Alloc and Free takes the central lock: the control arm of every speed
-	// claim. At most MaxMagazineDepth.
+	// (see MagazineBound). 0 means DefaultMagazineDepth; negative turns
+	// magazines off. At most MaxMagazineDepth.
 	MagazineDepth int
 
-	// Limit is the most bytes the heap may have mapped from the operating
-	// system at once (Stats.MappedBytes). An allocation past it fails with
-	// ErrLimit, once the heap has given back the free memory it keeps
-	// cached (as Trim does) and tried again. 0 means no limit. A Limit
-	// bounds mapped bytes, not the machine's memory: an untouched block
-	// maps its whole size and costs no memory, so a Limit above what the
-	// machine has still refuses a block larger than the Limit that 0
-	// grants. Either way the heap's address space grows as it needs, up to
-	// 16 TiB.
+	// Limit is the most bytes the heap may have mapped at once
+	// (Stats.MappedBytes); past it an allocation fails with ErrLimit, once
+	// the heap has given back the free memory it keeps. 0 means no limit.
 	Limit int64
 
-	// Checked turns on checked mode: double, invalid and foreign frees,
-	// writes after free and leaks are reported with allocation stacks. The
-	// build tag offheapchecked turns it on for every heap. It costs several
-	// times fast mode's time per Alloc and Free, for the two stacks, the
-	// record and the quarantine each block gets (docs/benchmarks.md,
-	// Checked mode's cost, has the figures); each block is 8 bytes longer
-	// (a canary) and at least 32; a quarantine holds freed blocks (up to
-	// 1024 blocks and 8 MiB per P, and as many again of large blocks); and
-	// the records of small blocks take up to as much memory again as the
-	// blocks.
+	// Checked turns on checked mode, for tests: double, invalid and foreign
+	// frees, writes after free and leaks are reported with stacks, at
+	// several times fast mode's cost. The offheapchecked build tag turns it
+	// on for every heap.
 	Checked bool
 
-	// GuardPages puts every allocation on pages of its own with an
-	// inaccessible page after it, and makes its pages inaccessible once
-	// freed: a use after free or past the end faults at once. It implies
-	// Checked, whose records name the block behind a fault; a fast heap
-	// guards every allocation with GuardOneIn 1. Not in a race build,
-	// where nothing faults (see the package doc, Race detector).
+	// GuardPages puts every block on pages of its own, with an inaccessible
+	// page after it and its pages made inaccessible once freed, so that a
+	// use after free or past the end faults at once. It implies Checked.
 	GuardPages bool
 
-	// GuardOneIn, when positive, gives one allocation in GuardOneIn (on
-	// average) the GuardPages treatment in an otherwise fast heap: a use after
-	// free or a write past the end of a sampled block faults where it happens,
-	// in production. The process then dies printing the runtime's "unexpected
-	// fault address 0x...", "fatal error: fault" and "[signal SIGSEGV ...]",
-	// and the faulting goroutine's traceback, which shows the access but not
-	// the block's history; a goroutine that runs with
-	// debug.SetPanicOnFault(true) gets a panic instead, which FaultError turns
-	// into a *MemoryError with the stacks of the block's allocation and free.
-	// A sample costs two mprotects and a page fault (microseconds, where a
-	// fast pair costs nanoseconds: docs/benchmarks.md). The heap maps a pool
-	// of 32 guarded pages for its samples, 512 KiB counted in MappedBytes and
-	// against the Limit, resident only where a sample is; while a sampled
-	// block's page waits in the pool after its Free, about the time 31 more
-	// samples take, touching it faults too.
-	//
-	// 50000 is a production rate: a sample's system calls, spread over
-	// 50000 allocations, cost a 64-byte Alloc+Free pair little (the figures
-	// for 10000 to 50000 are in docs/benchmarks.md, GuardOneIn), and a server
-	// that allocates a million blocks a second puts 72,000 blocks an hour
-	// on guard pages, each of whose uses after free (within the pool's
-	// window) and overruns faults: a bug that touches a freed or overrun
-	// block once a second is caught 0.07 times an hour (3600/50000): with
-	// probability 7% in an hour on one server, 88% on a fleet of 30. The
-	// pool's window there is about 1.5 s (31 samples at 20 a second). In a
-	// race build nothing faults (see the package doc, Race detector).
+	// GuardOneIn, when positive, guards one allocation in GuardOneIn as
+	// GuardPages does, in an otherwise fast heap: 50000 suits production
+	// (docs/guide.md). A fault kills the process unless its goroutine runs
+	// with debug.SetPanicOnFault(true) (see FaultError).
 	GuardOneIn int
 
 	// ProfileBytes is the average number of bytes allocated between two
-	// samples of the heap's allocation profile (WriteProfile). 0 means
-	// DefaultProfileBytes (512 KiB, as runtime.MemProfileRate); a negative
-	// rate turns profiling off. Sampling costs the fast path nothing; a
-	// sample records a stack at its Alloc and drops it at its Free, and a
-	// sampled small block takes a page of its own while it lives
-	// (profile.go). As
-	// in the Go runtime, a block's odds of a sample grow with its size: one
-	// 64-byte block in 8192 is sampled, one 64 KiB block in 9, one 256 KiB
-	// block in 2.5. So at the default rate a 64-byte Alloc+Free pair costs
-	// what it costs unprofiled, and pairs of tens of KiB and more cost
-	// several times as much (BenchmarkPairSizes against its arm noprof; the
-	// figures are in docs/benchmarks.md, ProfileBytes): a program
-	// whose hot loop allocates and frees blocks of tens of KiB takes that
-	// back with a larger rate, or a negative one. A checked heap does not
-	// profile.
+	// samples of the allocation profile (WriteProfile). 0 means
+	// DefaultProfileBytes; negative turns profiling off.
 	ProfileBytes int
 
-	// HugePages puts the heap's memory on 2 MiB transparent huge pages
-	// where it is dense, which makes random access over a large heap
-	// faster (fewer TLB misses; docs/DESIGN.md has the figures). A block
-	// of 2 MiB or more is on huge pages when Alloc (or a Realloc that
-	// grows or moves it) returns: each whole 2 MiB of it is made a huge
-	// page then (MADV_COLLAPSE), before the program touches it, so it is
-	// never read through small pages first. That Alloc takes a few ms per 2 MiB (about 0.3-8 s per GiB on a busy
-	// 2-core VM), in place of the faults of the first touch, which then
-	// costs nothing, and puts the whole block in memory at once (the
-	// memory MappedBytes counts for it anyway). Smaller blocks are faulted
-	// in as small pages; a background pass, once allocation pauses for
-	// 200 ms (or 2 s after it began), collapses each 2 MiB range whose
-	// small pages are all in memory into a huge page, copying its 2 MiB: a
-	// few ms of one CPU per huge page, during which the process's page
-	// faults wait, so the pass rests four times as long between collapses;
-	// while it works, random reads of the ranges it collapses can take
-	// several times as long as without HugePages (docs/DESIGN.md, Huge
-	// pages at allocation), which blocks of 2 MiB or more never see.
-	// New spans and blocks go first into the fullest 2 MiB ranges that
-	// have room, and blocks of 2 MiB or more start on a range, so that free
-	// memory gathers in whole ranges (docs/DESIGN.md, Big heaps). The
-	// release timer then gives back a huge page's free pages only once all
-	// of it is free, so a partly used huge page keeps its free pages mapped
-	// (they count in MappedBytes and against the Limit) until Trim, the
-	// Limit or its last page's Free. HugePageBytes says how much of the
-	// heap is on huge pages. It does nothing on kernels before Linux 6.1
-	// (no MADV_COLLAPSE), with THP disabled (transparent_hugepage/enabled
-	// "never"), where huge pages are not 2 MiB, and in race builds. Off by
-	// default: the collapse costs CPU, and the kept free pages memory.
+	// HugePages puts dense memory on 2 MiB transparent huge pages, for
+	// fewer TLB misses over a large heap, at the cost of CPU for the
+	// collapse and of free pages kept mapped until Trim (docs/guide.md).
+	// HugePageBytes says how much is on huge pages.
 	HugePages bool
 
-	// ReleaseDelay is how long free pages stay mapped before they are given
-	// back to the operating system: each page goes back between ReleaseDelay
-	// and ReleaseDelay plus a 64th of it (at least a millisecond) after it
-	// was freed, plus the timer's latency. 0 means one second; negative
-	// means at once; more than 100 years (math.MaxInt64 included) means
-	// never: only Trim, and a heap at its Limit, give free pages back.
+	// ReleaseDelay is how long free pages stay mapped before they go back
+	// to the operating system. 0 means one second; negative means at once;
+	// more than 100 years means never (only Trim and the Limit release).
 	ReleaseDelay time.Duration
 }
 
@@ -201,24 +121,21 @@ const centralPad = (64 - (3*unsafe.Sizeof(uintptr(0))+unsafe.Sizeof(unsafe.Point
 
 var _ = [1]struct{}{}[unsafe.Offsetof(Heap{}.central)%64]
 
+// The errors an allocation fails with, returned by the Try forms and
+// panicked by the others, wrapped with the figures: test them with errors.Is.
 var (
-	// ErrLimit is returned (or panicked, by Alloc) when an allocation would
-	// take the heap past Options.Limit, wrapped in an error that says how
-	// many bytes were asked for, how many more that needed mapped, and how
-	// many of the Limit's were mapped: test it with errors.Is.
+	// ErrLimit: the allocation would take the heap past Options.Limit.
 	ErrLimit = errors.New("offheap: heap limit reached")
 
-	// ErrClosed is returned (or panicked) when a closed heap is used.
+	// ErrClosed: the heap is closed.
 	ErrClosed = errors.New("offheap: heap is closed")
 
-	// ErrSize is returned (or panicked) for a negative size or one no heap
-	// can hold.
+	// ErrSize: a negative size, or one no heap can hold.
 	ErrSize = errors.New("offheap: invalid allocation size")
 
-	// ErrAddressSpace is returned (or panicked) when the heap's address
-	// space cannot grow to hold an allocation: one heap spans at most 16
-	// TiB, or the system refused more (its error is wrapped too). No Limit
-	// was reached: freeing memory, or another heap, makes room.
+	// ErrAddressSpace: the heap's address space (at most 16 TiB) cannot
+	// grow to hold the allocation. No Limit was reached: freeing memory
+	// makes room.
 	ErrAddressSpace = errors.New("offheap: out of address space")
 )
 
@@ -388,9 +305,8 @@ var defaultHeap struct {
 }
 
 // Default returns the process-wide heap, created on first use with the
-// Options given to SetDefaultOptions, or the zero Options (checked, under the
-// offheapchecked build tag). It panics if the system has no off-heap memory
-// backend.
+// Options of SetDefaultOptions (checked under the offheapchecked build tag).
+// It panics if the system has no off-heap memory backend.
 func Default() *Heap {
 	if h := defaultHeap.h.Load(); h != nil {
 		return h
@@ -408,12 +324,10 @@ func Default() *Heap {
 	return h
 }
 
-// SetDefaultOptions sets the Options the process-wide heap is created with,
-// for a program that wants a Limit, checked mode or another option on
-// Default. Call it before anything uses Default, from main or an init
-// function: once Default has created the heap, SetDefaultOptions returns an
-// error (nil if opts are the ones the heap was created with). It returns
-// NewHeap's error for options NewHeap refuses, and changes nothing then.
+// SetDefaultOptions sets the Options Default creates the process-wide heap
+// with. Call it before anything uses Default: afterwards it returns an error
+// (nil if opts are the heap's). It returns NewHeap's error for options
+// NewHeap refuses.
 func SetDefaultOptions(opts Options) error {
 	if err := opts.check(); err != nil {
 		return err
@@ -431,15 +345,10 @@ func SetDefaultOptions(opts Options) error {
 }
 
 // Trim gives free memory back to the operating system now: every P's
-// magazine goes back to the central lists, empty spans go back to the page
-// heap, and every free page is released but those that share an OS page
-// larger than 8 KiB with a page in use (see the package doc, Page sizes).
-// To take the other Ps' magazines it waits until no goroutine can be using
-// one, which stops the world briefly (see quiesce), as runtime.ReadMemStats
-// does. A checked heap's per-P quarantine rings and magazines are emptied
-// the same way, their blocks' poison checked as they leave. The blocks a
-// Local holds stay with it: its owner may be using them (Local.Flush gives
-// them back).
+// magazine goes back to the central lists, empty spans to the page heap, and
+// free pages to the system. It stops the world briefly to take the other Ps'
+// magazines, as runtime.ReadMemStats does. The blocks a Local holds stay
+// with it (Local.Flush gives them back).
 func (h *Heap) Trim() {
 	if !h.enter() {
 		return

@@ -7,49 +7,19 @@ import (
 	"weak"
 )
 
-// A Local is a stock of free blocks that one goroutine holds for itself, for
-// the goroutines that own their work: a worker of a pool, a connection's
-// read loop, a shard's single writer. Its Alloc pops and its Free pushes
-// without pinning the goroutine to its P, without an atomic and without a
-// cache line any other goroutine writes: a pair through a Local costs less
-// than a pair through the Heap, and less than the two pinned sections alone
-// (offheap bench's pin-floor arm; docs/benchmarks.md has the figures).
+// A Local is a stock of free blocks that one goroutine holds for itself (a
+// worker of a pool, a connection's loop): its Alloc and Free reach the stock
+// without pinning to a P, without an atomic and without a cache line another
+// goroutine writes, so a pair costs less than through the Heap. Use the Heap
+// where goroutines are many and short-lived.
 //
 // A Local is not safe for concurrent use: one goroutine at a time uses it,
-// as a bufio.Writer. It may pass from goroutine to goroutine with the usual
-// synchronization (a channel, a mutex). Its Free takes any block of its
-// heap, whoever allocated it, and makes every check Heap.Free makes.
-//
-// A Local holds, per size class up to 32 KiB, a stack of the depth a P's
-// magazine has (Options.MagazineDepth), filled from and emptied into the
-// central lists in the batches the magazines exchange with them; larger
-// blocks pass straight to the heap. A Local holds at most 4 MiB of free
-// blocks with the default depth, so a Local that only frees (the consumer of
-// a producer) hands its blocks on instead of hoarding them.
-//
-// Use a Local where one goroutine allocates and frees many blocks over a
-// long life; use the Heap where goroutines are many and short-lived (a
-// Local per request would hold each request's blocks apart), and where
-// every core's blocks should be shared at once.
-//
-// Stats counts a Local's allocations as LocalHits and the free blocks it holds
-// as LocalBytes, while it is open and after: exact once the Local's owner is
-// between calls, as a magazine's counts are once its P is. The heap's Trim
-// cannot take the blocks a Local holds: its owner may be using them; Flush
-// gives them back. After the heap's Close, every call on the Local panics with
-// an error wrapping ErrClosed (Close releasing the Local first), but TryAlloc,
-// which returns it, and none faults. A Local left unclosed gives its blocks
-// back to the heap when the garbage collector finds it unreachable; a
-// NewLocal that finds many Locals open (256, or twice as many as after its
-// last look) runs a collection first, to take back the states of those
-// dropped unclosed.
-//
-// A Local of a sampled heap (Options.GuardOneIn) holds blocks as any other
-// and samples its allocations for guard pages as the magazines do, with the
-// same odds. A Local of a checked heap (Options.Checked or GuardPages, or
-// the offheapchecked build tag) holds no blocks: it passes every call to
-// the heap, so every check and report is the heap's, and it panics when two
-// goroutines use it at once.
+// as a bufio.Writer. Its Free takes any block of its heap, with Heap.Free's
+// checks. It holds at most a magazine's depth of blocks per size class up to
+// 32 KiB (4 MiB in all at the default depth), counted in Stats.LocalBytes;
+// Trim cannot take them, Flush gives them back, and so does the garbage
+// collector for a Local dropped without Close. A checked heap's Local passes
+// every call to the heap.
 type Local struct {
 	h  *Heap
 	st *cacheState // the stacks: off-heap, or noCache (forwarding or closed)
@@ -137,10 +107,9 @@ func (c *Local) AllocUnzeroed(n int) []byte {
 	return c.allocSlow(n, false)
 }
 
-// TryAlloc is Alloc returning an error instead of panicking, as
-// Heap.TryAlloc does: errors.Is(err, ErrLimit), ErrClosed, ErrSize or
-// ErrAddressSpace (the heap's address space is full). It panics, as Alloc
-// does, after the Local's Close.
+// TryAlloc is Alloc returning the error instead of panicking: errors.Is(err,
+// ErrLimit), ErrClosed, ErrSize or ErrAddressSpace. It panics after the
+// Local's Close.
 //
 //go:nosplit
 //go:noinline

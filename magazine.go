@@ -90,11 +90,7 @@ type magazines struct {
 
 const (
 	// DefaultMagazineDepth is the depth a heap uses when Options.MagazineDepth
-	// is 0. Every shape of offheap bench takes the same time at every depth
-	// from 64 up but one: a producer handing blocks to a consumer, which
-	// moves them in batches of half a magazine and is faster at 128 than at
-	// 64, for a few more bytes per P (MagazineBound; the figures are in
-	// docs/benchmarks.md).
+	// is 0: deep enough for a producer that hands blocks to a consumer.
 	DefaultMagazineDepth = 128
 
 	// MaxMagazineDepth is the largest depth Options.MagazineDepth accepts.

@@ -38,8 +38,7 @@ import (
 	"time"
 )
 
-// DefaultProfileBytes is the average number of bytes allocated between two
-// samples of a heap's profile when Options.ProfileBytes is 0: 512 KiB, the Go
+// DefaultProfileBytes is Options.ProfileBytes when it is 0: the Go
 // runtime's default runtime.MemProfileRate.
 const DefaultProfileBytes = 512 << 10
 
@@ -284,30 +283,13 @@ func (h *Heap) releaseArenaRun(a uintptr) {
 	}
 }
 
-// WriteProfile writes the heap's allocation profile to w as a gzipped pprof
-// protobuf, the format of Go's own heap profile, which go tool pprof reads:
-//
-//	go tool pprof -top profile.pb.gz
-//
-// It holds four values per call stack: alloc_objects and alloc_space, the
-// blocks and bytes allocated there since the heap was made, and
-// inuse_objects and inuse_space (the default), those not yet freed. They
-// are estimates from the sample Options.ProfileBytes sets, scaled as the Go
-// runtime scales its heap profile, so that their totals estimate the
-// heap's; a block counts at its size in the heap (its size class, or whole
-// pages), as Stats counts it. Each stack starts at the program's call into
-// this package (Alloc, New, Arena.Alloc, NewShared, ...), without the
-// heap's own frames below it, and each sample has the label kind: heap (a
-// block of Alloc or its variants, or of Realloc, Buffer, New and MakeSlice),
-// arena (an Arena's chunk, which serves many allocations: its stack is the
-// one whose allocation took it) or shared (a Shared's block); and the label
-// bytes, the size of each of its blocks.
-//
-// A heap with a negative ProfileBytes, or a checked heap (Options.Checked,
-// GuardPages, or the offheapchecked build tag), whose LeakError and Lookup
-// name every block's stack instead, writes a profile with no samples.
-// WriteProfile may be called at any time, from any goroutine, also after
-// Close; the offheappprof package serves the profile over HTTP.
+// WriteProfile writes the heap's allocation profile to w in the gzipped
+// pprof format go tool pprof reads: allocations since the heap was made and
+// those not yet freed (the default view), estimated from samples
+// (Options.ProfileBytes), each stack starting at the program's call into
+// this package and labelled kind (heap, arena or shared). A checked heap
+// writes no samples. It may be called at any time, also after Close; package
+// offheappprof serves it over HTTP.
 func (h *Heap) WriteProfile(w io.Writer) error {
 	var samples []profSample
 	rate := int64(-1)

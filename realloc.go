@@ -6,45 +6,27 @@ import (
 	"github.com/offheap/offheap/internal/pin"
 )
 
-// Realloc resizes the block that b starts, as C's realloc does. It returns n
+// Realloc resizes the block that b starts, as C's realloc does: it returns n
 // bytes whose first min(len(b), n) are b's and whose rest are zeroed, and b
-// must not be used afterwards. Grow off-heap buffers with it, not with
-// append: append on a full slice copies it to a new array on the Go heap.
+// must not be used afterwards. Grow off-heap slices with it, not with
+// append, which copies a full slice to the Go heap.
 //
-// When a block for n bytes would be the same size as b's block (the same
-// size class, or the same number of pages), the same memory comes back and
-// nothing is copied. A large block (more than 256 KiB) is resized in place
-// where it can be: shrunk, it gives the pages past its new end back to the
-// system at once; grown, it takes the free pages right after it. Otherwise
-// the bytes move to a new block and b's block is freed, and a large block's
-// pages move with them (mremap, on Linux): the move costs page-table work,
-// not a copy of the bytes, and no more memory than the block's growth.
-// Moved pages cost the process kernel mappings while they stay (Linux
-// limits them: vm.max_map_count), so a heap moves the pages of a few
-// blocks at a time and copies the others. A
-// small block moves as Alloc and Free would move it by hand, through the
-// P's magazine. Only what the new block must zero is cleared: never what
-// is copied over, nor pages fresh from the system, which read as zeros
-// already. A checked heap always copies, so that a stale use of b is
-// caught. Where the bytes past b's are to be overwritten anyway,
-// ReallocUnzeroed skips the zeroing.
+// Within b's block (UsableSize) the same memory comes back. A large block
+// grows or shrinks in place where it can, and otherwise moves its pages
+// rather than copy them (mremap, on Linux); a checked heap always copies, so
+// that a stale use of b is caught.
 //
-// b is the block it starts whatever its length, as for Free: a b of
-// capacity 0 (nil, or Alloc(0)'s) is no block, and Realloc(nil, n) is
-// Alloc(n); Realloc(b[:0], n) resizes b's block and keeps none of its bytes.
-// Realloc(b, 0) frees b and returns an empty slice. Realloc panics as Alloc
-// does when the new block cannot be had, and as Free does when b is not a
-// block of this heap (memory of an Arena or a Shared included); either way b
-// is left as it was and nothing is allocated.
+// b of capacity 0 is no block: Realloc(nil, n) is Alloc(n), and Realloc(b,
+// 0) frees b. Realloc panics as Alloc does when the new block cannot be had
+// (TryRealloc returns the error), and as Free does when b is no block of
+// this heap; either way b is left as it was.
 func (h *Heap) Realloc(b []byte, n int) []byte {
 	return h.realloc(b, n, true)
 }
 
-// ReallocUnzeroed is Realloc without the zeroing, as AllocUnzeroed is
-// Alloc without it, for callers that overwrite the bytes they add: it
-// returns n bytes whose first min(len(b), n) are b's and whose rest are
-// whatever the memory last held. It resizes, moves, checks and panics as
-// Realloc does; ReallocUnzeroed(nil, n) is AllocUnzeroed(n).
+// ReallocUnzeroed is Realloc without the zeroing, for callers that overwrite
+// the bytes they add: the bytes past min(len(b), n) are whatever the memory
+// last held.
 func (h *Heap) ReallocUnzeroed(b []byte, n int) []byte {
 	return h.realloc(b, n, false)
 }

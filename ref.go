@@ -37,16 +37,11 @@ import (
 )
 
 // Ref is a handle to a block of a Heap (or a prefix of one) that holds no Go
-// pointer: two integers, 16 bytes, comparable. Keep Refs where slices would
-// cost the garbage collector a scan: as the values (or keys) of a Go map, in
-// a struct or slice without pointers, or in off-heap memory itself, and
-// call Heap.Bytes to get the slice back.
-//
-// A Ref names memory, it does not own it: it is valid while its block is,
-// and after the block is freed it is a dangling handle, as the slice would
-// be. The zero Ref names nothing (IsZero); a Ref of an empty slice is not
-// zero and names no memory. Refs of one heap are equal exactly when they
-// name the same block with the same length.
+// pointer: two integers, comparable. Keep Refs where slices would cost the
+// garbage collector a scan (the values of a Go map, a pointer-free struct,
+// off-heap memory) and call Heap.Bytes to get the slice back. A Ref names
+// memory but does not own it: after its block's Free it dangles, as the
+// slice would. The zero Ref names nothing (IsZero).
 type Ref struct {
 	off uint64 // compact offset, high tag half in the top 16 bits
 	n   uint64 // length, low tag half in the top 16 bits
@@ -85,28 +80,12 @@ func (r Ref) IsZero() bool { return r == Ref{} }
 // of the slice Heap.Bytes returns (0 for the zero Ref).
 func (r Ref) Len() int { return int(r.n & (refMax - 1)) }
 
-// Ref returns the handle of b, which must be a slice returned by this heap's
-// Alloc (or TryAlloc, AllocUnzeroed, Realloc, MakeSlice's bytes, a Buffer's
-// Detach) or a prefix of one: it starts where the block starts and is no
-// longer. Bytes(h.Ref(b)) is b again, with the same length. An empty b (nil,
-// Alloc(0), b[:0]) is no block, as for Free: its Ref names no memory and
-// Bytes turns it into an empty slice.
-//
-// Ref panics, as Free does, when b is not such a slice: memory this heap did
-// not allocate, a slice that does not start a block (b[1:], Arena memory,
-// Shared's bytes), one longer than its block, or a block that is not live.
-// What "live" means depends on the mode:
-//
-//   - In a fast heap Ref reads the pagemap, as Free does: b must start a
-//     block of a span in use, or a large block in use, and fit in the block
-//     (its size class, or its whole pages). A small block that is already
-//     freed, while its span still holds other blocks, passes. So does an
-//     Arena allocation that happens to begin one of the arena's chunks; its
-//     Ref is then valid until the arena's Reset, like the slice.
-//   - In a checked heap Ref reads the block's record: b must start a live
-//     block and be no longer than its allocated length. A freed block is a
-//     use after free: Ref panics with a *MemoryError of kind UseAfterFree
-//     that prints where the block was allocated and freed.
+// Ref returns the handle of b, a slice this heap's Alloc (or any call that
+// returns a block) returned, or a prefix of one: Bytes(h.Ref(b)) is b again.
+// An empty b names no memory, and Bytes turns its Ref into an empty slice.
+// Ref panics, as Free does, when b is not such a slice of a live block; a
+// fast heap cannot tell a freed small block from a live one, a checked heap
+// panics with a *MemoryError of kind UseAfterFree.
 func (h *Heap) Ref(b []byte) Ref {
 	// The pagemap and the records are read between enter and exit: Close
 	// unmaps them (closing.go).
@@ -148,25 +127,13 @@ func (h *Heap) checkRef(a uintptr, n uint64, op string) {
 // refHint ends the messages of a refused Ref.
 const refHint = ": a Ref is of a slice Alloc returned, or a prefix of one (not b[i:], Arena memory or Shared's bytes)"
 
-// Bytes returns the slice r names: the bytes of h that h.Ref(b) was given,
-// with the same length (and capacity). It costs about as much as a slice
-// expression and touches none of the bytes, so it can run on every lookup.
-//
-// Bytes panics, naming the problem, for the zero Ref, a Ref of another heap,
-// or on a closed heap. In a fast heap the Ref of a block that has since been
-// freed still resolves: using its bytes is a use after free, which fast mode
-// does not catch (as for a slice kept past Free). A checked heap looks the
-// block up before it returns anything: a freed block panics with a
-// *MemoryError of kind UseAfterFree, with the block's allocation and free
-// stacks, before any byte is read. Once the block has left the quarantine
-// and its memory is reused, the Ref names whatever lives there: Bytes panics
-// when that is no live block or a shorter one, and cannot tell otherwise.
-//
-// The slice is valid while the block is. Where other goroutines may free it
-// (a map of Refs that they set and delete under a lock), use the bytes or
-// copy them out before the lock is released (ExampleRef_concurrent): a read
-// through the slice after the block's Free is one checked mode does not
-// see, and go test -race reports.
+// Bytes returns the slice r names, with the length h.Ref was given, for
+// about the cost of a slice expression. It panics, naming the problem, for
+// the zero Ref, a Ref of another heap, and on a closed heap. A fast heap
+// resolves a Ref of a freed block (using it is a use after free); a checked
+// heap panics with a *MemoryError of kind UseAfterFree. The slice is valid
+// while the block is: where other goroutines may free it, use the bytes
+// before the lock that guards the Ref is released (ExampleRef_concurrent).
 func (h *Heap) Bytes(r Ref) []byte {
 	off, n := r.off^h.ref.off, r.n^h.ref.n
 	if a, ok := h.refFast(off, n); ok && (off|n)>>refShift == 0 {

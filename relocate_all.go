@@ -5,31 +5,17 @@ package offheap
 
 import "sync/atomic"
 
-// RelocateAll offers each slice of bs to Relocate and replaces it, in
-// place, with the slice Relocate returns; it returns how many moved. A
-// block moves or stays as Relocate would move or keep it, and each move is
-// counted as Relocate counts it. A slice of capacity 0, such as nil, is
-// skipped, so a pass can leave a hole for a value deleted since it was
-// listed. Blocks that move
-// keep their length and capacity; to store their Refs, take the Ref of every
-// slice of bs afterwards (a block that stayed gives the Ref it had).
+// RelocateAll offers each slice of bs to Relocate and replaces it, in place,
+// with the slice Relocate returns; it returns how many moved. Slices of
+// capacity 0 are skipped, so a pass can leave a hole for a deleted value. It
+// is the faster way to run a pass: it enters the heap once and takes a
+// class's lock once for consecutive moves, letting go at least every 64
+// slices (docs/storing-values.md).
 //
-// RelocateAll is the faster way to run a pass: it enters the heap once, not
-// once a block, looks each block up once, not twice, and makes consecutive
-// moves of a class under one hold of the class's lock, which it lets go
-// at least every 64 slices, so that another goroutine's Alloc of the class
-// waits no longer than that. Hand it the values a pass visits in one call
-// of the cache's lock, a thousand or so (docs/storing-values.md).
-//
-// A slice that Relocate refuses makes RelocateAll panic as Relocate does,
-// with no lock held: the slices before it hold what Relocate returned for
-// them, and it and the slices after it are as they were. On a closed heap
-// it panics with an error that wraps ErrClosed. In checked mode, RelocateAll
-// calls Relocate for each slice in turn.
-//
-// RelocateAll is safe for concurrent use with every other call on the heap,
-// but not with another call that frees or moves a block of bs, nor with a
-// use of bs itself.
+// A slice Relocate refuses makes RelocateAll panic as Relocate does: the
+// slices before it hold what Relocate returned, and the rest are as they
+// were. It is safe for concurrent use as Relocate is, but not with a use of
+// bs itself.
 func (h *Heap) RelocateAll(bs [][]byte) (moved int) {
 	if len(bs) == 0 {
 		return 0

@@ -77,16 +77,13 @@ import (
 
 // Shared is a reference-counted handle to bytes: n off-heap bytes from
 // Heap.NewShared, freed after the last Release, or any []byte made immortal
-// by StaticShared. It is a small value (three words): copy it freely, but each
-// reference must be released once. Retain returns a new reference.
+// by StaticShared. It is a small value: copy it freely, but release each
+// reference once; Retain returns a new one. The zero Shared holds nothing:
+// Release and ReleaseShared ignore it, as Free ignores nil.
 //
-// The zero Shared holds nothing and is not a valid handle: Release and
-// ReleaseShared ignore it (as Free ignores nil), Retain returns it, Bytes is nil
-// and Refs is 0.
-//
-// Retain and Release are safe for concurrent use. The bytes are not
-// synchronized by the count: as with any shared []byte, write them before
-// sharing the handle and only read them afterwards.
+// Retain and Release are safe for concurrent use. The count does not
+// synchronize the bytes: write them before sharing the handle, and only read
+// them afterwards.
 type Shared struct {
 	data unsafe.Pointer // first byte of the data; nil in the zero Shared
 	h    *Heap          // the heap that owns the block; nil for Static
@@ -99,41 +96,21 @@ type SharedOption struct {
 	onRelease func(b []byte)
 }
 
-// Hot makes a handle count its references per P: while the creator's
-// reference (the value NewShared returned) lives, Retain and Release touch
-// only a counter slot of the P they run on, so a handle that every core
-// retains and releases at once does not bounce one cache line between them.
-// The creator's Release folds the slots into one count that later operations
-// use; the memory is freed after the last Release, as for any handle. A Hot
-// handle costs 64 bytes per P (runtime.GOMAXPROCS at creation) and its
-// Retain and Release cost a little more than a plain handle's when only one
-// goroutine uses it.
-//
-// The creator's reference is the value NewShared returned (or a copy of it),
-// not any reference: Retain returns references that do not seal. Release
-// the creator's value exactly once; a program that releases a retained
-// reference in its place (treating references as interchangeable) never
-// seals the handle and leaks it. A fast heap cannot see that mistake when
-// it is made: `r := s.Retain(); r.Release(); r.Release()` brings Refs to 0
-// without a panic, since each Release touches its own P's slot and no one
-// sums them before the seal (Linux's percpu_ref cannot see it either); the
-// creator's Release then panics, past zero, if it comes. A checked heap
-// counts a Hot handle's references on one count, and the Release that
-// releases a reference not held (the total at 0 with the creator's Release
-// still to come, or the creator's value released twice) panics with a
-// *MemoryError of kind OverRelease, with the stacks of the NewShared and
-// of that Release.
+// Hot makes a handle count its references per P while the creator's
+// reference (the value NewShared returned) lives, so that a handle every
+// core retains and releases at once does not bounce one cache line between
+// them. It costs 64 bytes per P. Release the creator's value exactly once:
+// releasing a retained reference in its place leaves the handle unsealed and
+// leaked, which a checked heap reports as OverRelease and a fast heap cannot
+// see.
 func Hot() SharedOption { return SharedOption{hot: true} }
 
 // OnLastRelease sets a function that runs once, after the last Release and
-// before the memory is freed, with the handle's bytes. It runs on the
-// goroutine of the last Release, outside every lock of this package, so it may
-// allocate, free, and release other handles (whose callbacks run after it
-// returns, in a loop, never nested: a chain of any length uses constant
-// stack). If f panics, the memory is still freed and every pending callback
-// still runs, whatever they do; then the Release panics again with the first
-// panic's value. Since the memory is freed after f returns, a program must not
-// Close the heap on a signal sent from f: the Close would race the Free.
+// before the memory is freed, with the handle's bytes. It runs outside every
+// lock of this package, so it may allocate, free and release other handles
+// (their callbacks run after it returns, never nested). If f panics, the
+// memory is still freed and the Release panics again with f's value. Do not
+// Close the heap from f: the Close would race the Free.
 func OnLastRelease(f func(b []byte)) SharedOption { return SharedOption{onRelease: f} }
 
 const (
@@ -199,11 +176,10 @@ func sharedClosedError(call string) error { return closedError("Shared." + call)
 // Shared.
 var staticEmpty [1]byte
 
-// NewShared allocates a handle to n zeroed bytes with a count of 1. It panics
-// like Alloc when the heap cannot allocate. Options: Hot, OnLastRelease.
-//
-// After the heap's Close, every method of a heap handle (Retain, Release,
-// Refs, Bytes) panics with an error that wraps ErrClosed.
+// NewShared allocates a handle to n zeroed bytes with a count of 1, with the
+// options Hot and OnLastRelease. It panics as Alloc does when the heap
+// cannot allocate; after the heap's Close, every method of the handle panics
+// with an error wrapping ErrClosed.
 func (h *Heap) NewShared(n int, opts ...SharedOption) Shared {
 	if n < 0 || n > maxAlloc {
 		panic(fmt.Sprintf("%v: NewShared(%d)", ErrSize, n))
@@ -252,10 +228,9 @@ func (h *Heap) NewShared(n int, opts ...SharedOption) Shared {
 	return s
 }
 
-// StaticShared returns an immortal handle to b: Retain and Release never write
-// (or read) memory, so b may be read-only, and Bytes returns b (with its
-// capacity cut to its length). b must stay valid and unchanged while handles
-// to it are in use; StaticShared(nil) is an empty handle, not the zero Shared.
+// StaticShared returns an immortal handle to b: Retain and Release never
+// touch memory, so b may be read-only, and Bytes returns b. b must stay
+// valid and unchanged while handles to it are in use.
 func StaticShared(b []byte) Shared {
 	p := unsafe.Pointer(unsafe.SliceData(b))
 	if p == nil {
@@ -305,15 +280,10 @@ func (s Shared) Retain() Shared {
 }
 
 // Release drops a reference. The last Release of a heap handle runs its
-// OnLastRelease function, then frees the memory; the bytes must not be used
-// afterwards through any copy. Release of a Static handle writes nothing.
-//
-// Releasing more times than the handle was retained panics with a message
-// that starts "offheap: Shared.Release past zero" (naming where the handle was
-// allocated, on a checked heap). It is caught reliably when the extra Release
-// comes before the block is allocated again; on a Hot handle, surplus
-// releases made while the creator's reference lives are caught when the
-// creator releases.
+// OnLastRelease function and frees the memory; the bytes must not be used
+// afterwards through any copy. Releasing more than was retained panics
+// ("offheap: Shared.Release past zero"), reliably when the extra Release
+// comes before the block is allocated again.
 //
 //go:nosplit
 //go:noinline
@@ -357,9 +327,8 @@ func (s Shared) Bytes() []byte {
 }
 
 // Refs returns the number of references: exact when no Retain or Release
-// runs at the same time, a snapshot otherwise. It is math.MaxInt for a
-// Static handle (never the sole owner: its bytes may be read-only), 0 for the
-// zero Shared and, where that can be told, for a released handle.
+// runs meanwhile. It is math.MaxInt for a static handle and 0 for the zero
+// Shared.
 func (s Shared) Refs() int {
 	switch {
 	case s.meta&flagStatic != 0:

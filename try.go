@@ -8,16 +8,15 @@ import (
 	"sync/atomic"
 )
 
-// TryRealloc is Realloc returning an error instead of panicking when the
-// new block cannot be had: errors.Is(err, ErrLimit), ErrClosed, ErrSize or
-// ErrAddressSpace. b is then left as it was. Misuse (b is no block of this
-// heap, or is free) panics, as it does in Realloc.
+// TryRealloc is Realloc returning the error instead of panicking when the
+// new block cannot be had; b is then as it was. Misuse panics, as in
+// Realloc.
 func (h *Heap) TryRealloc(b []byte, n int) ([]byte, error) {
 	return h.tryRealloc(b, n, true)
 }
 
-// TryReallocUnzeroed is ReallocUnzeroed returning an error instead of
-// panicking, as TryRealloc is Realloc's.
+// TryReallocUnzeroed is ReallocUnzeroed returning the error instead of
+// panicking, as TryRealloc does.
 func (h *Heap) TryReallocUnzeroed(b []byte, n int) ([]byte, error) {
 	return h.tryRealloc(b, n, false)
 }
@@ -45,9 +44,8 @@ func allocError(err error) bool {
 	return errors.Is(err, ErrLimit) || errors.Is(err, ErrClosed) || errors.Is(err, ErrSize) || errors.Is(err, ErrAddressSpace)
 }
 
-// TryAllocUnzeroed is AllocUnzeroed returning an error instead of
-// panicking, as TryAlloc is Alloc's. It panics, as Alloc does, after the
-// Local's Close.
+// TryAllocUnzeroed is AllocUnzeroed returning the error instead of
+// panicking.
 //
 //go:nosplit
 //go:noinline
@@ -67,8 +65,8 @@ func (c *Local) TryAllocUnzeroed(n int) ([]byte, error) {
 	return c.slow(n, true, "TryAllocUnzeroed")
 }
 
-// TryAllocUnzeroed is AllocUnzeroed returning an error instead of
-// panicking, as TryAlloc is Alloc's.
+// TryAllocUnzeroed is AllocUnzeroed returning the error instead of
+// panicking.
 func (a *Arena) TryAllocUnzeroed(n int) ([]byte, error) {
 	if x := a.allocFast(n); x != 0 {
 		return bytesAt(x, n), nil

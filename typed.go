@@ -24,10 +24,9 @@ type Freer interface {
 
 // New allocates a zeroed T from a and returns a pointer to it. T must not
 // contain Go pointers (pointers, strings, slices, maps, channels, functions,
-// interfaces): the garbage collector does not scan off-heap memory, so
-// anything they point to could be freed under them. New panics if T
-// contains any, naming the first field that does (T.Meta.Name is a string)
-// and what to hold there instead.
+// interfaces): the garbage collector does not scan off-heap memory, so what
+// they point to could be freed under them. New panics if T contains any,
+// naming the first field that does and what to hold there instead.
 func New[T any](a Allocator) *T {
 	size := mustBePointerFree[T]("New")
 	if size == 0 {
@@ -37,9 +36,8 @@ func New[T any](a Allocator) *T {
 	return (*T)(unsafe.Pointer(unsafe.SliceData(b)))
 }
 
-// TryNew is New returning an error instead of panicking when the memory
-// cannot be had, as TryAlloc is Alloc's. It panics, as New does, when T
-// holds Go pointers.
+// TryNew is New returning the error instead of panicking when the memory
+// cannot be had. A T with Go pointers still panics.
 func TryNew[T any](a Allocator) (*T, error) {
 	size := mustBePointerFree[T]("TryNew")
 	if size == 0 {
@@ -72,9 +70,8 @@ func MakeSlice[T any](a Allocator, n int) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
-// TryMakeSlice is MakeSlice returning an error instead of panicking when
-// the memory cannot be had or n is negative or too large (errors.Is(err,
-// ErrSize)). It panics, as MakeSlice does, when T holds Go pointers.
+// TryMakeSlice is MakeSlice returning the error instead of panicking,
+// ErrSize for a negative or too large n. A T with Go pointers still panics.
 func TryMakeSlice[T any](a Allocator, n int) ([]T, error) {
 	size := mustBePointerFree[T]("TryMakeSlice")
 	switch {
@@ -115,18 +112,13 @@ func FreeSlice[T any](f Freer, s []T) {
 	f.Free(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), uintptr(cap(s))*size))
 }
 
-// ReallocSlice resizes s, allocated by MakeSlice (or ReallocSlice) from h, to
-// n elements, as Realloc does for bytes: it returns a slice with len and cap
-// n whose first min(len(s), n) elements are s's and whose rest are zero, and
-// s must not be used afterwards. s must start where MakeSlice's result
-// started (s[:k] is fine, s[1:] is not). When the new size needs a block of
-// the same size the same memory comes back; otherwise the elements move.
-//
-// An s with capacity 0 is no block: ReallocSlice(h, nil, n) is
-// MakeSlice(h, n). ReallocSlice(h, s, 0) frees s and returns an empty slice.
-// T must not contain Go pointers (see New). ReallocSlice panics, naming T,
-// for a negative or too large n, and as Realloc does otherwise; s is then
-// left as it was.
+// ReallocSlice resizes s, from MakeSlice (or ReallocSlice) on h, to n
+// elements as Realloc does for bytes: the first min(len(s), n) elements are
+// s's and the rest are zero, and s must not be used afterwards. s must start
+// where MakeSlice's result started (s[:k] is fine, s[1:] is not);
+// ReallocSlice(h, nil, n) is MakeSlice(h, n) and ReallocSlice(h, s, 0) frees
+// s. It panics, naming T, for a negative or too large n, and as Realloc does
+// otherwise; s is then left as it was.
 func ReallocSlice[T any](h *Heap, s []T, n int) []T {
 	s, err := reallocSlice(h, s, n, "ReallocSlice")
 	if err != nil {
@@ -135,9 +127,8 @@ func ReallocSlice[T any](h *Heap, s []T, n int) []T {
 	return s
 }
 
-// TryReallocSlice is ReallocSlice returning an error instead of panicking
-// when the memory cannot be had or n is negative or too large, as
-// TryRealloc is Realloc's; s is then left as it was.
+// TryReallocSlice is ReallocSlice returning the error instead of panicking;
+// s is then as it was.
 func TryReallocSlice[T any](h *Heap, s []T, n int) ([]T, error) {
 	return reallocSlice(h, s, n, "TryReallocSlice")
 }
