@@ -15,7 +15,7 @@ import (
 // run a pass") applied as a cache applies it. Every defragEvery operations
 // the shape reads the heap's Stats; when the free memory the heap holds
 // (its spans' free blocks, its magazines' and depots') passes defragShare
-// of the bytes the shape holds live, it Trims, so that the cached free
+// of the bytes the shape holds live (half), it Trims, so that the cached free
 // blocks go back to their spans, and asks what a pass would give back
 // (Heap.RelocateGain). A class is worth its moves when the spans they would
 // empty hold at least defragPerMove blocks of the class for each block
@@ -28,7 +28,7 @@ import (
 // The rule's parameters (docs/storing-values.md gives their measure).
 const (
 	defragEvery    = 8192 // operations between two looks at the heap
-	defragShare    = 0.30 // a Trim when the free memory held passes this share of the live bytes
+	defragShare    = 0.50 // a Trim when the free memory held passes this share of the live bytes
 	defragPerMove  = 2    // a class's gain per move, in its blocks, for its values to be offered
 	defragBatch    = 1000 // values offered to one RelocateAll call
 	defragMaxBlock = 64 << 10
