@@ -363,17 +363,17 @@ func tickLabel(v float64) string {
 }
 
 // logTicks labels 1, 2 and 5 times each power of ten within the range (the
-// powers alone past two decades), and marks the other integer multiples as
-// minor ticks: an axis that spans less
-// than two decades still gets several labels (plot.LogTicks labels only the
-// powers of ten).
+// powers alone past a ratio of 30), and marks the other integer multiples
+// as minor ticks: an axis that spans less than a decade and a half still
+// gets several labels (plot.LogTicks labels only the powers of ten).
 type logTicks struct{}
 
 // Ticks implements plot.Ticker.
 func (logTicks) Ticks(lo, hi float64) []plot.Tick {
-	// Past two decades, 2 and 5 would crowd the labels of a panel's width
-	// into each other: label the powers of ten alone.
-	wide := hi/lo > 200
+	// Past a ratio of 30, 2 and 5 would crowd the labels of a bar panel's
+	// width (half the plot's, beside a legend column) into each other,
+	// "5000" into "10k": label the powers of ten alone.
+	wide := hi/lo > 30
 	var ts []plot.Tick
 	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
 		for m := 1.0; m < 10; m++ {
