@@ -100,6 +100,9 @@ func WritePlot(w io.Writer, r *Report, sh ShapeInfo) error {
 		for _, m := range sh.Plot {
 			want = append(want, panel{sub, m})
 		}
+		if sh.Scaling > 0 && (sh.ScalingSub == "" || sh.ScalingSub == sub) && slices.Contains(measuredWorkers(r, sh, sub), 2) && slices.Contains(measuredWorkers(r, sh, sub), 1) {
+			want = append(want, panel{sub, scalingPanel})
+		}
 	}
 	for _, pn := range want {
 		sub := pn.sub
@@ -221,7 +224,19 @@ func barPanel(p *plot.Plot, r *Report, sh ShapeInfo, sub, metric string) error {
 	stat, label := "min", fmt.Sprintf("ns per %s: lower is better", sh.Unit)
 	value := func(s *Summary) (float64, bool) { return s.MinNs, true }
 	target := 0.0
-	if metric != "" {
+	if metric == scalingPanel {
+		// Time at 2 workers over time at 1, per row: 0.5 is perfect
+		// scaling, 1 none.
+		nw, target = 2, sh.Scaling
+		label = fmt.Sprintf("time at 2 workers / at 1, target %s dashed", tickLabel(target))
+		value = func(s *Summary) (float64, bool) {
+			one := r.Find(sh.Name, sub, s.Row, 1)
+			if one == nil || one.MinNs <= 0 {
+				return 0, false
+			}
+			return s.MinNs / one.MinNs, true
+		}
+	} else if metric != "" {
 		m := metricOf(sh, metric)
 		stat = "median"
 		label = fmt.Sprintf("%s: %s is better", m.Label, map[bool]string{true: "higher", false: "lower"}[m.HigherIsBetter])
@@ -234,7 +249,11 @@ func barPanel(p *plot.Plot, r *Report, sh ShapeInfo, sub, metric string) error {
 	if nw == 1 {
 		workers = "worker"
 	}
-	p.Title.Text += fmt.Sprintf(" (%d %s, %s of the runs)", nw, workers, stat)
+	if metric == scalingPanel {
+		p.Title.Text += fmt.Sprintf(" scaling (%s of the runs)", stat)
+	} else {
+		p.Title.Text += fmt.Sprintf(" (%d %s, %s of the runs)", nw, workers, stat)
+	}
 	// Bottom to top, so that the first row is at the top, as in the table.
 	var names []string
 	var values []float64
@@ -308,6 +327,9 @@ func barPanel(p *plot.Plot, r *Report, sh ShapeInfo, sub, metric string) error {
 	return nil
 }
 
+// scalingPanel is the panel key of a shape's scaling figure (Spec.Scaling).
+const scalingPanel = "\x00scaling"
+
 // metricOf returns the shape's metric called name, with its name for a
 // label where it has none.
 func metricOf(sh ShapeInfo, name string) Metric {
@@ -363,17 +385,17 @@ func tickLabel(v float64) string {
 }
 
 // logTicks labels 1, 2 and 5 times each power of ten within the range (the
-// powers alone past two decades), and marks the other integer multiples as
-// minor ticks: an axis that spans less
-// than two decades still gets several labels (plot.LogTicks labels only the
-// powers of ten).
+// powers alone past a ratio of 30), and marks the other integer multiples
+// as minor ticks: an axis that spans less than a decade and a half still
+// gets several labels (plot.LogTicks labels only the powers of ten).
 type logTicks struct{}
 
 // Ticks implements plot.Ticker.
 func (logTicks) Ticks(lo, hi float64) []plot.Tick {
-	// Past two decades, 2 and 5 would crowd the labels of a panel's width
-	// into each other: label the powers of ten alone.
-	wide := hi/lo > 200
+	// Past a ratio of 30, 2 and 5 would crowd the labels of a bar panel's
+	// width (half the plot's, beside a legend column) into each other,
+	// "5000" into "10k": label the powers of ten alone.
+	wide := hi/lo > 30
 	var ts []plot.Tick
 	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
 		for m := 1.0; m < 10; m++ {

@@ -158,6 +158,12 @@ type Spec struct {
 	// ns per op, a panel each: the figure the shape exists for (the gc
 	// shape's collector CPU share, frag's resident / live by phase).
 	Plot []string
+	// Scaling, when set, is the target of the shape's scaling figure,
+	// time at 2 workers over time at 1 (fixed total work): the plot adds a
+	// panel of that ratio per row for ScalingSub (every sub, when "")
+	// where it was measured at both, the target dashed.
+	Scaling    float64
+	ScalingSub string
 	// FixedSize keeps the shape's sizes as they are: the runner does not
 	// shrink them for slow arms (the gc shape's live set is the point of
 	// it; the lines shape's line counts are fixed by its spec).

@@ -42,18 +42,20 @@ type Summary struct {
 
 // ShapeInfo is what a report needs to know about a shape that ran.
 type ShapeInfo struct {
-	Name    string   `json:"name"`
-	Doc     string   `json:"doc"`
-	Work    Work     `json:"work"`
-	Unit    string   `json:"unit"`
-	RowKey  string   `json:"row_key"` // "arm" or "way"
-	Subs    []string `json:"subs"`
-	Rows    []string `json:"rows"`
-	Workers []int    `json:"workers"`
-	Runs    int      `json:"runs"` // the runs made: Report.Runs, or fewer (Spec.Runs)
-	Metrics []Metric `json:"metrics,omitempty"`
-	Plot    []string `json:"plot,omitempty"` // the metrics plotted instead of ns per op
-	Control bool     `json:"control,omitempty"`
+	Name       string   `json:"name"`
+	Doc        string   `json:"doc"`
+	Work       Work     `json:"work"`
+	Unit       string   `json:"unit"`
+	RowKey     string   `json:"row_key"` // "arm" or "way"
+	Subs       []string `json:"subs"`
+	Rows       []string `json:"rows"`
+	Workers    []int    `json:"workers"`
+	Runs       int      `json:"runs"` // the runs made: Report.Runs, or fewer (Spec.Runs)
+	Metrics    []Metric `json:"metrics,omitempty"`
+	Plot       []string `json:"plot,omitempty"`        // the metrics plotted instead of ns per op
+	Scaling    float64  `json:"scaling,omitempty"`     // Spec.Scaling
+	ScalingSub string   `json:"scaling_sub,omitempty"` // Spec.ScalingSub
+	Control    bool     `json:"control,omitempty"`
 }
 
 // Report is everything one Run measured.

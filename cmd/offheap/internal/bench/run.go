@@ -214,7 +214,7 @@ func (p *plan) runShape(r *Report, i int, s *shape) (ShapeInfo, error) {
 	settle(p.goroutines)
 	start := time.Now()
 	info := ShapeInfo{Name: s.Name, Doc: s.Doc, Work: s.Work, Unit: s.Unit, RowKey: s.rowKey,
-		Rows: p.rows(s), Workers: p.workersOf(s), Runs: p.runsOf(s), Metrics: s.Metrics, Plot: s.Plot, Control: s.control}
+		Rows: p.rows(s), Workers: p.workersOf(s), Runs: p.runsOf(s), Metrics: s.Metrics, Plot: s.Plot, Scaling: s.Scaling, ScalingSub: s.ScalingSub, Control: s.control}
 	for _, sub := range s.Subs {
 		info.Subs = append(info.Subs, sub.Name)
 	}

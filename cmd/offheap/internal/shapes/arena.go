@@ -20,6 +20,7 @@ func init() {
 			Unit:     "alloc",
 			Workers:  []int{1, 2, 4},
 			Verdicts: arenaVerdicts,
+			Scaling:  0.65, // arena-t2/t1's target
 		},
 		Ways: []bench.Way{
 			{Name: "arena", Doc: "one Arena shared by all workers, in 830 KiB rounds, each followed by a Reset, all timed", Run: arenaWay(runArenaWay)},

@@ -14,10 +14,12 @@ import (
 // heap, with the defragmentation rule of docs/storing-values.md ("When to
 // run a pass") applied as a cache applies it. Every defragEvery operations
 // the shape reads the heap's Stats; when the free memory the heap holds
-// (its spans' free blocks, its magazines' and depots') passes defragShare
-// of the bytes the shape holds live, it Trims, so that the cached free
-// blocks go back to their spans, and asks what a pass would give back
-// (Heap.RelocateGain). A class is worth its moves when the spans they would
+// (its spans' free blocks, its magazines' and depots') passes what the
+// last Trim left in the spans (less what its pass gave back) by
+// defragShare of the bytes the shape holds live (half), it Trims, so that
+// the cached free blocks go back to their spans, and asks what a pass
+// would give back (Heap.RelocateGain). What a Trim leaves that no pass
+// takes does not bring on the next Trim: only new free memory does. A class is worth its moves when the spans they would
 // empty hold at least defragPerMove blocks of the class for each block
 // moved, and a pass runs when the worth classes would give back more than
 // defragShare/2 of the live bytes; it offers RelocateAll only the values
@@ -28,7 +30,7 @@ import (
 // The rule's parameters (docs/storing-values.md gives their measure).
 const (
 	defragEvery    = 8192 // operations between two looks at the heap
-	defragShare    = 0.30 // a Trim when the free memory held passes this share of the live bytes
+	defragShare    = 0.50 // a Trim when the free memory held passes this share of the live bytes
 	defragPerMove  = 2    // a class's gain per move, in its blocks, for its values to be offered
 	defragBatch    = 1000 // values offered to one RelocateAll call
 	defragMaxBlock = 64 << 10
@@ -82,6 +84,7 @@ type defragHeap struct {
 	work   time.Duration // the workload's, between start and stop
 	began  time.Duration
 	passes int
+	kept   uint64 // the free bytes the spans held after the last Trim, less what its pass gave back
 	moved  int
 	worth  [defragMaxBlock>>3 + 1]bool // by (n+7)>>3: the classes a pass offers
 	batch  [][]byte
@@ -124,12 +127,13 @@ func (d *defragHeap) tick(live int64, sets ...[][]byte) {
 	t0 := threadCPU()
 	defer func() { d.cpu += threadCPU() - t0 }()
 	st := d.h.Stats()
-	if held := st.SpanFreeBytes + st.MagazineBytes + st.DepotBytes; float64(held) < defragShare*float64(live) {
+	if held := st.SpanFreeBytes + st.MagazineBytes + st.DepotBytes; float64(held) < float64(d.kept)+defragShare*float64(live) {
 		return
 	}
 	t1 := threadCPU()
 	d.h.Trim() // the magazines' and depots' free blocks back to their spans: RelocateGain counts them free then
 	d.trim += threadCPU() - t1
+	d.kept = d.h.Stats().SpanFreeBytes
 	clear(d.worth[:])
 	var gain uint64
 	for _, c := range d.h.RelocateGain().Class {
@@ -144,6 +148,7 @@ func (d *defragHeap) tick(live int64, sets ...[][]byte) {
 	if float64(gain) < defragShare/2*float64(live) {
 		return
 	}
+	d.kept -= min(d.kept, gain) // what the pass leaves
 	d.passes++
 	for _, set := range sets {
 		d.pass(set)

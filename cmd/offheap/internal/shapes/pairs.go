@@ -56,6 +56,9 @@ func init() {
 		Unit:     "pair",
 		Subs:     pairsSubs(),
 		Verdicts: pairsVerdicts,
+		// The pairs-t2/t1 verdict's figure, plotted.
+		Scaling:    0.6,
+		ScalingSub: pairs64,
 	}, Run: runPairs,
 	})
 }

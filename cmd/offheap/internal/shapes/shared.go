@@ -20,6 +20,7 @@ func init() {
 			Unit:     "pair",
 			Workers:  sharedWorkers(),
 			Verdicts: sharedVerdicts,
+			Scaling:  1, // shared-hot's target, where GOMAXPROCS is 2
 		},
 		Ways: []bench.Way{
 			{Name: "static", Doc: "a Static handle, which never writes", Run: sharedWay(sharedStaticHandles)},
