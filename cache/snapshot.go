@@ -285,11 +285,11 @@ func (c *Cache) load(br *bufio.Reader) error {
 	var wg sync.WaitGroup
 	for wi := range nw {
 		wg.Go(func() {
-			var raw []byte // decompressed records, reused
+			sc := new(loadScratch)
 			for buf := range work {
 				if errs[wi] == nil {
 					var n uint64
-					n, raw, errs[wi] = c.loadBlock(buf, bh, int(maxBlock), raw)
+					n, errs[wi] = c.loadBlock(buf, bh, int(maxBlock), sc)
 					counts[wi] += n
 				}
 				free <- buf
@@ -347,63 +347,26 @@ func readBlocks(br *bufio.Reader, bh int, maxBlock uint32, free chan []byte, wor
 	}
 }
 
-// loadBlock decompresses a block (of a header of bh bytes) into raw if it
-// is compressed, checks its checksum and Sets its records, returning how
-// many it held and raw, to reuse.
-func (c *Cache) loadBlock(buf []byte, bh, maxBlock int, raw []byte) (uint64, []byte, error) {
+// loadBlock decompresses a block (of a header of bh bytes) into sc.raw if
+// it is compressed, checks its checksum and Sets its records, returning how
+// many it held.
+func (c *Cache) loadBlock(buf []byte, bh, maxBlock int, sc *loadScratch) (uint64, error) {
 	recs := buf[bh:]
 	count := binary.LittleEndian.Uint32(buf[bh-8:])
 	sum := binary.LittleEndian.Uint32(buf[bh-4:])
 	if bh == blockHeader {
 		switch rawLen := int(binary.LittleEndian.Uint32(buf[4:])); {
 		case rawLen > maxBlock || rawLen < len(recs):
-			return 0, raw, fmt.Errorf("%w: a block of %d bytes stored in %d", ErrSnapshot, rawLen, len(recs))
+			return 0, fmt.Errorf("%w: a block of %d bytes stored in %d", ErrSnapshot, rawLen, len(recs))
 		case rawLen > len(recs):
-			out, err := decompress(raw[:0], recs, rawLen)
+			out, err := decompress(sc.raw[:0], recs, rawLen)
 			if err != nil || len(out) != rawLen {
-				return 0, raw, fmt.Errorf("%w: %v", ErrSnapshot, errCorrupt)
+				return 0, fmt.Errorf("%w: %v", ErrSnapshot, errCorrupt)
 			}
-			raw, recs = out, out
+			sc.raw, recs = out, out
 		}
 	}
-	n, err := c.loadRecords(recs, count, sum)
-	return n, raw, err
-}
-
-// loadRecords checks a block's records against their checksum and Sets
-// them, returning how many it held.
-func (c *Cache) loadRecords(recs []byte, count, sum uint32) (uint64, error) {
-	if crc32.Checksum(recs, castagnoli) != sum {
-		return 0, fmt.Errorf("%w: checksum mismatch", ErrSnapshot)
-	}
-	wall := time.Now().UnixNano()
-	for n := range count {
-		if len(recs) < recordHeader {
-			return 0, fmt.Errorf("%w: record %d of a block cut short", ErrSnapshot, n)
-		}
-		kl := int64(binary.LittleEndian.Uint32(recs))
-		vl := int64(binary.LittleEndian.Uint32(recs[4:]))
-		exp := int64(binary.LittleEndian.Uint64(recs[8:]))
-		recs = recs[recordHeader:]
-		if kl+vl > int64(len(recs)) {
-			return 0, fmt.Errorf("%w: record %d of a block cut short", ErrSnapshot, n)
-		}
-		k, v := recs[:kl], recs[kl:kl+vl]
-		recs = recs[kl+vl:]
-		var ttl time.Duration
-		if exp != 0 {
-			if ttl = time.Duration(exp - wall); ttl <= 0 {
-				continue
-			}
-		}
-		if err := c.set(k, v, ttl); errors.Is(err, ErrClosed) {
-			return 0, err
-		}
-	}
-	if len(recs) != 0 {
-		return 0, fmt.Errorf("%w: %d bytes after a block's records", ErrSnapshot, len(recs))
-	}
-	return uint64(count), nil
+	return c.loadRecords(recs, count, sum, sc)
 }
 
 // presize grows each shard's index for its share of n entries, as far as
