@@ -42,7 +42,7 @@ const (
 	blockHeaderV2   = 12
 	recordHeader    = 16
 	blockBytes      = 128 << 10
-	zSample         = 16 << 10 // the records seal tries to compress first
+	zSample         = 4 << 10 // the records seal tries to compress first
 	maxWorkers      = 8
 )
 
@@ -214,8 +214,8 @@ func (c *Cache) saveShard(s *shard, z *compressor, b *block, emit func(*block) (
 	return b, send(true)
 }
 
-// seal compresses b's records, if a sample of them compresses to half or
-// less (compression costs more time than writing the bytes it saves where
+// seal compresses b's records, if a sample of them (their first 4 KiB)
+// compresses to half or less (compression costs more time than writing the bytes it saves where
 // it saves less), and fills in the block header.
 func seal(b *block) {
 	recs := b.buf[blockHeader:]
@@ -245,7 +245,9 @@ func seal(b *block) {
 // short or fails its checksum gets an error wrapping ErrSnapshot, and the
 // cache is then emptied (Reset), since its entries cannot be trusted.
 func (c *Cache) LoadFrom(r io.Reader) error {
-	err := c.load(bufio.NewReaderSize(r, 1<<20))
+	// A buffer smaller than a block: a block's bytes are mostly read
+	// straight into it, not copied through the buffer.
+	err := c.load(bufio.NewReaderSize(r, 64<<10))
 	if err != nil && !errors.Is(err, ErrClosed) {
 		c.Reset()
 	}
