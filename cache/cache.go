@@ -15,9 +15,10 @@ import (
 
 // Options configures a Cache.
 type Options struct {
-	// MaxBytes bounds everything the cache keeps in its heap: its entries
-	// (header, key and value, each at the size class the heap rounds it
-	// to) and its index. The cache evicts to stay within it, and keeps a
+	// MaxBytes bounds everything the cache keeps in its heap: the segments
+	// its entries (header, key and value) are packed into, the blocks of
+	// values too large for a segment (at the size class the heap rounds
+	// them to) and its index. The cache evicts to stay within it, and keeps a
 	// sixteenth of it as the heap's own slack (free blocks waiting in the
 	// heap's per-P stocks, partly filled spans), so that the heap's
 	// memory for the cache stays within MaxBytes. Required: at least
