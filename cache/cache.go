@@ -15,9 +15,10 @@ import (
 
 // Options configures a Cache.
 type Options struct {
-	// MaxBytes bounds everything the cache keeps in its heap: its entries
-	// (header, key and value, each at the size class the heap rounds it
-	// to) and its index. The cache evicts to stay within it, and keeps a
+	// MaxBytes bounds everything the cache keeps in its heap: the segments
+	// its entries (header, key and value) are packed into, the blocks of
+	// values too large for a segment (at the size class the heap rounds
+	// them to) and its index. The cache evicts to stay within it, and keeps a
 	// sixteenth of it as the heap's own slack (free blocks waiting in the
 	// heap's per-P stocks, partly filled spans), so that the heap's
 	// memory for the cache stays within MaxBytes. Required: at least
@@ -32,7 +33,7 @@ type Options struct {
 
 	// Shards is the number of shards, each a lock, an index, logs of
 	// segments and a share of MaxBytes: a power of two up to 65536. 0
-	// chooses one from MaxBytes (a shard per 8 MiB, from 1 to 256). An entry
+	// chooses one from MaxBytes (a shard per 4 MiB, from 1 to 256). An entry
 	// may take at most half a shard's share (MaxEntryBytes), so fewer
 	// shards admit larger values.
 	Shards int
@@ -92,9 +93,9 @@ func New(opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("offheap: cache: Options.MaxBytes is %d: it must be at least MinBytes (%d)", opts.MaxBytes, MinBytes)
 	}
 	n := opts.Shards
-	if n == 0 { // a shard per 8 MiB, a power of two, at most 256
+	if n == 0 { // a shard per 4 MiB, a power of two, at most 256
 		n = 1
-		if q := uint64(opts.MaxBytes >> 23); q > 0 {
+		if q := uint64(opts.MaxBytes >> 22); q > 0 {
 			n = 1 << min(8, bits.Len64(q)-1)
 		}
 	}
@@ -155,7 +156,7 @@ func (c *Cache) initShard(s *shard) error {
 	return nil
 }
 
-// bigSegment is the segment size of a shard of at least 24 of them: a page
+// bigSegment is the segment size of a shard of at least 12 of them: a page
 // run just above the heap's largest size class, so that a segment freed
 // gives its pages back to the page heap whole, never leaving a span that
 // other segments pin.
@@ -164,7 +165,7 @@ const bigSegment = 256<<10 + 8<<10
 // segmentSize is the segment size for a shard's budget: bigSegment, or,
 // for a small shard, the power of two from 1 to 64 KiB that cuts it in 32.
 func segmentSize(budget int64) int {
-	if budget >= 24*bigSegment {
+	if budget >= 12*bigSegment {
 		return bigSegment
 	}
 	n := 1 << 10

@@ -23,9 +23,12 @@ const (
 	tableBits = 14
 )
 
-// compressor holds a compression table, reused block to block.
+// compressor holds a compression table, reused block to block. A table
+// entry is a position plus base plus 1, so that the entries of earlier
+// calls (below base) read as empty without clearing the table each call.
 type compressor struct {
 	table [1 << tableBits]int32
+	base  int32
 }
 
 func hash4(u uint32) uint32 { return u * 0x1E35A7BD >> (32 - tableBits) }
@@ -36,15 +39,20 @@ func (z *compressor) compress(dst, src []byte) []byte {
 	if len(src) < 16 || len(src) > 1<<31-1 {
 		return nil
 	}
-	clear(z.table[:])
+	if z.base > 1<<30-int32(len(src)) {
+		clear(z.table[:])
+		z.base = 0
+	}
+	base := int(z.base)
+	z.base += int32(len(src)) + 1
 	start := len(dst)
 	lit := 0 // start of the pending literals
 	limit := len(src) - minMatch
 	for i, miss := 0, 0; i <= limit; {
 		u := binary.LittleEndian.Uint32(src[i:])
 		h := hash4(u)
-		cand := int(z.table[h]) - 1
-		z.table[h] = int32(i + 1)
+		cand := int(z.table[h]) - base - 1
+		z.table[h] = int32(base + i + 1)
 		if cand < 0 || binary.LittleEndian.Uint32(src[cand:]) != u {
 			miss++
 			i += 1 + miss>>5

@@ -21,30 +21,32 @@
 //
 // # What it guarantees
 //
-//   - A bound: MaxBytes bounds the heap memory the cache holds: every entry
-//     at the size class the heap rounds it to, the index, and a sixteenth kept
-//     for the heap's slack. Set evicts to stay within it.
-//   - Memory is reused and given back: deleted and evicted entries' blocks
-//     go back to the heap at once, and the cache compacts itself (moves its
-//     entries out of sparse spans, Heap.RelocateAll) when deletes leave the
-//     heap's spans thin, by the rule in compact.go, a bounded step per call;
-//     the heap gives empty pages back to the operating system.
+//   - A bound: MaxBytes bounds the heap memory the cache holds: the
+//     segments its entries are packed into, large values' own blocks, the
+//     index, and a sixteenth kept for the heap's slack. Set evicts to stay
+//     within it.
+//   - Memory is reused and given back: evicted segments go back to the heap
+//     whole, and the cache compacts itself (rewrites the segment with the
+//     most dead bytes) when deletes and replacements leave its segments
+//     thin, by the rule in compact.go, a bounded step per call; the freed
+//     pages go back to the operating system.
 //   - Values of any size from 0 to MaxEntryBytes (half a shard's share of
 //     MaxBytes; Options.Shards trades concurrency for larger entries).
-//   - Eviction is scan-resistant: a new entry waits in a probation queue
-//     (about a tenth of the entries, as S3-FIFO's small queue) and is
-//     evicted from there unless it is read; the others are kept by CLOCK
-//     with a 2-bit counter in the index slot (docs/DESIGN.md, The cache
-//     package, has the measured hit ratios).
+//   - Eviction is scan-resistant: S3-FIFO over logs of segments. A new
+//     entry goes to a small log (about a tenth of the shard) and is evicted
+//     from there unless it is read; the others are kept in a main log, a
+//     2-bit counter in the index slot giving a read entry more passes, and
+//     a ghost of recently evicted keys admits a returning key to main
+//     (docs/DESIGN.md, The cache package, has the measured hit ratios).
 //   - Safety: every read copies (Get) or calls its function (View) under the
-//     shard's lock, and entries are freed only under it, so a read racing a
+//     shard's lock, and segments are freed only under it, so a read racing a
 //     Delete, an eviction or Close never touches freed memory. Close may race
 //     other calls: they then behave as on a closed cache (documented per
 //     method), and never fault. Bad input (a key over 65535 bytes, an entry
 //     over MaxEntryBytes) is refused without losing any other entry.
-//   - Visibility: the entries are heap blocks, so the heap's census, its
+//   - Visibility: the segments are heap blocks, so the heap's census, its
 //     pprof profile, the race detector and checked mode (-tags offheapchecked)
-//     all see them; Stats has the cache's own counters, and offheapexpvar and
+//     all see them (per segment, not per entry); Stats has the cache's own counters, and offheapexpvar and
 //     offheapprom export them.
 //
 // Keys and values are copied in and out: no slice passed to or returned by

@@ -5,10 +5,8 @@ package cache
 // heap block if the value is large, then the key, then the value unless it
 // lives in its own block.
 //
-//	offset 0  uint32  value length
-//	offset 4  uint16  key length
-//	offset 6  uint8   flags: flagTTL, flagExt, flagDead
-//	offset 7  uint8   unused (zero)
+//	offset 0  uint64  header: value length in bits 0-31, key length in 32-47,
+//	                  flags in 48-55 (flagTTL, flagExt, flagDead), 56-63 zero
 //	then      int64   expiry, ns on the cache's monotonic clock (flagTTL only)
 //	then      uintptr the value's heap block (flagExt only)
 //	then      the key, then the value (inline only)
@@ -63,15 +61,18 @@ func recordLen(k, v int, ttl, ext bool) int {
 // entry is a view of the record at an address.
 type entry uintptr
 
-func (e entry) valueLen() int { return int(*(*uint32)(ptr(uintptr(e)))) }
-func (e entry) keyLen() int   { return int(*(*uint16)(ptr(uintptr(e) + 4))) }
-func (e entry) flags() uint8  { return *(*uint8)(ptr(uintptr(e) + 6)) }
+// hdr is the record's header word.
+func (e entry) hdr() uint64 { return *(*uint64)(ptr(uintptr(e))) }
+
+func (e entry) valueLen() int { return int(uint32(e.hdr())) }
+func (e entry) keyLen() int   { return int(e.hdr() >> 32 & 0xffff) }
+func (e entry) flags() uint8  { return uint8(e.hdr() >> 48) }
 func (e entry) dead() bool    { return e.flags()&flagDead != 0 }
-func (e entry) markDead()     { *(*uint8)(ptr(uintptr(e) + 6)) |= flagDead }
+func (e entry) markDead()     { *(*uint64)(ptr(uintptr(e))) |= flagDead << 48 }
 
 // expiry is the entry's expiry, or 0 for none.
 func (e entry) expiry() int64 {
-	if e.flags()&flagTTL == 0 {
+	if e.hdr()>>48&flagTTL == 0 {
 		return 0
 	}
 	return *(*int64)(ptr(uintptr(e) + headerSize))
@@ -114,15 +115,27 @@ func (e entry) ext() []byte {
 }
 
 func (e entry) value() []byte {
+	if h := e.hdr(); h>>48&0xff == 0 {
+		return unsafe.Slice((*byte)(ptr(uintptr(e)+headerSize+uintptr(h>>32&0xffff))), int(uint32(h)))
+	}
 	if e.flags()&flagExt != 0 {
 		return e.ext()
 	}
 	return unsafe.Slice((*byte)(ptr(uintptr(e)+e.keyOff()+uintptr(e.keyLen()))), e.valueLen())
 }
 
-// keyIs reports whether the entry's key is k.
+// keyIs reports whether the entry's key is k. A record with no expiry and
+// an inline value, the common case, is read from one load of its header.
 func (e entry) keyIs(k []byte) bool {
-	return e.keyLen() == len(k) && bytes.Equal(e.key(), k)
+	h := e.hdr()
+	if int(h>>32&0xffff) != len(k) {
+		return false
+	}
+	off := uintptr(headerSize)
+	if h>>48&0xff&^flagDead != 0 {
+		off = e.keyOff()
+	}
+	return bytes.Equal(unsafe.Slice((*byte)(ptr(uintptr(e)+off)), len(k)), k)
 }
 
 // writeRecord writes a record at a (recordLen bytes): key k, value v (or,
@@ -143,9 +156,7 @@ func writeRecord(a uintptr, k, v, ext []byte, exp int64) entry {
 		o += 8
 		copy(ext, v)
 	}
-	*(*uint32)(ptr(a)) = uint32(len(v))
-	*(*uint16)(ptr(a + 4)) = uint16(len(k))
-	*(*uint16)(ptr(a + 6)) = uint16(f)
+	*(*uint64)(ptr(a)) = uint64(len(v)) | uint64(len(k))<<32 | uint64(f)<<48
 	copy(unsafe.Slice((*byte)(ptr(a+o)), len(k)), k)
 	if ext == nil {
 		copy(unsafe.Slice((*byte)(ptr(a+o+uintptr(len(k)))), len(v)), v)

@@ -7,18 +7,9 @@ import (
 
 // set stores v under k with a lifetime of ttl (none if ttl <= 0).
 func (c *Cache) set(k, v []byte, ttl time.Duration) error {
-	if len(k) > maxKeyLen {
-		return fmt.Errorf("%w: a key of %d bytes (at most %d)", ErrTooLarge, len(k), maxKeyLen)
-	}
-	rlen := recordLen(len(k), len(v), ttl > 0, false)
-	var extLen int64
-	if rlen > c.segSize/4 {
-		rlen = recordLen(len(k), len(v), ttl > 0, true)
-		extLen = c.classSize(len(v))
-	}
-	if need := extLen + int64(rlen); need > c.maxEntry || rlen > c.segSize || uint64(len(v)) > 1<<32-1 {
-		return fmt.Errorf("%w: an entry of %d bytes (at most MaxEntryBytes, %d, and a key shorter than %d bytes)",
-			ErrTooLarge, need, c.maxEntry, c.segSize-3*headerSize)
+	rlen, extLen, err := c.recordSizes(k, v, ttl > 0)
+	if err != nil {
+		return err
 	}
 	h := c.hash(k)
 	s := c.shardOf(h)
@@ -42,6 +33,25 @@ func (c *Cache) set(k, v []byte, ttl time.Duration) error {
 	}
 	c.relocateStep()
 	return err
+}
+
+// recordSizes is the record length for key k and value v, with an expiry
+// if ttl, and the class size of the value's own block, if it needs one
+// (else 0); or ErrTooLarge, wrapped, if the cache cannot hold the entry.
+func (c *Cache) recordSizes(k, v []byte, ttl bool) (rlen int, extLen int64, err error) {
+	if len(k) > maxKeyLen {
+		return 0, 0, fmt.Errorf("%w: a key of %d bytes (at most %d)", ErrTooLarge, len(k), maxKeyLen)
+	}
+	rlen = recordLen(len(k), len(v), ttl, false)
+	if rlen > c.segSize/4 {
+		rlen = recordLen(len(k), len(v), ttl, true)
+		extLen = c.classSize(len(v))
+	}
+	if need := extLen + int64(rlen); need > c.maxEntry || rlen > c.segSize || uint64(len(v)) > 1<<32-1 {
+		return 0, 0, fmt.Errorf("%w: an entry of %d bytes (at most MaxEntryBytes, %d, and a key shorter than %d bytes)",
+			ErrTooLarge, need, c.maxEntry, c.segSize-3*headerSize)
+	}
+	return rlen, extLen, nil
 }
 
 // setLocked is set's work under the shard's lock: a record of rlen bytes

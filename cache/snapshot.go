@@ -42,7 +42,7 @@ const (
 	blockHeaderV2   = 12
 	recordHeader    = 16
 	blockBytes      = 128 << 10
-	zSample         = 16 << 10 // the records seal tries to compress first
+	zSample         = 4 << 10 // the records seal tries to compress first
 	maxWorkers      = 8
 )
 
@@ -214,8 +214,8 @@ func (c *Cache) saveShard(s *shard, z *compressor, b *block, emit func(*block) (
 	return b, send(true)
 }
 
-// seal compresses b's records, if a sample of them compresses to half or
-// less (compression costs more time than writing the bytes it saves where
+// seal compresses b's records, if a sample of them (their first 4 KiB)
+// compresses to half or less (compression costs more time than writing the bytes it saves where
 // it saves less), and fills in the block header.
 func seal(b *block) {
 	recs := b.buf[blockHeader:]
@@ -245,7 +245,9 @@ func seal(b *block) {
 // short or fails its checksum gets an error wrapping ErrSnapshot, and the
 // cache is then emptied (Reset), since its entries cannot be trusted.
 func (c *Cache) LoadFrom(r io.Reader) error {
-	err := c.load(bufio.NewReaderSize(r, 1<<20))
+	// A buffer smaller than a block: a block's bytes are mostly read
+	// straight into it, not copied through the buffer.
+	err := c.load(bufio.NewReaderSize(r, 64<<10))
 	if err != nil && !errors.Is(err, ErrClosed) {
 		c.Reset()
 	}
@@ -285,11 +287,11 @@ func (c *Cache) load(br *bufio.Reader) error {
 	var wg sync.WaitGroup
 	for wi := range nw {
 		wg.Go(func() {
-			var raw []byte // decompressed records, reused
+			sc := new(loadScratch)
 			for buf := range work {
 				if errs[wi] == nil {
 					var n uint64
-					n, raw, errs[wi] = c.loadBlock(buf, bh, int(maxBlock), raw)
+					n, errs[wi] = c.loadBlock(buf, bh, int(maxBlock), sc)
 					counts[wi] += n
 				}
 				free <- buf
@@ -347,63 +349,26 @@ func readBlocks(br *bufio.Reader, bh int, maxBlock uint32, free chan []byte, wor
 	}
 }
 
-// loadBlock decompresses a block (of a header of bh bytes) into raw if it
-// is compressed, checks its checksum and Sets its records, returning how
-// many it held and raw, to reuse.
-func (c *Cache) loadBlock(buf []byte, bh, maxBlock int, raw []byte) (uint64, []byte, error) {
+// loadBlock decompresses a block (of a header of bh bytes) into sc.raw if
+// it is compressed, checks its checksum and Sets its records, returning how
+// many it held.
+func (c *Cache) loadBlock(buf []byte, bh, maxBlock int, sc *loadScratch) (uint64, error) {
 	recs := buf[bh:]
 	count := binary.LittleEndian.Uint32(buf[bh-8:])
 	sum := binary.LittleEndian.Uint32(buf[bh-4:])
 	if bh == blockHeader {
 		switch rawLen := int(binary.LittleEndian.Uint32(buf[4:])); {
 		case rawLen > maxBlock || rawLen < len(recs):
-			return 0, raw, fmt.Errorf("%w: a block of %d bytes stored in %d", ErrSnapshot, rawLen, len(recs))
+			return 0, fmt.Errorf("%w: a block of %d bytes stored in %d", ErrSnapshot, rawLen, len(recs))
 		case rawLen > len(recs):
-			out, err := decompress(raw[:0], recs, rawLen)
+			out, err := decompress(sc.raw[:0], recs, rawLen)
 			if err != nil || len(out) != rawLen {
-				return 0, raw, fmt.Errorf("%w: %v", ErrSnapshot, errCorrupt)
+				return 0, fmt.Errorf("%w: %v", ErrSnapshot, errCorrupt)
 			}
-			raw, recs = out, out
+			sc.raw, recs = out, out
 		}
 	}
-	n, err := c.loadRecords(recs, count, sum)
-	return n, raw, err
-}
-
-// loadRecords checks a block's records against their checksum and Sets
-// them, returning how many it held.
-func (c *Cache) loadRecords(recs []byte, count, sum uint32) (uint64, error) {
-	if crc32.Checksum(recs, castagnoli) != sum {
-		return 0, fmt.Errorf("%w: checksum mismatch", ErrSnapshot)
-	}
-	wall := time.Now().UnixNano()
-	for n := range count {
-		if len(recs) < recordHeader {
-			return 0, fmt.Errorf("%w: record %d of a block cut short", ErrSnapshot, n)
-		}
-		kl := int64(binary.LittleEndian.Uint32(recs))
-		vl := int64(binary.LittleEndian.Uint32(recs[4:]))
-		exp := int64(binary.LittleEndian.Uint64(recs[8:]))
-		recs = recs[recordHeader:]
-		if kl+vl > int64(len(recs)) {
-			return 0, fmt.Errorf("%w: record %d of a block cut short", ErrSnapshot, n)
-		}
-		k, v := recs[:kl], recs[kl:kl+vl]
-		recs = recs[kl+vl:]
-		var ttl time.Duration
-		if exp != 0 {
-			if ttl = time.Duration(exp - wall); ttl <= 0 {
-				continue
-			}
-		}
-		if err := c.set(k, v, ttl); errors.Is(err, ErrClosed) {
-			return 0, err
-		}
-	}
-	if len(recs) != 0 {
-		return 0, fmt.Errorf("%w: %d bytes after a block's records", ErrSnapshot, len(recs))
-	}
-	return uint64(count), nil
+	return c.loadRecords(recs, count, sum, sc)
 }
 
 // presize grows each shard's index for its share of n entries, as far as

@@ -35,9 +35,9 @@ func NewCacheCollector(c *cache.Cache, name string) *CacheCollector {
 		deletes:     desc("deletes_total", "Deletes that removed an entry."),
 		evictions:   desc("evictions_total", "Entries removed to make room."),
 		expirations: desc("expirations_total", "Entries removed because their TTL had passed."),
-		compactions: desc("compactions_total", "Compaction passes begun."),
+		compactions: desc("compactions_total", "Segments the cache rewrote to compact them."),
 		entries:     desc("entries", "Entries held."),
-		bytes:       desc("bytes", "Heap bytes the cache holds: entries at class size, plus its index."),
+		bytes:       desc("bytes", "Heap bytes the cache holds: its segments, large values' blocks at class size, its index."),
 		maxBytes:    desc("max_bytes", "The cache's MaxBytes."),
 	}
 }
