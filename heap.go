@@ -206,10 +206,10 @@ var (
 	// take the heap past Options.Limit, wrapped in an error that says how
 	// many bytes were asked for, how many more that needed mapped, and how
 	// many of the Limit's were mapped: test it with errors.Is.
-	ErrLimit = errors.New("offheap: heap limit reached")
+	ErrLimit = errLimit
 
 	// ErrClosed is returned (or panicked) when a closed heap is used.
-	ErrClosed = errors.New("offheap: heap is closed")
+	ErrClosed = errClosed
 
 	// ErrSize is returned (or panicked) for a negative size or one no heap
 	// can hold.
@@ -219,7 +219,7 @@ var (
 	// space cannot grow to hold an allocation: one heap spans at most 16
 	// TiB, or the system refused more (its error is wrapped too). No Limit
 	// was reached: freeing memory, or another heap, makes room.
-	ErrAddressSpace = errors.New("offheap: out of address space")
+	ErrAddressSpace = errAddressSpace
 )
 
 const (

@@ -205,8 +205,3 @@ func (h *Heap) checkNotFree(b []byte, zero bool) {
 		panic(p.refusal(reallocName(zero), a, cap(b)))
 	}
 }
-
-// appendMoved is what Free says of an address no heap owns: the usual way
-// to get one is to append to a full off-heap slice.
-const appendMoved = "if it came from Alloc and append grew it, append copied it to the Go heap, " +
-	"which Free cannot take; grow off-heap blocks with Realloc, not append (a block of another heap goes back to that heap)"

@@ -145,9 +145,6 @@ func (h *Heap) checkRef(a uintptr, n uint64, op string) {
 	}
 }
 
-// refHint ends the messages of a refused Ref.
-const refHint = ": a Ref is of a slice Alloc returned, or a prefix of one (not b[i:], Arena memory or Shared's bytes)"
-
 // Bytes returns the slice r names: the bytes of h that h.Ref(b) was given,
 // with the same length (and capacity). It costs about as much as a slice
 // expression and touches none of the bytes, so it can run on every lookup.
