@@ -228,17 +228,6 @@ func (h *Heap) mappedBytes() uint64 {
 	return h.pages.mapped.Load()
 }
 
-// publishMapped stores mappedPages() in bytes for readers without the lock,
-// and, when that changed while a LimitGoMemory is in force, moves the Go
-// runtime's limit (golimit.go). Called with mu held wherever committed or
-// released change.
-func (ph *pageHeap) publishMapped() {
-	v := uint64(ph.mappedPages()) << pageShift
-	if ph.mapped.Swap(v) != v && goLimits.on.Load() {
-		followGoLimit()
-	}
-}
-
 // String summarizes s on one line, for logs: the operations, then the
 // bytes. The per-class census is left out; print s.Classes for it.
 func (s Stats) String() string {

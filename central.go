@@ -46,23 +46,11 @@ type centralLists struct {
 
 	// spanFree counts the blocks of the class's spans that no one holds:
 	// on a span's free list or not yet carved (Stats.SpanFreeBytes).
-	// reloc is the span Relocate fills (relocate_class.go), 0 for none chosen;
-	// cands are the spans it may fill next, a heap by their live blocks,
-	// and scanBudget the looks at them left before the partial list is
-	// scanned again (target).
-	spanFree   uint64
-	reloc      uint32
-	scanBudget uint32
-	cands      spanOrder
+	spanFree uint64
 
-	// Relocate's summary of the class (relocate_class.go): nsparse counts the
-	// spans with a live block and at most half their blocks live, nheld
-	// the listed spans with a live block, and movable, read without mu,
-	// says whether a move may be possible (publish). Kept exact under mu
-	// wherever a span's live count or listing changes (recount).
-	nsparse uint32
-	nheld   uint32
-	movable atomic.Bool
+	// Relocate's state of the class, kept exact under mu wherever a span's
+	// live count or listing changes: relocKind before, recount after.
+	relocClass
 
 	// Census, written under mu and read without it (InUse).
 	hits  atomic.Uint64 // Allocs served from a span's free list
@@ -106,7 +94,7 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if h.closed.Load() {
-		return 0, false, ErrClosed
+		return 0, false, errClosed
 	}
 	if k := len(c.depot); k > 0 && len(dst) >= c.depot[k-1].n {
 		b := c.depot[k-1]
@@ -132,11 +120,11 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 		}
 		k := s.relocKind()
 		for n < len(dst) && !s.exhausted() {
-			b, carved, ok := s.take(h)
+			b, carved, ok := s.take(&h.links, h.key)
 			if !ok {
 				// A write after free: the blocks taken so far are sound
 				// and go back; the caller panics, the lock released.
-				c.recount(h, s, k) // before abandon, which recounts its own change
+				c.recount(&h.pages, s, k) // before abandon, which recounts its own change
 				e := c.abandon(h, s, b)
 				for _, a := range dst[:n] {
 					c.putLocked(h, a)
@@ -153,7 +141,7 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 		if s.exhausted() {
 			c.unlink(h, s)
 		}
-		c.recount(h, s, k)
+		c.recount(&h.pages, s, k)
 	}
 	if n > 0 {
 		if fresh {
@@ -236,12 +224,12 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 	i, _ := blockIn(b, e, &classInfos[s.class])
 	raceAcquire(ptr(b)) // race builds: after the block's last Free (race.go)
 	k := s.relocKind()
-	s.put(h, b, uint32(i)+1)
+	s.put(&h.links, h.key, b, uint32(i)+1)
 	c.spanFree++
 	if !s.listed {
 		c.push(h, id, s)
 	}
-	c.recount(h, s, k) // before s may be freed; an empty span counts in neither
+	c.recount(&h.pages, s, k) // before s may be freed; an empty span counts in neither
 	if s.empty() {
 		if c.empty >= keepEmpty[c.class] {
 			c.unlink(h, s)
@@ -304,7 +292,7 @@ func (c *central) trim(h *Heap) {
 	}
 	c.depot = c.depot[:0]
 	c.spare = nil
-	c.cands, c.scanBudget = nil, 0 // a pass after the Trim starts from a fresh order (target)
+	c.forget()
 	for id := c.partial; id != 0; {
 		s := h.pages.span(id)
 		next := s.next

@@ -153,9 +153,6 @@ type checker struct {
 	spareRuns []uintptr
 }
 
-// errNoMeta is returned when the record table cannot be mapped.
-var errNoMeta = errors.New("offheap: checked mode: mapping block metadata failed")
-
 // initChecked sets up checked mode (or sampling) for h, whose regions have
 // their parts of the record table (reserve), and in a heap that checks
 // every block turns Free's fast path off.

@@ -192,17 +192,6 @@ func (e *LeakError) Error() string {
 	return b.String()
 }
 
-// count is n and what it counts, in the plural unless n is 1.
-func count(n int, what string) string { return fmt.Sprintf("%d %s", n, plural(n, what)) }
-
-// plural is what, in the plural unless n is 1.
-func plural(n int, what string) string {
-	if n == 1 {
-		return what
-	}
-	return what + "s"
-}
-
 // Leaks reports the blocks of a checked heap that are live now, as the
 // *LeakError Close would return, or nil if there are none; after Close, the
 // one Close returned. A fast heap keeps no record of its blocks and returns

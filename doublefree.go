@@ -128,7 +128,7 @@ func (h *Heap) freeState(a uintptr, c uint8, bad **corruptError) int {
 			return blockFree
 		}
 		var ok bool
-		if i, ok = s.follow(h, b, rest-1); !ok {
+		if i, ok = s.follow(&h.links, h.key, b, rest-1); !ok {
 			if s.empty() {
 				cen.empty-- // it will not be, abandoned
 			}

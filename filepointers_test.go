@@ -23,7 +23,7 @@ import (
 //     "h.startSampling(m, c) // sampling.go": the file declares one of the
 //     names that code uses, among those its package declares;
 //   - a pointer after an unexported name with a capital inside, or after a
-//     name with a dot ("publishMapped (census.go)", "Heap.Close in
+//     name with a dot ("publishMapped (pages.go)", "Heap.Close in
 //     closing.go"): the file declares the name (a function, method, type,
 //     variable or constant of its package), when the package declares it.
 //     Other words (Free, block) may name the concept a file holds.

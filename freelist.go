@@ -75,10 +75,10 @@ func (k *listKeys) mask(block uintptr) uint64 {
 // link writes the free list's link into the free block at block of span s:
 // next, the next block's index+1 (0: the end), encoded, and the double-free
 // key for a block that has room for it.
-func (s *span) link(h *Heap, block uintptr, next uint32) {
-	*word(block) = uintptr(uint64(next) ^ h.links.mask(block))
+func (s *span) link(k *listKeys, key uint64, block uintptr, next uint32) {
+	*word(block) = uintptr(uint64(next) ^ k.mask(block))
 	if s.class != 1 {
-		*(*uint64)(ptr(block + 8)) = h.key
+		*(*uint64)(ptr(block + 8)) = key
 	}
 }
 
@@ -87,11 +87,11 @@ func (s *span) link(h *Heap, block uintptr, next uint32) {
 // reports false if the block was written after its Free: its key is gone,
 // or its link decodes to no carved block of s, or to something other than
 // the end when rest is 0.
-func (s *span) follow(h *Heap, block uintptr, rest uint32) (uint32, bool) {
-	if s.class != 1 && *(*uint64)(ptr(block + 8)) != h.key {
+func (s *span) follow(k *listKeys, key uint64, block uintptr, rest uint32) (uint32, bool) {
+	if s.class != 1 && *(*uint64)(ptr(block + 8)) != key {
 		return 0, false
 	}
-	next := uint64(*word(block)) ^ h.links.mask(block)
+	next := uint64(*word(block)) ^ k.mask(block)
 	if rest == 0 {
 		return 0, next == 0
 	}
@@ -111,7 +111,7 @@ func (c *central) abandon(h *Heap, s *span, block uintptr) *corruptError {
 	if s.exhausted() && s.listed {
 		c.unlink(h, s)
 	}
-	c.recount(h, s, k)
+	c.recount(&h.pages, s, k)
 	return &corruptError{addr: block, size: classSize[s.class]}
 }
 

@@ -14,9 +14,9 @@ import (
 // the Go heap grow into memory the heaps already use. LimitGoMemory keeps
 // the runtime's limit at the total less what the heaps have mapped.
 //
-// The page heap tells it of every change: publishMapped (census.go), which
-// runs wherever a heap commits or releases pages, calls followGoLimit while
-// a limit is in force. That costs nothing while the heap's mapped bytes stay
+// The page heap tells it of every change through mappedChanged, which runs
+// wherever a heap commits or releases pages and calls followGoLimit while a
+// limit is in force. That costs nothing while the heap's mapped bytes stay
 // put, and next to the mprotect or madvise that changed them, a lock and
 // SetMemoryLimit (BenchmarkGoLimit) are noise. A poller reading the heaps
 // ten times a second, the other way to follow them, would cost an idle
@@ -106,6 +106,14 @@ func (l *goLimit) remove() {
 	}
 	g.on.Store(false)
 	debug.SetMemoryLimit(g.before)
+}
+
+func init() {
+	mappedChanged = func() {
+		if goLimits.on.Load() {
+			followGoLimit()
+		}
+	}
 }
 
 // followGoLimit applies the limits after a heap's mapped bytes changed.

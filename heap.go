@@ -125,10 +125,10 @@ var _ = [1]struct{}{}[unsafe.Offsetof(Heap{}.central)%64]
 // panicked by the others, wrapped with the figures: test them with errors.Is.
 var (
 	// ErrLimit: the allocation would take the heap past Options.Limit.
-	ErrLimit = errors.New("offheap: heap limit reached")
+	ErrLimit = errLimit
 
 	// ErrClosed: the heap is closed.
-	ErrClosed = errors.New("offheap: heap is closed")
+	ErrClosed = errClosed
 
 	// ErrSize: a negative size, or one no heap can hold.
 	ErrSize = errors.New("offheap: invalid allocation size")
@@ -136,7 +136,7 @@ var (
 	// ErrAddressSpace: the heap's address space (at most 16 TiB) cannot
 	// grow to hold the allocation. No Limit was reached: freeing memory
 	// makes room.
-	ErrAddressSpace = errors.New("offheap: out of address space")
+	ErrAddressSpace = errAddressSpace
 )
 
 const (

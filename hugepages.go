@@ -356,7 +356,7 @@ func (ph *pageHeap) closeHuge() {
 // counter to poll.
 func (h *Heap) HugePageBytes() (uint64, error) {
 	if !h.enter() {
-		return 0, ErrClosed
+		return 0, errClosed
 	}
 	defer h.exit()
 	var ranges [][2]uintptr

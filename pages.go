@@ -28,6 +28,10 @@ import (
 // lock; its encoding is pagemap.go's.
 
 const (
+	// spanBytes is the size of a span struct in the span array (span.go
+	// holds it to the struct's size).
+	spanBytes = 32
+
 	pageShift = 13
 	pageSize  = 1 << pageShift
 
@@ -94,13 +98,25 @@ func (ph *pageHeap) entry(page uint32) *uint64 {
 	return (*uint64)(unsafe.Add(ph.pmap, uintptr(page)*8))
 }
 
-func (ph *pageHeap) span(id uint32) *span {
-	return (*span)(unsafe.Add(ph.spans, uintptr(id)*unsafe.Sizeof(span{})))
-}
-
 // mappedPages is the number of pages that cost memory now: committed and not
 // clean. Called with mu held.
 func (ph *pageHeap) mappedPages() uint64 { return ph.committed - ph.released }
+
+// publishMapped stores mappedPages() in bytes for readers without the lock,
+// and, when that changed, tells mappedChanged. Called with mu held wherever
+// committed or released change.
+func (ph *pageHeap) publishMapped() {
+	v := uint64(ph.mappedPages()) << pageShift
+	if ph.mapped.Swap(v) != v && mappedChanged != nil {
+		mappedChanged()
+	}
+}
+
+// mappedChanged, when set, runs after any page heap's mapped bytes change,
+// with that heap's mu held: the layers above follow the census through it
+// (LimitGoMemory moves the Go runtime's limit). It is set once, by an init
+// function, before any heap exists.
+var mappedChanged func()
 
 // alloc takes a run of n pages whose first page is a multiple of align (a
 // power of two, at most osPagePages: its address is then aligned to align
@@ -394,7 +410,16 @@ func (ph *pageHeap) addRun(first, n uint32, r freeRun) {
 	ph.insertRun(first, r)
 }
 
-// limitError is the limit's refusal, ErrLimit with its figures: the bytes
+// The page heap's refusals. They are the values of the Heap's exported
+// errors (ErrLimit, ErrClosed, ErrAddressSpace), so the layers above hand
+// them on unchanged and errors.Is holds for the caller.
+var (
+	errLimit        = errors.New("offheap: heap limit reached")
+	errClosed       = errors.New("offheap: heap is closed")
+	errAddressSpace = errors.New("offheap: out of address space")
+)
+
+// limitError is the limit's refusal, errLimit with its figures: the bytes
 // of the request, those it needed mapped (whole pages: a span, or the
 // block's run), those mapped and the limit.
 type limitError struct {
@@ -409,11 +434,11 @@ func (e *limitError) Error() string {
 	}
 	return fmt.Sprintf("%v: %s needs %d bytes more mapped, and %d of the Limit's %d bytes are mapped: "+
 		"free blocks, give the heap a larger Options.Limit, or allocate with TryAlloc and handle ErrLimit",
-		ErrLimit, what, e.need, e.mapped, e.limit)
+		errLimit, what, e.need, e.mapped, e.limit)
 }
 
-// Is makes errors.Is(err, ErrLimit) hold.
-func (e *limitError) Is(target error) bool { return target == ErrLimit }
+// Is makes errors.Is(err, errLimit) hold.
+func (e *limitError) Is(target error) bool { return target == errLimit }
 
 // limitError is the refusal of n pages more, with mu held.
 func (ph *pageHeap) limitError(n uint32) error {

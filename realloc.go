@@ -181,9 +181,3 @@ func (h *Heap) checkNotFree(b []byte, zero bool) {
 		panic(p.refusal(reallocName(zero), a, cap(b)))
 	}
 }
-
-// appendMoved is the way out of a Free of an address this heap does not
-// own: another heap's block, or Go memory, which append makes of a full
-// off-heap slice.
-const appendMoved = "free a block through the heap that allocated it, and grow one with Realloc, " +
-	"not append (append copies a full off-heap slice to the Go heap)"

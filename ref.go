@@ -124,9 +124,6 @@ func (h *Heap) checkRef(a uintptr, n uint64, op string) {
 	}
 }
 
-// refHint ends the messages of a refused Ref.
-const refHint = ": a Ref is of a slice Alloc returned, or a prefix of one (not b[i:], Arena memory or Shared's bytes)"
-
 // Bytes returns the slice r names, with the length h.Ref was given, for
 // about the cost of a slice expression. It panics, naming the problem, for
 // the zero Ref, a Ref of another heap, and on a closed heap. A fast heap

@@ -124,6 +124,9 @@ func (rs *regionSet) with(r *region) *regionSet {
 func byBase(r *region, a uintptr) int { return cmp.Compare(r.base, a) }
 func byFirst(r *region, p uint32) int { return cmp.Compare(r.first, p) }
 
+// errNoMeta is mapShadow's refusal: the record table cannot be mapped.
+var errNoMeta = errors.New("offheap: checked mode: mapping block metadata failed")
+
 // mapShadow maps a checked heap's part of the record table for a region of
 // n bytes (region.shadow), read-write and zero, backed only as records are
 // written.
@@ -137,7 +140,7 @@ func mapShadow(n uintptr) (unsafe.Pointer, error) {
 
 // addressSpaceError reports that the heap's address space cannot grow: the
 // virtual page space is full, or the system refused more address space. It
-// is ErrAddressSpace, not ErrLimit: no Limit was reached.
+// is errAddressSpace, not errLimit: no Limit was reached.
 type addressSpaceError struct {
 	need uint64 // bytes the allocation needed
 	have uint64 // bytes of address space the heap has
@@ -162,8 +165,8 @@ func (e *addressSpaceError) Error() string {
 
 func (e *addressSpaceError) Unwrap() error { return e.err }
 
-// Is makes errors.Is(e, ErrAddressSpace) true.
-func (e *addressSpaceError) Is(target error) bool { return target == ErrAddressSpace }
+// Is makes errors.Is(e, errAddressSpace) true.
+func (e *addressSpaceError) Is(target error) bool { return target == errAddressSpace }
 
 // regionGrain is the size later regions are rounded up to, so that a heap
 // that grows by small allocations makes few regions.
@@ -240,7 +243,7 @@ func (ph *pageHeap) commitMeta(r *region) error {
 	// are at most the virtual pages so far over minSpanPages.
 	spans := uint32(end/minSpanPages + 1)
 	if spans > ph.maxSpan {
-		sz := unsafe.Sizeof(span{})
+		sz := uintptr(spanBytes)
 		if err := commitRange(ph.spans, uintptr(ph.maxSpan+1)*sz, uintptr(spans+1)*sz); err != nil {
 			return err
 		}

@@ -120,7 +120,7 @@ func (c *central) relocate(h *Heap, s *span, a uintptr, n int) (uintptr, *corrup
 	}
 	// t holds more live blocks than s, which holds a: it is not empty.
 	k := t.relocKind()
-	na, carved, ok := t.take(h)
+	na, carved, ok := t.take(&h.links, h.key)
 	if !ok {
 		return 0, c.abandon(h, t, na) // take changed nothing
 	}
@@ -128,7 +128,7 @@ func (c *central) relocate(h *Heap, s *span, a uintptr, n int) (uintptr, *corrup
 	if t.exhausted() {
 		c.unlink(h, t) // and no longer the target: the next move chooses another
 	}
-	c.recount(h, t, k)
+	c.recount(&h.pages, t, k)
 	raceAcquire(ptr(na)) // race builds: take released it to its next owner, this goroutine
 	if c.class != 1 {
 		*(*uint64)(ptr(na + 8)) = 0 // the double-free key (doublefree.go), in case n leaves it

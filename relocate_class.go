@@ -6,7 +6,6 @@ package offheap
 
 import (
 	"container/heap"
-	"math"
 	"sync/atomic"
 )
 
@@ -41,6 +40,27 @@ const (
 	kindHeld                        // counted in nheld
 )
 
+// relocClass is Relocate's state of one size class, kept in the class's
+// central and guarded by its lock, except movable, which is read without
+// it. Central feeds it through one hook: relocKind before a change of a
+// span's live count or listing, recount after.
+type relocClass struct {
+	// reloc is the span Relocate fills (the target), 0 for none chosen;
+	// cands are the spans it may fill next, a heap by their live blocks,
+	// and scanBudget the looks at them left before the partial list is
+	// scanned again (target).
+	reloc      uint32
+	scanBudget uint32
+	cands      spanOrder
+
+	// The summary: nsparse counts the spans with a live block and at most
+	// half their blocks live, nheld the listed spans with a live block, and
+	// movable says whether a move may be possible (publish).
+	nsparse uint32
+	nheld   uint32
+	movable atomic.Bool
+}
+
 // relocKind is s's part in its class's summary. Called with mu held.
 func (s *span) relocKind() spanKind {
 	live := s.carved - s.nfree
@@ -59,26 +79,26 @@ func (s *span) relocKind() spanKind {
 
 // recount moves s's part in the summary from was (its relocKind before the
 // change) to what it is now, and publishes movable. Called with mu held.
-func (c *central) recount(h *Heap, s *span, was spanKind) {
+func (c *relocClass) recount(ph *pageHeap, s *span, was spanKind) {
 	now := s.relocKind()
 	if now == was {
 		return
 	}
 	c.nsparse += uint32(now&kindSparse) - uint32(was&kindSparse)
 	c.nheld += uint32(now&kindHeld>>1) - uint32(was&kindHeld>>1)
-	c.publish(h)
+	c.publish(ph, s.class)
 }
 
 // publish stores movable: whether the counts leave a move possible. They
 // do when a sparse span and another held one exist, unless the one sparse
 // span is the target itself, which relocate keeps while it is listed
 // (target) and never moves a block out of. Called with mu held, after the
-// counts or the target change.
-func (c *central) publish(h *Heap) {
+// counts or the target change; class is the class's.
+func (c *relocClass) publish(ph *pageHeap, class uint8) {
 	m := c.nsparse > 0 && c.nheld >= 2
 	if m && c.nsparse == 1 && c.reloc != 0 {
-		t := h.pages.span(c.reloc)
-		m = !(t.listed && t.class == c.class && t.relocKind()&kindSparse != 0)
+		t := ph.span(c.reloc)
+		m = !(t.listed && t.class == class && t.relocKind()&kindSparse != 0)
 	}
 	if m != c.movable.Load() {
 		c.movable.Store(m)
@@ -104,85 +124,9 @@ func spanLive(s *span) uint32 {
 	return atomic.LoadUint32(&s.carved) - free
 }
 
-// target is the span Relocate fills for the class with a block of s, which
-// holds live blocks: a listed span other than s holding more live blocks
-// than s, or nil when there is none to be had. It is the span chosen last
-// (reloc) while it qualifies, else the fullest of the candidates (cands):
-// the spans with a live block that the last scan of the partial list found,
-// in a heap by their live blocks. Spans other than the target only lose
-// blocks to a pass, so a candidate found with fewer than its key is placed
-// again by what it holds, and the first is then the fullest, as a scan
-// would find it. A scan costs a load per partial span, and once per span
-// filled, as it was, it made a pass's cost grow with the square of the
-// heap (docs/DESIGN.md, "Relocate's target, from a heap"); now it costs
-// that and the heap's ordering once per as many choices as it found spans:
-// scanBudget, spent by each look at the candidates, has the list scanned
-// again then (new spans join it so), and Trim empties it (central.trim).
-// Called with mu held.
-func (c *central) target(h *Heap, s *span, live uint32) *span {
-	var cur *span
-	if id := c.reloc; id != 0 {
-		// An id of a span since freed may name a span of another class, or
-		// none (freed spans are unlisted).
-		if t := h.pages.span(id); t.listed && t.class == c.class {
-			if n := t.carved - t.nfree; n > live && t != s {
-				return t
-			} else if n >= live {
-				return nil // s is no emptier than the fullest, as of its choice
-			}
-			cur = t // it lost blocks since it was chosen: maybe no longer the fullest
-		}
-	}
-	if c.scanBudget == 0 || len(c.cands) == 0 {
-		c.scan(h)
-	}
-	c.scanBudget--
-	for len(c.cands) > 0 {
-		id, was := uint32(c.cands[0]), uint32(c.cands[0]>>32)
-		t := h.pages.span(id)
-		n := t.carved - t.nfree
-		if !t.listed || t.class != c.class || n == 0 {
-			c.cands.popFirst() // freed, full or emptied since the scan
-			continue
-		}
-		if n < was {
-			// A pass moved blocks out of it since the scan: placed again
-			// by what it holds now, so that the first is the fullest.
-			c.cands[0] = uint64(n)<<32 | uint64(id)
-			heap.Fix(&c.cands, 0)
-			continue
-		}
-		if cur != nil && n <= cur.carved-cur.nfree {
-			return nil // no fuller than the target it would replace
-		}
-		// The target from now on, though it may be no fuller than s (no
-		// move, then): so a class whose one sparse span it is reads as
-		// having nothing to move (publish).
-		c.cands.popFirst()
-		c.reloc = id
-		c.publish(h)
-		if n <= live || t == s {
-			return nil
-		}
-		return t
-	}
-	return nil
-}
-
-// scan fills cands from the partial list's spans with a live block, and
-// sets scanBudget. Called with mu held.
-func (c *central) scan(h *Heap) {
-	c.cands = c.cands[:0]
-	for id := c.partial; id != 0; {
-		t := h.pages.span(id)
-		if n := t.carved - t.nfree; n != 0 {
-			c.cands = append(c.cands, uint64(n)<<32|uint64(id))
-		}
-		id = t.next
-	}
-	heap.Init(&c.cands)
-	c.scanBudget = uint32(min(uint64(max(len(c.cands), 1)), math.MaxUint32))
-}
+// forget drops the candidates, so that a pass after a Trim starts from a
+// fresh order (target). Called with mu held.
+func (c *relocClass) forget() { c.cands, c.scanBudget = nil, 0 }
 
 // spanOrder is Relocate's candidate targets, a heap of the spans' live
 // blocks << 32 | their ids, the fullest first (container/heap). A key is

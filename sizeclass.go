@@ -2,10 +2,10 @@ package offheap
 
 import "math/bits"
 
-//go:generate go run sizeclass_gen.go
+//go:generate go run ./internal/sizeclassgen
 
 // The size-class table itself is generated into sizeclass_table.go by
-// sizeclass_gen.go, whose top comment explains the classes; the table's
+// internal/sizeclassgen, whose top comment explains the classes; the table's
 // comment lists each class's waste.
 
 // sizeClass is the class of a small request of n bytes, 0 < n <= maxSmall.

@@ -1,5 +1,7 @@
 package offheap
 
+import "unsafe"
+
 // A span is a run of pages cut into blocks of one size class. Its struct lives
 // off-heap, in the page heap's span array, found from any block's page word.
 //
@@ -23,6 +25,14 @@ type span struct {
 	listed bool // on the partial list
 }
 
+// The span array's stride is the struct's size.
+var _ = [1]struct{}{}[unsafe.Sizeof(span{})-spanBytes]
+
+// span is the struct of span id in the page heap's span array.
+func (ph *pageHeap) span(id uint32) *span {
+	return (*span)(unsafe.Add(ph.spans, uintptr(id)*spanBytes))
+}
+
 // empty reports whether the span holds no live block.
 func (s *span) empty() bool { return s.carved == s.nfree }
 
@@ -37,11 +47,12 @@ func (s *span) block(i uint32) uintptr {
 // take removes one block from the span, preferring a freed block to carving
 // a new one, and reports whether it was carved. It reports ok false, and
 // changes nothing, when the free list's first block was written after its
-// Free (follow); the caller abandons the list (central.abandon).
-func (s *span) take(h *Heap) (block uintptr, carved, ok bool) {
+// Free (follow); the caller abandons the list (central.abandon). k and key
+// are the heap's free-list keys and double-free key.
+func (s *span) take(k *listKeys, key uint64) (block uintptr, carved, ok bool) {
 	if s.nfree > 0 {
 		block = s.block(s.free)
-		next, ok := s.follow(h, block, s.nfree-1)
+		next, ok := s.follow(k, key, block, s.nfree-1)
 		if !ok {
 			return block, false, false
 		}
@@ -58,8 +69,8 @@ func (s *span) take(h *Heap) (block uintptr, carved, ok bool) {
 }
 
 // put pushes block i-1 of the span, at address block, onto its free list.
-func (s *span) put(h *Heap, block uintptr, i uint32) {
-	s.link(h, block, s.free)
+func (s *span) put(k *listKeys, key uint64, block uintptr, i uint32) {
+	s.link(k, key, block, s.free)
 	s.free = i
 	s.nfree++
 }
@@ -69,7 +80,7 @@ func (ph *pageHeap) allocSpan(c uint8) (uint32, *span, error) {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
 	if ph.closed {
-		return 0, nil, ErrClosed
+		return 0, nil, errClosed
 	}
 	id, ok := ph.newSpanID()
 	if !ok {
