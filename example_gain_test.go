@@ -17,6 +17,8 @@ import (
 // RelocateAll only the values of the classes whose moves each free at
 // least two blocks' worth of span.
 func ExampleHeap_RelocateGain() {
+	// Magazines off: each class fills one span at a time, so that the
+	// heap, all live, has no span a pass could empty.
 	h, _ := offheap.NewHeap(offheap.Options{MagazineDepth: -1})
 	defer h.Close()
 	r := rand.New(rand.NewPCG(1, 2))
