@@ -15,8 +15,10 @@ import (
 // The rule of docs/storing-values.md ("When to run a pass"): a pass runs when
 // it would give back more than a quarter of the bytes in use, and offers
 // RelocateAll only the values of the classes whose moves each free at
-// least a block's worth of span.
+// least two blocks' worth of span.
 func ExampleHeap_RelocateGain() {
+	// Magazines off: each class fills one span at a time, so that the
+	// heap, all live, has no span a pass could empty.
 	h, _ := offheap.NewHeap(offheap.Options{MagazineDepth: -1})
 	defer h.Close()
 	r := rand.New(rand.NewPCG(1, 2))
@@ -40,7 +42,7 @@ func ExampleHeap_RelocateGain() {
 	var offer [][]byte
 	for _, b := range keep {
 		for _, c := range g.Class {
-			if c.Min <= len(b) && len(b) <= c.Size && c.Bytes >= c.Moves*uint64(c.Size) {
+			if c.Min <= len(b) && len(b) <= c.Size && c.Bytes >= 2*c.Moves*uint64(c.Size) {
 				offer = append(offer, b)
 				break
 			}

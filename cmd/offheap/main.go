@@ -212,15 +212,26 @@ func lines(stderr io.Writer) (report func(bench.Progress), stop func()) {
 		case time.Since(last) < quietFor:
 			return
 		case p.Note != "":
-			fmt.Fprintf(stderr, "offheap bench: shape %d of %d, %s, %.0fs: %s: %s\n",
-				p.ShapeIndex, p.Shapes, p.Shape, p.ShapeElapsed.Seconds(), p.Trial, p.Note)
+			head := fmt.Sprintf("offheap bench: shape %d of %d, %s, %.0fs: ", p.ShapeIndex, p.Shapes, p.Shape, p.ShapeElapsed.Seconds())
+			fmt.Fprintln(stderr, fit(head, p.Trial, ": "+p.Note))
 		default:
-			fmt.Fprintf(stderr, "offheap bench: shape %d of %d, %s, %.0fs: %s done (%d of %d trials)\n",
-				p.ShapeIndex, p.Shapes, p.Shape, p.ShapeElapsed.Seconds(), p.Trial, p.Done, p.Total)
+			head := fmt.Sprintf("offheap bench: shape %d of %d, %s, %.0fs: ", p.ShapeIndex, p.Shapes, p.Shape, p.ShapeElapsed.Seconds())
+			fmt.Fprintln(stderr, fit(head, p.Trial, fmt.Sprintf(" done (%d of %d trials)", p.Done, p.Total)))
 		}
 		last = time.Now()
 	}
 	return report, stop
+}
+
+// fit joins head, trial and tail in bench.Width columns, cutting the
+// middle of trial (a benchmark name, the one part that can run long) where
+// the whole would not fit.
+func fit(head, trial, tail string) string {
+	if over := len(head) + len(trial) + len(tail) - bench.Width; over > 0 && len(trial) > over+3 {
+		keep := len(trial) - over - 3
+		trial = trial[:keep/2] + "..." + trial[len(trial)-(keep-keep/2):]
+	}
+	return head + trial + tail
 }
 
 // quietFor is the longest a piped run goes without a progress line, as far

@@ -44,3 +44,17 @@ func TestProgressLines(t *testing.T) {
 		}
 	}
 }
+
+// TestFit: a progress line that would pass bench.Width loses the middle of
+// its trial name, and no more; a short one is left as it is.
+func TestFit(t *testing.T) {
+	head, tail := "offheap bench: shape 2 of 14, pairs, 12s: ", " done (307 of 1860 trials)"
+	long := "Pairs/size=64-unzeroed/arm=offheap-nomag-with-a-long-name/workers=1"
+	got := fit(head, long, tail)
+	if len(got) != bench.Width || !strings.HasPrefix(got, head+"Pairs/") || !strings.HasSuffix(got, "workers=1"+tail) {
+		t.Errorf("fit of a long line: %q (%d columns), want %d with its ends", got, len(got), bench.Width)
+	}
+	if got := fit(head, "Pairs/size=64", tail); got != head+"Pairs/size=64"+tail {
+		t.Errorf("fit of a short line: %q", got)
+	}
+}
