@@ -214,13 +214,14 @@ func (c *Cache) relocateStep() {
 const fixedReserve = 256 << 10
 
 // fitBudget adjusts the shards' budget so that the heap's footprint (its
-// blocks in use, and the free blocks its spans and stocks hold) stays within
-// MaxBytes: when the footprint passes 31/32 of MaxBytes (plus fixedReserve), the budget shrinks
+// mapped bytes: blocks in use, the free blocks its spans and stocks hold,
+// and free pages not yet given back, such as the segment an eviction frees
+// after copying forward into a new one) stays within MaxBytes: when the footprint passes 31/32 of MaxBytes (plus fixedReserve), the budget shrinks
 // by the excess (and evictions follow at the next Sets); when it is below,
 // the budget grows back toward shardBudget by half the room. It stays
 // between 3/4 of shardBudget and shardBudget.
 func (c *Cache) fitBudget(st offheap.Stats) {
-	foot := int64(st.InUseBytes + st.SpanFreeBytes + st.MagazineBytes + st.DepotBytes + st.LocalBytes)
+	foot := int64(max(st.MappedBytes, st.InUseBytes+st.SpanFreeBytes+st.MagazineBytes+st.DepotBytes+st.LocalBytes))
 	target := c.maxBytes - c.maxBytes/32 + fixedReserve
 	b := c.budget.Load()
 	n := int64(len(c.shards))

@@ -26,7 +26,9 @@ func (c *Cache) set(k, v []byte, ttl time.Duration) error {
 	replaced, err := c.setLocked(s, h, k, v, rlen, extLen, exp)
 	removed := int(s.counts.evictions+s.counts.expirations-ev) + replaced
 	s.counts.sets++
-	c.compactStep(s)
+	if removed > 0 { // else no record died: an in-place rewrite or an append
+		c.compactStep(s)
+	}
 	s.mu.Unlock()
 	if removed > 0 {
 		c.removed(removed)

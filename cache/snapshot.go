@@ -41,7 +41,7 @@ const (
 	blockHeader     = 16
 	blockHeaderV2   = 12
 	recordHeader    = 16
-	blockBytes      = 128 << 10
+	blockBytes      = 1 << 20
 	zSample         = 4 << 10 // the records seal tries to compress first
 	maxWorkers      = 8
 )
