@@ -357,9 +357,6 @@ func (s Shared) Refs() int {
 	return int(max(c, 0))
 }
 
-// IsZero reports whether s is the zero Shared.
-func (s Shared) IsZero() bool { return s.data == nil }
-
 // count is the handle's count word: the 8 bytes before the data.
 func (s Shared) count() *int64 { return (*int64)(unsafe.Add(s.data, -8)) }
 
