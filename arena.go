@@ -130,15 +130,11 @@ const (
 )
 
 // Arena is a bump allocator on a Heap: Alloc hands out zeroed, 16-byte
-// aligned memory from chunks taken from the heap, and Reset or Release frees
-// all of it at once. Alloc and TryAlloc are safe for concurrent use; Reset
-// and Release must not run concurrently with any other method. *Arena is an
-// Allocator, so New and MakeSlice work on it.
-//
-// Arena memory must not be passed to Heap.Free (which panics, naming the
-// arena), must not hold Go pointers, and must not be used after Reset,
-// Release or the heap's Close. After the heap's Close every method fails
-// with ErrClosed, except a second Release.
+// aligned memory from chunks of the heap, and Reset or Release frees all of
+// it at once. Alloc and TryAlloc are safe for concurrent use; Reset and
+// Release must not run concurrently with any other method. *Arena is an
+// Allocator. Arena memory must not go to Heap.Free, hold Go pointers, or be
+// used after Reset, Release or the heap's Close.
 type Arena struct {
 	// The one word of the Arena that the fast path reads, on cache lines of
 	// its own: nil until the first refill, and again after Release or the

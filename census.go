@@ -16,9 +16,7 @@ type Stats struct {
 	Fresh         uint64 // Allocs carved from a span's never-used blocks
 	Large         uint64 // Allocs of page runs of their own: large blocks, arena chunks, samples
 
-	// LiveBlocks is Allocs - Frees, every kind of block included (an
-	// Arena's chunks, a Shared's block), and never wraps below 0.
-	LiveBlocks uint64
+	LiveBlocks uint64 // Allocs - Frees, arena chunks and Shareds included; never below 0
 
 	InUseBytes uint64 // bytes in live blocks, counted at block size (class size, or whole pages for large)
 

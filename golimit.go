@@ -51,16 +51,12 @@ var goLimits struct {
 
 // LimitGoMemory keeps the Go runtime's soft memory limit
 // (debug.SetMemoryLimit) at total less the bytes the heaps have mapped
-// (Default if none is given), so that the Go heap and the off-heap memory
-// together stay within total, such as a container's limit less some
-// headroom. The limit is set before it returns and again whenever a heap
-// commits or releases pages. It never goes below a floor of total/8 (at
-// least 64 MiB), so the Go heap keeps room to work.
-//
-// stop restores the limit in force before; do not call SetMemoryLimit
-// meanwhile. Overlapping calls are separate bounds and the lowest wins: pass
-// every heap to one call to count them against one total. LimitGoMemory
-// panics if total is not positive or a heap is nil.
+// (Default if none is given), updated as they map and release pages, so that
+// Go and off-heap memory together stay within total. The limit never goes
+// below total/8 (at least 64 MiB), so the Go heap keeps room to work. stop
+// restores the limit in force before. Overlapping calls are separate bounds,
+// the lowest winning: pass every heap to one call. It panics if total is not
+// positive or a heap is nil.
 func LimitGoMemory(total int64, heaps ...*Heap) (stop func()) {
 	if total <= 0 {
 		panic(fmt.Sprintf("offheap: LimitGoMemory: total %d is not positive: pass the bytes the whole program may use", total))

@@ -90,11 +90,10 @@ import (
 )
 
 // FaultError turns the value recovered from a fault on a guarded block
-// (GuardPages or GuardOneIn) into a *MemoryError: UseAfterFree for a freed
-// block, OutOfBounds past the end of a live one, with the stacks of the
-// allocation, the free and the access. It returns nil for any other value. A
-// fault panics only on a goroutine that runs with
-// debug.SetPanicOnFault(true):
+// (GuardPages or GuardOneIn) into a *MemoryError, UseAfterFree or
+// OutOfBounds, with the stacks of the allocation, the free and the access;
+// for any other value it returns nil. A fault panics only where
+// debug.SetPanicOnFault(true) is set:
 //
 //	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 //	defer func() {

@@ -6,20 +6,18 @@ import (
 	"github.com/offheap/offheap/internal/pin"
 )
 
-// Realloc resizes the block that b starts, as C's realloc does: it returns n
-// bytes whose first min(len(b), n) are b's and whose rest are zeroed, and b
-// must not be used afterwards. Grow off-heap slices with it, not with
-// append, which copies a full slice to the Go heap.
+// Realloc resizes the block that b starts, as C's realloc does: the first
+// min(len(b), n) bytes are b's and the rest are zeroed, and b must not be
+// used afterwards. Grow off-heap slices with it, not with append, which
+// copies a full slice to the Go heap. Within b's block (UsableSize) the same
+// memory comes back; a large block grows in place where it can, or moves its
+// pages rather than copy them. A checked heap always copies, to catch a
+// stale use of b.
 //
-// Within b's block (UsableSize) the same memory comes back. A large block
-// grows or shrinks in place where it can, and otherwise moves its pages
-// rather than copy them (mremap, on Linux); a checked heap always copies, so
-// that a stale use of b is caught.
-//
-// b of capacity 0 is no block: Realloc(nil, n) is Alloc(n), and Realloc(b,
-// 0) frees b. Realloc panics as Alloc does when the new block cannot be had
-// (TryRealloc returns the error), and as Free does when b is no block of
-// this heap; either way b is left as it was.
+// Realloc(nil, n) is Alloc(n), and Realloc(b, 0) frees b. Realloc panics as
+// Alloc does when the new block cannot be had (TryRealloc returns the
+// error), and as Free does when b is no block of this heap; either way b is
+// left as it was.
 func (h *Heap) Realloc(b []byte, n int) []byte {
 	return h.realloc(b, n, true)
 }

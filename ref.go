@@ -36,12 +36,11 @@ import (
 	"sync/atomic"
 )
 
-// Ref is a handle to a block of a Heap (or a prefix of one) that holds no Go
-// pointer: two integers, comparable. Keep Refs where slices would cost the
-// garbage collector a scan (the values of a Go map, a pointer-free struct,
-// off-heap memory) and call Heap.Bytes to get the slice back. A Ref names
-// memory but does not own it: after its block's Free it dangles, as the
-// slice would. The zero Ref names nothing (IsZero).
+// Ref is a handle to a block of a Heap (or a prefix of one) with no Go
+// pointer in it: two integers, comparable. Keep Refs where slices would cost
+// the garbage collector a scan, such as the values of a Go map, and call
+// Heap.Bytes for the slice. A Ref does not own its block: after the block's
+// Free it dangles, as the slice would. The zero Ref names nothing.
 type Ref struct {
 	off uint64 // compact offset, high tag half in the top 16 bits
 	n   uint64 // length, low tag half in the top 16 bits

@@ -7,15 +7,11 @@ import "sync/atomic"
 
 // RelocateAll offers each slice of bs to Relocate and replaces it, in place,
 // with the slice Relocate returns; it returns how many moved. Slices of
-// capacity 0 are skipped, so a pass can leave a hole for a deleted value. It
-// is the faster way to run a pass: it enters the heap once and takes a
-// class's lock once for consecutive moves, letting go at least every 64
-// slices (docs/storing-values.md).
-//
-// A slice Relocate refuses makes RelocateAll panic as Relocate does: the
+// capacity 0 are skipped. It is the faster way to run a pass: it enters the
+// heap and takes a class's lock once for many moves
+// (docs/storing-values.md). A slice Relocate refuses panics as there: the
 // slices before it hold what Relocate returned, and the rest are as they
-// were. It is safe for concurrent use as Relocate is, but not with a use of
-// bs itself.
+// were. bs must not be used concurrently.
 func (h *Heap) RelocateAll(bs [][]byte) (moved int) {
 	if len(bs) == 0 {
 		return 0

@@ -77,13 +77,10 @@ import (
 
 // Shared is a reference-counted handle to bytes: n off-heap bytes from
 // Heap.NewShared, freed after the last Release, or any []byte made immortal
-// by StaticShared. It is a small value: copy it freely, but release each
-// reference once; Retain returns a new one. The zero Shared holds nothing:
-// Release and ReleaseShared ignore it, as Free ignores nil.
-//
-// Retain and Release are safe for concurrent use. The count does not
-// synchronize the bytes: write them before sharing the handle, and only read
-// them afterwards.
+// by StaticShared. Copy it freely, but release each reference once; Retain
+// returns a new one. The zero Shared holds nothing, and Release ignores it.
+// Retain and Release are safe for concurrent use, but do not synchronize the
+// bytes: write them before sharing the handle.
 type Shared struct {
 	data unsafe.Pointer // first byte of the data; nil in the zero Shared
 	h    *Heap          // the heap that owns the block; nil for Static
@@ -356,9 +353,6 @@ func (s Shared) Refs() int {
 	}
 	return int(max(c, 0))
 }
-
-// IsZero reports whether s is the zero Shared.
-func (s Shared) IsZero() bool { return s.data == nil }
 
 // count is the handle's count word: the 8 bytes before the data.
 func (s Shared) count() *int64 { return (*int64)(unsafe.Add(s.data, -8)) }

@@ -82,7 +82,7 @@ func TestSharedBasics(t *testing.T) {
 				x.Release()
 			}))
 			s := h.NewShared(n, opts...)
-			if s.IsZero() {
+			if s == (Shared{}) {
 				t.Fatal("NewShared returned the zero Shared")
 			}
 			b := s.Bytes()
@@ -120,7 +120,7 @@ func TestSharedBasics(t *testing.T) {
 				t.Fatalf("hot=%v: OnLastRelease ran with a reference left", hot)
 			}
 			for _, r := range refs[1:] {
-				if !r.IsZero() {
+				if r != (Shared{}) {
 					t.Fatal("ReleaseShared did not zero the element")
 				}
 			}
@@ -142,12 +142,12 @@ func TestSharedBasics(t *testing.T) {
 
 func TestSharedZero(t *testing.T) {
 	var z Shared
-	if !z.IsZero() || z.Bytes() != nil || z.Refs() != 0 || !z.Retain().IsZero() {
+	if z != (Shared{}) || z.Bytes() != nil || z.Refs() != 0 || z.Retain() != (Shared{}) {
 		t.Fatal("the zero Shared is not empty")
 	}
 	z.Release()
 	ReleaseShared([]Shared{{}, {}})
-	if StaticShared(nil).IsZero() || len(StaticShared(nil).Bytes()) != 0 {
+	if StaticShared(nil) == (Shared{}) || len(StaticShared(nil).Bytes()) != 0 {
 		t.Fatal("StaticShared(nil) is the zero Shared")
 	}
 	if n := int(unsafe.Sizeof(z)); n > 24 {

@@ -112,13 +112,11 @@ func FreeSlice[T any](f Freer, s []T) {
 	f.Free(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), uintptr(cap(s))*size))
 }
 
-// ReallocSlice resizes s, from MakeSlice (or ReallocSlice) on h, to n
-// elements as Realloc does for bytes: the first min(len(s), n) elements are
-// s's and the rest are zero, and s must not be used afterwards. s must start
-// where MakeSlice's result started (s[:k] is fine, s[1:] is not);
-// ReallocSlice(h, nil, n) is MakeSlice(h, n) and ReallocSlice(h, s, 0) frees
-// s. It panics, naming T, for a negative or too large n, and as Realloc does
-// otherwise; s is then left as it was.
+// ReallocSlice resizes s, from MakeSlice or ReallocSlice on h, to n elements
+// as Realloc does for bytes: the first min(len(s), n) are s's and the rest
+// zero, and s must not be used afterwards. s must start where MakeSlice's
+// result did (s[:k], not s[1:]). It panics, naming T, for a negative or too
+// large n, and as Realloc does; s is then as it was.
 func ReallocSlice[T any](h *Heap, s []T, n int) []T {
 	s, err := reallocSlice(h, s, n, "ReallocSlice")
 	if err != nil {

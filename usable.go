@@ -1,11 +1,10 @@
 package offheap
 
 // UsableSize returns the size of the block that b starts: the request
-// rounded up to its size class, or to whole pages. Realloc to at most that
-// many bytes keeps the block where it is, except for the profile's samples
-// and a checked heap's blocks, which it copies (a checked block is exactly
-// its request). A b of capacity 0 is no block: 0. UsableSize panics, as
-// Free does, when b is no live block of this heap.
+// rounded up to its size class or to whole pages. Realloc within it keeps
+// the block where it is, except for the profile's samples and in a checked
+// heap, whose blocks are exactly their request. A b of capacity 0 gives 0;
+// one that is no live block of this heap panics, as in Free.
 func (h *Heap) UsableSize(b []byte) int {
 	if cap(b) == 0 {
 		return 0
