@@ -1,8 +1,8 @@
 package offheap
 
 // What checked mode reports: the errors Free panics with and Close returns,
-// and Lookup's view of a block, built from the records (checked_record.go)
-// and the stacks they name (checked_depot.go).
+// and Lookup's view of a block, built from the records
+// and the stacks they name.
 
 import (
 	"cmp"
@@ -266,7 +266,7 @@ type BlockInfo struct {
 // Lookup reports the checked block that addr falls in (anywhere from its
 // start to the end of its underlying block; for a guard-page block, its guard
 // page included), live or freed but still in quarantine. It is how to name
-// the block behind a fault address (see GuardPages in guard.go). A fast heap,
+// the block behind a fault address (see Options.GuardPages). A fast heap,
 // a closed heap, and an address of no known block report false.
 func (h *Heap) Lookup(addr uintptr) (BlockInfo, bool) {
 	c := h.chk

@@ -18,7 +18,7 @@ import (
 // its guard page (unguarded, pageUnguarded in its guard page's word): its
 // block keeps its record, stacks and canary, checked at Free, but an
 // overrun or a use after free does not fault. guardLedger.skipped counts
-// such runs. A sampled heap's pool (guard.go) is not counted: at most
+// such runs. A sampled heap's pool is not counted: at most
 // 2*poolSlots+2 mappings a heap.
 
 // guardLedger is the process's account of the mappings guard pages hold:
@@ -38,7 +38,7 @@ const (
 	guardMappings = 2
 	// pageUnguarded marks the word of an unguarded run's guard page (its
 	// first heap page): bits 8-31 of a run's later page say only "not a
-	// first page" otherwise (pages.go).
+	// first page" otherwise.
 	pageUnguarded = 1 << 9
 )
 

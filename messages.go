@@ -35,3 +35,18 @@ const refHint = ": a Ref is of a slice Alloc returned, or a prefix of one (not b
 // to get one is to append to a full off-heap slice.
 const appendMoved = "if it came from Alloc and append grew it, append copied it to the Go heap, " +
 	"which Free cannot take; grow off-heap blocks with Realloc, not append (a block of another heap goes back to that heap)"
+
+// sizeString formats n bytes in the largest binary unit it fills:
+// "512 B", "1.5 KiB", "64.0 MiB".
+func sizeString(n uint64) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	i, v := 0, float64(n)/1024
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, units[i])
+}

@@ -81,7 +81,7 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 	// Free is: up to its call of relocate, a stop of the world waits for
 	// it as for a pinned section, so the pagemap and the span, read after
 	// fastSize was seen nonzero (Close zeroes it, then quiesces), stay
-	// mapped meanwhile (closing.go). That saves the pin, a third of a
+	// mapped meanwhile. That saves the pin, a third of a
 	// pass's cost over a heap with nothing to move.
 	a := addrOf(b)
 	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
@@ -99,7 +99,7 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 
 // relocate is Relocate of a block its dense check did not answer for: it
 // moves it, or says why not. What it takes and what it refuses is Free's
-// decision (freeable, place.go), so that it never moves or keeps a block
+// decision (freeable), so that it never moves or keeps a block
 // Free would refuse.
 func (h *Heap) relocate(b []byte) ([]byte, bool) {
 	a := addrOf(b)
@@ -107,7 +107,7 @@ func (h *Heap) relocate(b []byte) ([]byte, bool) {
 		return h.relocateChecked(b)
 	}
 	// The pagemap, the span and the blocks are read between enter and exit:
-	// Close unmaps them (closing.go).
+	// Close unmaps them.
 	if !h.enter() {
 		panic(closedError("Relocate"))
 	}
@@ -118,7 +118,7 @@ func (h *Heap) relocate(b []byte) ([]byte, bool) {
 	case placeRun: // a large block or a live sample: never moved
 		return b, false
 	case placeGuarded:
-		if h.hasChecker() { // a sampled heap's sample: the checker's (guard.go)
+		if h.hasChecker() { // a sampled heap's sample: the checker's
 			h.checkRecordRef(a, 1, "Relocate") // panics unless a starts a live block
 			return b, false
 		}
@@ -146,7 +146,7 @@ func (h *Heap) relocate(b []byte) ([]byte, bool) {
 // of the span Relocate fills, and frees a to s; it returns the new block, or
 // 0 when moving would not help (s is not sparse, or no fuller span has a
 // free block) or the heap is closed. A corrupt free list in the target
-// (freelist.go) is abandoned and returned as err, a not moved; the caller
+// is abandoned and returned as err, a not moved; the caller
 // panics with it once the lock is released, as Alloc does. Called with mu
 // held, between enter and exit.
 func (c *central) relocate(h *Heap, s *span, a uintptr, n int) (uintptr, *corruptError) {
@@ -175,7 +175,7 @@ func (c *central) relocate(h *Heap, s *span, a uintptr, n int) (uintptr, *corrup
 	c.recount(&h.pages, t, k)
 	raceAcquire(ptr(na)) // race builds: take released it to its next owner, this goroutine
 	if c.class != 1 {
-		*(*uint64)(ptr(na + 8)) = 0 // the double-free key (doublefree.go), in case n leaves it
+		*(*uint64)(ptr(na + 8)) = 0 // the double-free key, in case n leaves it
 	}
 	copy(bytesAt(na, n), bytesAt(a, n))
 	raceRelease(ptr(a)) // as in Free
