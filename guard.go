@@ -89,18 +89,12 @@ import (
 	"runtime"
 )
 
-// FaultError turns the value recovered from a fault on a guarded block (of
-// a heap with GuardPages or GuardOneIn) into a *MemoryError: UseAfterFree
-// for a freed block, OutOfBounds for an access past the end of a live one,
-// with the stacks of the block's allocation and free and of the access
-// that faulted (AgainStack). It returns nil for any other value: a panic
-// that is no fault, or a fault on an address no open heap knows as a
-// guarded block (one freed so long ago that its record is gone included).
-// The error is kept with the heap's MemoryErrors.
-//
-// A fault panics only on a goroutine that runs with
-// debug.SetPanicOnFault(true); without it the process dies with the
-// runtime's "unexpected fault address" (see Options.GuardOneIn):
+// FaultError turns the value recovered from a fault on a guarded block
+// (GuardPages, GuardOneIn) into a *MemoryError, kept with MemoryErrors:
+// UseAfterFree or OutOfBounds, with the block's stacks and the faulting
+// access's (AgainStack). It returns nil for any other value, a fault on a
+// block whose record is gone included. A fault panics only on a goroutine
+// with debug.SetPanicOnFault(true) (see Options.GuardOneIn):
 //
 //	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 //	defer func() {

@@ -4,6 +4,34 @@ package offheap
 // that a long-lived heap whose frees left every span with a few survivors
 // can empty spans and give their pages back (docs/storing-values.md shows a
 // pass over a cache).
+//
+// The span Relocate fills for a class (the target) is the fullest one with a
+// free block, chosen when the previous one fills. Relocate takes the new
+// block from it directly, past the magazines and the depot, and puts b
+// straight back on its span's free list, so that a sparse span empties as
+// its blocks move and its pages go back to the page heap, and to the
+// operating system at the next Trim or release. Large blocks and sampled
+// blocks are page runs of their own, whose pages go back whole when they
+// are freed: moving them gives nothing back.
+//
+// Each class keeps a summary of whether any of its blocks can move
+// (relocClass): a pass that converged leaves none that can. Where none can,
+// a block costs a pagemap lookup, which also refuses what Free refuses, and
+// a load of the summary; where one can, a block whose span is fuller than
+// half costs a look at its span as well. Neither takes a lock or writes.
+// Only a freed small block of a class with nothing to move, or of a span
+// that is not sparse, comes back as it is: Relocate then reads its pagemap
+// word, not the block.
+//
+// The handles that can move: a slice from Alloc (store the Ref of the
+// slice Relocate returns); a block allocated through a Local, which goes
+// back to its span, not to the Local; a Buffer's block, through
+// Buffer.Relocate. A Shared's bytes cannot move while retained, and Arena
+// memory is freed only all at once. In checked mode every small block
+// moves, as Realloc's do, through the checker's Alloc and Free: b's later
+// use is reported with Relocate's stack as the free stack, and the checker
+// places the new block where it will, so a checked pass finds stale handles
+// and gives no memory back. A fast heap's move takes no new memory.
 
 import (
 	"errors"
@@ -13,55 +41,20 @@ import (
 
 // Relocate moves b's bytes to a block in a denser span and frees b when b's
 // span is sparse enough that moving helps; it returns the slice to use and
-// whether it moved. When it moves, the new slice has b's length and capacity
-// and holds b's bytes up to its capacity, and b must not be used afterwards;
-// when it does not, it returns b itself and nothing happened. Use it in a
-// defragmentation pass over the values a program keeps (their slices or
-// Refs), after eviction left spans mostly empty: Stats.SpanFreeBytes says
-// how much memory such spans hold beyond their live and cached blocks.
+// whether it moved. A moved slice has b's length, capacity and bytes, and b
+// must not be used afterwards; otherwise Relocate returns b itself and
+// changes nothing. Use it in a defragmentation pass over the values a
+// program keeps, after eviction left spans mostly empty (Stats.SpanFreeBytes
+// says how much such spans hold); call Trim first, since blocks held by
+// magazines, depots and Locals count as live. RelocateAll runs a pass faster.
 //
-// A small block moves when its span holds at most half its blocks live
-// (sparseSpan) and the span Relocate fills for the class is fuller than
-// b's. That span is the fullest one with a free block, chosen when the
-// previous one fills: Relocate takes the new block from it directly, past
-// the magazines and the depot, and puts b straight back on its span's free
-// list, so that a sparse span empties as its blocks move and its pages go
-// back to the page heap (and to the operating system at the next Trim or
-// release). Blocks the program freed count as live for their span while a
-// magazine, a depot or a Local holds them, so call Trim before a pass.
-// Relocate keeps, per class, a summary of whether any block of the class can
-// move (a pass that converged leaves none that can): where none can, a
-// block costs Relocate a pagemap lookup, which also refuses what Free
-// refuses, and a load of the summary; where one can, a block whose span is
-// fuller than half costs a look at its span as well. Neither takes a lock
-// or writes. Large blocks (above the largest size
-// class, page runs of their own) and the blocks the profile sampled are
-// never moved: their pages go back to the page heap whole when they are
-// freed, so moving them gives nothing back.
-//
-// A move counts as an Alloc (a CentralHit, or Fresh when the new block is
-// carved) and a Free of b's class, and in Stats.Relocations; InUseBytes and
-// LiveBlocks do not change.
-//
-// Which handles can move: a slice from Alloc (or its Ref: store the Ref of
-// the slice Relocate returns); a block allocated through a Local, which
-// goes back to its span, not to the Local; a Buffer's block, with
-// Buffer.Relocate. A Shared's bytes cannot move while it is retained, and
-// Arena memory is freed only all at once: Relocate refuses both, panicking
-// as Free does, as it does for anything Free refuses (the same decision); only
-// a freed small block of a class with nothing to move, or of a span that
-// is not sparse, comes back as it is, since Relocate then reads its
-// pagemap word and not the block. In checked mode every small block moves,
-// as Realloc's always do, and b is freed as Free frees it: a later use of
-// b is reported as a use after free, with Relocate's stack as the free
-// stack. The new block comes from the checker's allocator, which places it
-// where it will: a checked pass finds stale handles and gives no memory
-// back. Where the heap cannot supply the new block (its Limit reached), b
-// comes back untouched, as it does from a fast heap, whose moves take no
-// new memory.
-//
-// A pass over many values costs less through RelocateAll, which moves a
-// batch of them as Relocate moves each.
+// A small block moves when its span holds at most half its blocks live and
+// a fuller span of its class has a free block. Large and sampled blocks
+// stay, as does b when the heap cannot supply a new block (its Limit
+// reached). A move counts as an Alloc and a Free of b's class and in
+// Stats.Relocations. Relocate panics, as Free does, for anything Free
+// refuses, a Shared's bytes and Arena memory included. In checked mode every
+// small block moves, and a later use of b is reported as a use after free.
 //
 // Relocate is safe for concurrent use with every other call on the heap,
 // but, like Free, not with another call that frees or moves b itself.

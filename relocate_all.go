@@ -10,22 +10,16 @@ import "sync/atomic"
 // block moves or stays as Relocate would move or keep it, and each move is
 // counted as Relocate counts it. A slice of capacity 0, such as nil, is
 // skipped, so a pass can leave a hole for a value deleted since it was
-// listed. Blocks that move
-// keep their length and capacity; to store their Refs, take the Ref of every
-// slice of bs afterwards (a block that stayed gives the Ref it had).
+// listed. To store Refs, take the Ref of every slice of bs afterwards.
 //
-// RelocateAll is the faster way to run a pass: it enters the heap once, not
-// once a block, looks each block up once, not twice, and makes consecutive
-// moves of a class under one hold of the class's lock, which it lets go
-// at least every 64 slices, so that another goroutine's Alloc of the class
-// waits no longer than that. Hand it the values a pass visits in one call
-// of the cache's lock, a thousand or so (docs/storing-values.md).
+// RelocateAll enters the heap once, looks each block up once, and makes
+// consecutive moves of a class under one hold of the class's lock, let go
+// at least every 64 slices. Hand it the values a pass visits under one hold
+// of the program's own lock, a thousand or so (docs/storing-values.md).
 //
 // A slice that Relocate refuses makes RelocateAll panic as Relocate does,
-// with no lock held: the slices before it hold what Relocate returned for
-// them, and it and the slices after it are as they were. On a closed heap
-// it panics with an error that wraps ErrClosed. In checked mode, RelocateAll
-// calls Relocate for each slice in turn.
+// with no lock held, the slices before it replaced and the rest as they
+// were; on a closed heap it panics with an error wrapping ErrClosed.
 //
 // RelocateAll is safe for concurrent use with every other call on the heap,
 // but not with another call that frees or moves a block of bs, nor with a
