@@ -115,7 +115,7 @@ func (h *Heap) Stats() Stats {
 	for c := range s.Classes {
 		cs := &s.Classes[c]
 		// Clamped: a double free that no check saw (fast mode sees most,
-		// not all: doublefree.go), or a snapshot taken while other
+		// not all), or a snapshot taken while other
 		// goroutines free, may count more Frees than Allocs.
 		cs.InUse = cs.Allocs - min(cs.Frees, cs.Allocs)
 		s.Allocs += cs.Allocs
@@ -135,7 +135,7 @@ func (h *Heap) Stats() Stats {
 	ph.mu.Unlock()
 	if h.chk != nil {
 		// Checked mode: blocks in the quarantine are freed as far as the
-		// program is concerned (checked.go).
+		// program is concerned.
 		h.chk.census(&s)
 	}
 	s.LiveBlocks = liveBlocks(s.Allocs, s.Frees)
@@ -165,8 +165,7 @@ func (h *Heap) InUse() (bytes, blocks uint64) {
 		cen := &h.central[c]
 		net[c] = cen.hits.Load() + cen.fresh.Load() - cen.frees.Load()
 	}
-	// The magazines are read between enter and exit: Close unmaps them
-	// (closing.go).
+	// The magazines are read between enter and exit: Close unmaps them.
 	if !h.enter() {
 		h.mags.mu.Lock()
 		for c := 1; c < numClasses; c++ {
@@ -218,7 +217,7 @@ func (h *Heap) InUse() (bytes, blocks uint64) {
 	return uint64(max(b, 0)), uint64(max(n, 0))
 }
 
-// mappedBytes is Stats().MappedBytes without a lock (golimit.go).
+// mappedBytes is Stats().MappedBytes without a lock.
 func (h *Heap) mappedBytes() uint64 {
 	if h.closed.Load() {
 		return 0 // Close unmapped it all
@@ -233,19 +232,4 @@ func (s Stats) String() string {
 		s.Allocs, s.MagazineHits, s.LocalHits, s.CentralHits, s.Fresh, s.Large, s.Frees,
 		sizeString(s.InUseBytes), sizeString(s.MappedBytes), sizeString(s.ReleasedBytes),
 		sizeString(s.MagazineBytes), sizeString(s.DepotBytes), sizeString(s.LocalBytes))
-}
-
-// sizeString formats n bytes in the largest binary unit it fills:
-// "512 B", "1.5 KiB", "64.0 MiB".
-func sizeString(n uint64) string {
-	const units = "KMGTPE"
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	i, v := 0, float64(n)/1024
-	for v >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", v, units[i])
 }

@@ -56,16 +56,15 @@ type centralLists struct {
 	hits  atomic.Uint64 // Allocs served from a span's free list
 	fresh atomic.Uint64 // Allocs served by carving a new block
 	frees atomic.Uint64 // Frees that came here directly (magazines off or bypassed)
-	moved atomic.Uint64 // blocks Relocate moved out of the class's spans (relocate.go)
+	moved atomic.Uint64 // blocks Relocate moved out of the class's spans
 
-	// corrupt counts the free blocks of abandoned free lists (freelist.go).
+	// corrupt counts the free blocks of abandoned free lists.
 	corrupt atomic.Uint64
 
 	// The profile's count of the allocations no magazine counts (a
 	// refill's own, or every one with magazines off): profLeft, under mu,
 	// is how many more pass before the next sample, which profDue then
-	// marks for the next allocation of the class to reach the slow path
-	// (sampling.go).
+	// marks for the next allocation of the class to reach the slow path.
 	profLeft uint64
 	profDue  atomic.Bool
 }
@@ -89,7 +88,7 @@ const (
 //
 // get, put and putBatch touch the heap's memory (blocks, spans, the page
 // heap) only under mu and with the heap open: Close takes every central
-// lock after it marks the heap closed (closing.go).
+// lock after it marks the heap closed.
 func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -152,6 +151,38 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 		c.countSample()
 	}
 	return n, fresh, err
+}
+
+// countSample counts an allocation of c's class that no magazine counts (a
+// refill's own, or any with magazines off) toward the profile's next
+// sample: after profLeft of them, the class's next allocation to reach the
+// slow path is sampled (profDue, taken by takeSample). Called with mu held:
+// it costs the central path a compare and a decrement. A profLeft of 0 with
+// profDue false, in a heap that does not profile or for the moment
+// takeSample draws the next gap, counts nothing.
+func (c *central) countSample() {
+	if c.profLeft > 0 {
+		if c.profLeft--; c.profLeft == 0 {
+			c.profDue.Store(true)
+		}
+	}
+}
+
+// abandon gives up the free list of s, whose head at block failed follow:
+// its blocks stay counted live in s, so they are never handed out and s is
+// never given back, and Stats counts them as CorruptBytes. It returns the
+// corruption for the caller to panic with once it has released the lock.
+// Called with c's lock held.
+func (c *central) abandon(h *Heap, s *span, block uintptr) *corruptError {
+	k := s.relocKind()
+	c.corrupt.Add(uint64(s.nfree))
+	c.spanFree -= uint64(s.nfree)
+	s.nfree, s.free = 0, 0
+	if s.exhausted() && s.listed {
+		c.unlink(h, s)
+	}
+	c.recount(&h.pages, s, k)
+	return &corruptError{addr: block, size: classSize[s.class]}
 }
 
 // getOne is get for one block, with magazines off. It inlines.
@@ -222,7 +253,7 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 	id := wordSpan(e)
 	s := h.pages.span(id)
 	i, _ := blockIn(b, e, &classInfos[s.class])
-	raceAcquire(ptr(b)) // race builds: after the block's last Free (race.go)
+	raceAcquire(ptr(b)) // race builds: after the block's last Free
 	k := s.relocKind()
 	s.put(&h.links, h.key, b, uint32(i)+1)
 	c.spanFree++

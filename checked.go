@@ -6,44 +6,40 @@ package offheap
 // A checked heap (Options.Checked, Options.GuardPages, or the offheapchecked
 // build tag) is a fast heap whose fast paths decline every operation, and
 // one seam hands what they decline to its checker: allocSlow and freeSlow,
-// Trim, Close and Stats, whose files (alloc.go, free.go, heap.go,
-// closing.go, census.go) are the only core files that name the checker
-// (Heap.chk; TestCheckerSeam).
-// Its magazines keep sampleAt equal to hits (magazine.go), so every Alloc
+// Trim, Close and Stats, the only core paths that name the checker
+// (Heap.chk; TestCheckerSeam). Its magazines keep sampleAt equal to hits, so every Alloc
 // falls to allocSlow, and Free's fast path takes none of its addresses
 // (Heap.fastSize is 0), so every Free falls to freeSlow; fast mode pays no
 // flag test for it (BenchmarkPair64). A sampled heap (Options.GuardOneIn
 // without Checked) keeps its fast paths, and its slow path hands the
-// checker one allocation in about GuardOneIn and their frees (guard.go).
+// checker one allocation in about GuardOneIn and their frees.
 // The two kinds of heap have two names: checked is checked mode,
 // hasChecker is either.
 //
-// The other layers reach the checker through methods of the checked_*.go
-// files: the Local forwards in checked mode (Heap.checked);
+// The other layers reach the checker through its methods: the Local forwards
+// in checked mode (Heap.checked);
 // Realloc leaves the free check to it (checked); Ref and Bytes resolve a
-// handle through its records (checked_ref.go); a Shared of a heap with a
+// handle through its records; a Shared of a heap with a
 // checker is kept in the registry, and a Hot one of a checked heap counts
-// on one count (checked_shared.go); an Arena's freed runs go to its
-// quarantine, and an allocation at the limit empties it
-// (checked_quarantine.go and checked.go); the samplers (sampling.go) ask
-// guardSampled, nextGuard and guardTick (checked.go) when the guard pages'
+// on one count; an Arena's freed runs go to its
+// quarantine, and an allocation at the limit empties it; the samplers ask
+// guardSampled, nextGuard and guardTick when the guard pages'
 // next sample is due.
 //
 // The checker allocates through the heap's own layers, so that a checked
 // program exercises them: a small checked block is a block of the size
 // class for its length plus a canary, taken from and given back through the
 // P's magazine as the fast path would (without a lock, a Go map or a shared
-// cache line on the way: checked_small.go); a large one is a page run of
-// its own (allocLarge); a guarded one is a page run with a guard page
-// (guard.go).
+// cache line on the way); a large one is a page run of
+// its own (allocLarge); a guarded one is a page run with a guard page.
 //
 // # Metadata
 //
 // Every checked block has one record, of one type whatever the block's kind,
 // in a record table that mirrors the heap's address space: one record per 32
 // bytes, at the block start's offset, found with a subtraction and a mask,
-// off-heap and out of reach of a program's overruns into blocks
-// (checked_record.go). The pagemap says what an address is (a small class,
+// off-heap and out of reach of a program's overruns into blocks. The pagemap
+// says what an address is (a small class,
 // a large run, a guarded run, an arena's memory), so no record does. A
 // record holds the block's state (none, live, freeing, freed), the length
 // it was allocated with, a seal of its start and length keyed by the heap's
@@ -54,9 +50,9 @@ package offheap
 // two Frees of one block exactly one proceeds, so a double free is found
 // without a lock.
 //
-// A stack is the raw PCs walked from frame pointers (checked_fp.go), kept
-// once in a process-wide depot (checked_depot.go) and symbolized only when
-// reported (checked_stack.go). allocSlow and freeSlow walk it from their own frames, so
+// A stack is the raw PCs walked from frame pointers, kept
+// once in a process-wide depot and symbolized only when
+// reported. allocSlow and freeSlow walk it from their own frames, so
 // that it starts at the caller of Alloc or Free: every frame between the
 // program and the walk would cost each capture a dependent load, and the
 // heap's own frames are trimmed when a stack is printed (internalFrame).
@@ -77,7 +73,7 @@ package offheap
 // freed one (DoubleFree, with both stacks), verifies it (Corrupted), then
 // marks it freed, poisons the block (every byte poisonByte) or, for a
 // guarded one, makes its pages inaccessible, and puts it at the back of the
-// quarantine (checked_quarantine.go): FIFO rings bounded in blocks and in
+// quarantine: FIFO rings bounded in blocks and in
 // bytes, one per P for the small blocks that P freed and one for the
 // heap's page runs. A block is not reused while it waits there. When a ring
 // is full its oldest block leaves: its poison is checked (a mismatch is a
@@ -125,19 +121,19 @@ type checker struct {
 	rate  uint64 // Options.GuardOneIn
 	ticks atomic.Uint64
 
-	// The record table (checked_record.go): region 0's part, found with one
+	// The record table: region 0's part, found with one
 	// compare against base and size; a later region's is its shadow.
 	base, size uintptr
 	table      unsafe.Pointer
 	pmap       unsafe.Pointer // h.pmap, one load closer
 
-	q quarantine // checked_quarantine.go
+	q quarantine
 
-	found      found                     // the memory errors it found (checked_found.go)
+	found      found                     // the memory errors it found
 	closeLeaks atomic.Pointer[LeakError] // the leaks Close found, for Heap.Leaks
 
 	runMu sync.Mutex
-	// The pool of a sampled heap (guard.go): the guarded runs in [poolBase,
+	// The pool of a sampled heap: the guarded runs in [poolBase,
 	// poolEnd), mapped at NewHeap. Under runMu: free holds the runs not in
 	// use, the longest free first (a FIFO of free[head:head+n], modulo
 	// poolSlots); last, per run, the start of the freed block whose record
@@ -149,7 +145,7 @@ type checker struct {
 		last      [poolSlots]uintptr
 	}
 	// spareRuns are the first pages of one-page guarded runs that left the
-	// quarantine, kept inaccessible for the next guarded block (guard.go).
+	// quarantine, kept inaccessible for the next guarded block.
 	spareRuns []uintptr
 }
 
@@ -197,7 +193,7 @@ func (h *Heap) guardSampled() bool { c := h.chk; return c != nil && c.rate > 0 }
 
 // nextGuard is the count of hits of a magazine's or a Local's stack, now at
 // hits, at which the guard pages' next sample is due: this allocation's,
-// then interval-1 hits; never in a heap that does not sample (sampling.go).
+// then interval-1 hits; never in a heap that does not sample.
 func (h *Heap) nextGuard(hits uint64) uint64 {
 	if !h.guardSampled() {
 		return math.MaxUint64
@@ -332,7 +328,7 @@ func (c *checker) freeRun(a uintptr, st stackID) {
 		err = c.quarantineRun(a, cl)
 	case c.inPool(guardBase(a)):
 		c.protectFreed(a)
-		c.retire(guardBase(a), a) // the pool is its own quarantine (guard.go)
+		c.retire(guardBase(a), a) // the pool is its own quarantine
 	default:
 		c.protectFreed(a)
 		err = c.quarantineRun(a, cl)
@@ -390,8 +386,7 @@ func (c *checker) flush(allPs bool) bool {
 	return held
 }
 
-// outOfService takes the quarantine's rings out of service, for Close
-// (closing.go).
+// outOfService takes the quarantine's rings out of service, for Close.
 func (c *checker) outOfService() { c.q.rings.outOfService() }
 
 // close reports leaks at Close as a *LeakError, joined with the writes after

@@ -15,10 +15,10 @@ import (
 // few call sites, so most stacks repeat. A record keeps a 4-byte stackID and
 // the depot keeps each distinct stack once, as the sanitizers do: a record
 // is 32 bytes where two stacks of 20 PCs would be 360, small enough for a
-// record table with one record per 32 bytes of the heap
-// (checked_record.go), and the record of a block coming back cold from a
+// record table with one record per 32 bytes of the heap, and the record of a
+// block coming back cold from a
 // quarantine costs one miss instead of six. The hash and the lookup cost
-// what the misses would, because the walk (checked_fp_amd64.s) hashes as it
+// what the misses would, because the walk hashes as it
 // goes (BenchmarkCheckedPair64, BenchmarkCheckedLiveK; docs/DESIGN.md).
 //
 // The depot is process-wide, shared by every checked heap, and off-heap:
@@ -78,7 +78,7 @@ func initDepot() {
 
 // Stacks are captured on every checked Alloc and Free, so capturing must be
 // cheap: allocSlow and freeSlow, in their own frames, call fpStack, which
-// walks frame pointers (checked_fp.go) where the architecture allows, and
+// walks frame pointers where the architecture allows, and
 // fill, which falls back on runtime.Callers elsewhere, and intern the stack
 // here. The heap's own frames at the top are dropped when a stack is
 // printed (internalFrame).

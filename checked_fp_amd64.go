@@ -1,6 +1,6 @@
 package offheap
 
-// fpStack walks frame pointers (checked_fp.go, checked_fp_amd64.s). In
+// fpStack walks frame pointers. In
 // assembly on amd64: a walk in Go must keep its pointers in memory to keep
 // vet's unsafe.Pointer check quiet, which makes it twice as slow
 // (BenchmarkCallStack; docs/DESIGN.md).

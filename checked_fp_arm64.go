@@ -2,10 +2,10 @@ package offheap
 
 import "unsafe"
 
-// callerFP returns the frame pointer of its caller (checked_fp_arm64.s).
+// callerFP returns the frame pointer of its caller.
 func callerFP() uintptr
 
-// fpStack walks frame pointers (checked_fp.go). nosplit: no stack growth
+// fpStack walks frame pointers. nosplit: no stack growth
 // (and so no stack copy) between reading the frame pointer and the end of
 // the walk. norace and nocheckptr: the loads are of the goroutine's own
 // stack, which the race detector and checkptr would otherwise instrument as
@@ -17,7 +17,7 @@ func callerFP() uintptr
 func fpStack(pcs *[stackDepth]uintptr) (n int, h uint64) {
 	fp := callerFP() // fpStack's own frame: its caller's PC is at fp+8
 	for first := true; fp != 0; first = false {
-		// The loads are spelled out rather than calling word (unsafe.go):
+		// The loads are spelled out rather than calling word:
 		// a call that is not inlined (go test -gcflags=-l) could grow the
 		// stack and leave fp pointing into the old copy.
 		ra, saved := fp+8, fp

@@ -240,7 +240,7 @@ func (c *checker) poisonLen(a uintptr, cl uint8) uintptr {
 // and, if giveBack, hands the block back to the heap. It returns the write
 // after free it found, if any. Called between enter and exit.
 func (c *checker) release(a uintptr, cl uint8, giveBack bool) error {
-	raceAcquire(ptr(a)) // race builds: after its Free's poison (race.go)
+	raceAcquire(ptr(a)) // race builds: after its Free's poison
 	var err error
 	n := c.poisonLen(a, cl)
 	if cl < numClasses && !poisonedWords(a, uint32(n)) || cl >= numClasses && !poisoned(bytesAt(a, int(n))) {
@@ -261,7 +261,7 @@ func (c *checker) release(a uintptr, cl uint8, giveBack bool) error {
 		c.releaseGuarded(a)
 	default:
 		c.rec(a).state = stateNone
-		raceRelease(ptr(a)) // race builds: to its next Alloc (race.go)
+		raceRelease(ptr(a)) // race builds: to its next Alloc
 		h.freeToCentral(a, cl)
 	}
 	return err

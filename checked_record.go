@@ -41,7 +41,7 @@ const (
 // dividing by the block size and looking the span up took a chain of three
 // loads and a multiply (BenchmarkCheckedPair64).
 //
-// Each region of the heap (region.go) has its own part of the table, the
+// Each region of the heap has its own part of the table, the
 // same size, mapped with it (MAP_NORESERVE) and unmapped at Close: region 0's
 // is c.table, found with one compare; a later region's is found as its
 // blocks are (recFar). Its pages are committed as records are written: at

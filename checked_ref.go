@@ -6,7 +6,7 @@ import (
 )
 
 // Checked mode's side of Ref and Bytes: a handle is resolved only to a live
-// block, read from the block's record (checked.go) without taking a lock for
+// block, read from the block's record without taking a lock for
 // a small block, so a use after free is caught at the handle, before any of
 // the block's bytes is read.
 

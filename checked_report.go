@@ -1,8 +1,8 @@
 package offheap
 
 // What checked mode reports: the errors Free panics with and Close returns,
-// and Lookup's view of a block, built from the records (checked_record.go)
-// and the stacks they name (checked_depot.go).
+// and Lookup's view of a block, built from the records
+// and the stacks they name.
 
 import (
 	"cmp"

@@ -5,9 +5,9 @@ package offheap
 // maps and shared cache lines. An Alloc takes its underlying block from the
 // P's magazine and fills its record pinned; a Free checks and poisons the
 // block and puts it in the P's quarantine ring within one pin, and the block
-// that leaves the ring goes into the P's magazine in the same pin
-// (checked_quarantine.go). BenchmarkCheckedPair64's floor arm does only what
-// checked mode must (two stacks, the record, the canary, the
+// that leaves the ring goes into the P's magazine in the same pin.
+// BenchmarkCheckedPair64's floor arm does only what checked mode must (two
+// stacks, the record, the canary, the
 // compare-and-swap, the poison written and checked through a quarantine of
 // 1024) with none of the heap around it: the distance from it to the
 // checked arm is what the heap adds.
@@ -20,7 +20,7 @@ import (
 )
 
 // minCheckedClass is the smallest class a checked small block takes, so
-// that blocks start at least recGranule bytes apart (checked_record.go).
+// that blocks start at least recGranule bytes apart.
 var minCheckedClass = sizeClass(recGranule)
 
 // checkedClass is the class of a checked small block of n bytes: room for
@@ -36,7 +36,7 @@ const canaryLen = 8
 // allocSmall allocates a checked small block of n bytes for a caller at st:
 // an underlying block of n+canaryLen bytes from this P's magazine (or a
 // refill), its record filled in place. It touches the block and its record
-// pinned, with the magazine in service or the heap seen open (closing.go).
+// pinned, with the magazine in service or the heap seen open.
 func (c *checker) allocSmall(n int, zero bool, st stackID) ([]byte, error) {
 	cl := checkedClass(n)
 	h := c.h
@@ -69,7 +69,7 @@ func (c *checker) allocSmall(n int, zero bool, st stackID) ([]byte, error) {
 // its canary, its zeroing. Called pinned (see allocSmall).
 func (c *checker) fillSmall(a uintptr, n int, cl uint8, st stackID, zero bool) {
 	c.fill(a, uint64(n), st)
-	raceAcquire(ptr(a)) // race builds: after the block left the quarantine (race.go)
+	raceAcquire(ptr(a)) // race builds: after the block left the quarantine
 	canary(c.canaryKey(a), a+uintptr(n), a+uintptr(classSize[cl]), true)
 	if zero {
 		clear(bytesAt(a, n))
@@ -79,8 +79,8 @@ func (c *checker) fillSmall(a uintptr, n int, cl uint8, st stackID, zero bool) {
 // freeSmall frees a, which must be the start of a live small block, for a
 // caller at st, and reports true; false if a is not in a small block's span
 // (the caller then tries the runs). It panics with a *MemoryError. It reads
-// and writes the block and its record pinned, with the heap seen open
-// (closing.go), and reports a bad Free between enter and exit.
+// and writes the block and its record pinned, with the heap seen open, and
+// reports a bad Free between enter and exit.
 func (c *checker) freeSmall(a uintptr, st stackID) bool {
 	pid := pin.Pin()
 	if c.h.closed.Load() {
@@ -110,7 +110,7 @@ func (c *checker) freeSmall(a uintptr, st stackID) bool {
 	r.free = st
 	r.state = stateFreed
 	poisonWords(a, usable)
-	raceRelease(ptr(a)) // race builds: to whoever takes it out of the quarantine (race.go)
+	raceRelease(ptr(a)) // race builds: to whoever takes it out of the quarantine
 	var out ringSlot
 	if p := c.q.rings.get(pid); p != nil { // into the ring within the same pin
 		out = c.ringPush(pid, p, a, cl)
@@ -134,7 +134,7 @@ func (c *checker) freeSmall(a uintptr, st stackID) bool {
 
 // panicFree panics with what is wrong with the Free of a by a caller at st:
 // not a block start (start false), or a block whose record r is not live.
-// It reads the records between enter and exit (closing.go).
+// It reads the records between enter and exit.
 func (c *checker) panicFree(a uintptr, start bool, r *record, st stackID) {
 	if !c.h.enter() {
 		panic(fmt.Errorf("%w: Free of %#x", ErrClosed, a))
@@ -157,7 +157,7 @@ func (c *checker) ringPush(pid int, p *ring, a uintptr, cl uint8) ringSlot {
 	}
 	out := c.q.popSmall(p)
 	oa, ocl := out.addr(), out.class()
-	raceAcquire(ptr(oa)) // race builds: after its Free's poison (race.go); put releases it
+	raceAcquire(ptr(oa)) // race builds: after its Free's poison; put releases it
 	if m := c.h.mag(pid); m != nil && poisonedWords(oa, classSize[ocl]) && m.put(ocl, oa) {
 		c.rec(oa).state = stateNone
 		return 0
@@ -186,7 +186,7 @@ func (c *checker) quarantineSmall(a uintptr, cl uint8) ringSlot {
 }
 
 // ringless takes the freed small block a of class cl on P pid, which has no
-// ring, between enter and exit (closing.go), and reports whether it is done
+// ring, between enter and exit, and reports whether it is done
 // with it: through the runs' ring for a P beyond maxProcs; else it gives the
 // P a ring (false: try again), or gives the block back at once if none can
 // be had. On a closing heap the block goes with the heap.

@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// Stacks in checked mode are captured on every Alloc and Free
-// (checked_depot.go), so symbolizing must wait: a stack is a fixed
+// Stacks in checked mode are captured on every Alloc and Free, so symbolizing
+// must wait: a stack is a fixed
 // array of return PCs, kept once in the stack depot and turned into text only
 // when an error or a Lookup reports it.
 

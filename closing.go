@@ -26,7 +26,7 @@ import (
 //     ring, an arena's per-P array from a.procs, loaded inside the pinned
 //     section. The fast paths. Close takes every such structure out of
 //     service, under the lock that installs it (which refuses to install on
-//     a closed heap: perP), then quiesces (quiesce.go): a pinned section
+//     a closed heap: perP), then quiesces: a pinned section
 //     that began before cannot outlast the stop of the world, and one that
 //     begins after finds nothing in service.
 //  2. Pinned, having seen the heap open inside the pinned section (h.closed
@@ -35,15 +35,15 @@ import (
 //     refilled block, Realloc of a small block (in place, or moved through
 //     the magazine, a copy of at most maxSmall bytes: reallocSmall), a
 //     Shared's slow count operations, a checked heap's small-block Alloc
-//     and Free (checked_small.go).
+//     and Free.
 //     Free and Shared.Retain and Release do the same without the pin: they
 //     are go:nosplit, which leaves them no safe point but their calls, so
 //     the stop of the world waits for them as for a pinned section. Free
-//     sees the heap open in fastSize, which Close zeroes first (heap.go);
-//     Retain and Release in h.closed (shared.go, Plain handles). A Local's
+//     sees the heap open in fastSize, which Close zeroes first;
+//     Retain and Release in h.closed (Plain handles). A Local's
 //     Alloc, AllocUnzeroed and Free too, in fastSize, before they touch
-//     the Local's stacks, which Close unmaps with the rest (local.go); and
-//     Relocate's dense check, in fastSize (relocate.go).
+//     the Local's stacks, which Close unmaps with the rest; and
+//     Relocate's dense check, in fastSize.
 //  3. Under a central list's lock, having seen h.closed false under it: the
 //     central lists (central.get) and the spans and page-heap operations
 //     they reach. Close takes every central lock after it waits out the
@@ -69,7 +69,7 @@ import (
 // pinned section takes a lock, and code
 // between enter and exit must not wait for anything Close holds while it
 // waits (closeMu), nor run the program's code: an OnLastRelease callback may
-// call Close, so callbacks run outside (shared.go). Every exit is deferred,
+// call Close, so callbacks run outside. Every exit is deferred,
 // so a panic inside does not leave a count behind.
 //
 // What Close cannot wait for is the program's own access to memory it still
@@ -167,7 +167,7 @@ func (h *Heap) Close() error {
 		return nil
 	}
 	// Take every per-P structure out of service and wait until no
-	// goroutine can be inside a fast path or a slow path (closing.go).
+	// goroutine can be inside a fast path or a slow path.
 	chk := h.chk
 	h.mags.outOfService()
 	if chk != nil {

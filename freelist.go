@@ -72,49 +72,6 @@ func (k *listKeys) mask(block uintptr) uint64 {
 	return bits.RotateLeft64(uint64(block)*k.mul, 29) ^ k.xor
 }
 
-// link writes the free list's link into the free block at block of span s:
-// next, the next block's index+1 (0: the end), encoded, and the double-free
-// key for a block that has room for it.
-func (s *span) link(k *listKeys, key uint64, block uintptr, next uint32) {
-	*word(block) = uintptr(uint64(next) ^ k.mask(block))
-	if s.class != 1 {
-		*(*uint64)(ptr(block + 8)) = key
-	}
-}
-
-// follow checks the free block at block, the head of s's list with rest
-// blocks after it, and returns its link: the next block's index+1. It
-// reports false if the block was written after its Free: its key is gone,
-// or its link decodes to no carved block of s, or to something other than
-// the end when rest is 0.
-func (s *span) follow(k *listKeys, key uint64, block uintptr, rest uint32) (uint32, bool) {
-	if s.class != 1 && *(*uint64)(ptr(block + 8)) != key {
-		return 0, false
-	}
-	next := uint64(*word(block)) ^ k.mask(block)
-	if rest == 0 {
-		return 0, next == 0
-	}
-	return uint32(next), next-1 < uint64(s.carved)
-}
-
-// abandon gives up the free list of s, whose head at block failed follow:
-// its blocks stay counted live in s, so they are never handed out and s is
-// never given back, and Stats counts them as CorruptBytes. It returns the
-// corruption for the caller to panic with once it has released the lock.
-// Called with c's lock held.
-func (c *central) abandon(h *Heap, s *span, block uintptr) *corruptError {
-	k := s.relocKind()
-	c.corrupt.Add(uint64(s.nfree))
-	c.spanFree -= uint64(s.nfree)
-	s.nfree, s.free = 0, 0
-	if s.exhausted() && s.listed {
-		c.unlink(h, s)
-	}
-	c.recount(&h.pages, s, k)
-	return &corruptError{addr: block, size: classSize[s.class]}
-}
-
 // corruptError is a free list that failed its check: the free block at
 // addr, of size bytes, was written after its Free. Allocs panic with its
 // message (panicCorrupt), never return it.

@@ -5,7 +5,7 @@ package offheap
 // mapped) or clean (given back, or never touched: it reads as zeros, and is
 // counted released). A dirty page is either waiting for the release timer
 // (freeRun.dirty) or parked, due but sharing an OS page with a page in use
-// (freeRun.parked, release.go): parked pages hold old bytes as much as any
+// (freeRun.parked): parked pages hold old bytes as much as any
 // dirty page. Every path that takes free pages back into use, a new run
 // (pageHeap.alloc) or a run grown in place over the pages after it
 // (pageHeap.extend), goes through reuse, which reads the pages' own words
@@ -18,7 +18,7 @@ type freeRun struct {
 	pages  uint32
 	oldest uint32 // at most the tick of every dirty page of the run but the parked
 	dirty  bool   // the run may hold dirty pages that are not parked
-	parked bool   // the run may hold parked pages (release.go)
+	parked bool   // the run may hold parked pages
 }
 
 // mayHoldOld reports whether any page of r may hold old bytes: dirty, or

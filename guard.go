@@ -7,13 +7,13 @@ package offheap
 // A guarded block of n bytes gets a page run of its own: its data pages,
 // ceil(n/8 KiB) rounded up to whole OS pages, and a guard page after them,
 // one OS page, which is made inaccessible (PROT_NONE); the run starts on an
-// OS page, so that no protection reaches a neighbour (ospage.go; with 4 KiB
+// OS page, so that no protection reaches a neighbour (with 4 KiB
 // OS pages an OS page here is one heap page). The block is placed at the
 // end of its data pages, rounded up to
 // 16 bytes so that it keeps Alloc's alignment: a read or write past its end
 // reaches the guard page within 15 bytes (those 15 are a canary, checked at
 // Free). When the block is freed its data pages become inaccessible too and
-// the run waits in the checker's quarantine (checked_quarantine.go), so the address is
+// the run waits in the checker's quarantine, so the address is
 // not reused at once; when it leaves, the pages are made accessible again and
 // go back to the page heap; a run of one OS page of data (a block of up to
 // 8 KiB, the usual sample, with OS pages of 8 KiB or less) is kept instead,
@@ -23,10 +23,10 @@ package offheap
 // The pagemap marks every page of the run, guard page included, with
 // classGuarded: Free's fast path takes no such block for a small one and falls
 // to freeSlow, whose switch on the class hands it to the checker. Words have the
-// layout of every run of its own (pages.go): the first page holds the run's
+// layout of every run of its own: the first page holds the run's
 // length, guard pages included, in bits 32-63, the others have bit 8 set.
-// The block's record is at its start, as every checked block's is
-// (checked_record.go); Lookup finds it from any page of the run.
+// The block's record is at its start, as every checked block's is; Lookup
+// finds it from any page of the run.
 //
 // # What a fault looks like
 //
@@ -40,7 +40,7 @@ package offheap
 //
 // followed by the goroutine's traceback, which shows where the bad access
 // happened. (Not in a race build: the heap is Go memory there, which
-// protectRegion leaves accessible; region_race.go.) To learn which block
+// protectRegion leaves accessible.) To learn which block
 // the address belonged to and where it was allocated and freed, make the
 // fault recoverable with debug.SetPanicOnFault(true) on the goroutine that
 // may fault: the fault then panics with a runtime.Error that has an Addr()
@@ -52,7 +52,7 @@ package offheap
 // accessible pages and its guard page), and Linux limits a process to about
 // 65,000 (vm.max_map_count): GuardPages suits tests and small heaps; sampling
 // suits production. Past half the limit, or where the kernel refuses the
-// guard page, a guarded block gets none (guard_maps.go): it is still
+// guard page, a guarded block gets none: it is still
 // recorded and checked at Free, but does not fault.
 //
 // # Sampling
@@ -61,7 +61,7 @@ package offheap
 // allocations. The decision costs the fast path one compare: each magazine
 // class keeps, next to its count of magazine hits, the hit count at which the
 // next allocation is sampled (classStack.sampleAt), shared with the profile's
-// sampling (sampling.go). The fast path stops short when the two are equal,
+// sampling. The fast path stops short when the two are equal,
 // so the allocation falls to the slow path, where sampleDue draws the next
 // interval (uniform in [1, 2*GuardOneIn-1], mean GuardOneIn, random so that
 // a periodic program is not always sampled at the same call) and the
@@ -203,7 +203,7 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 	if err != nil {
 		return 0, false, err
 	}
-	if !ph.takeGuardMappings() { // guard_maps.go
+	if !ph.takeGuardMappings() {
 		ph.leaveUnguarded(base)
 		return base, dirty, nil
 	}
@@ -245,7 +245,7 @@ func (c *checker) guardedBlock(base uintptr) (uintptr, *record) {
 func (c *checker) protectFreed(a uintptr) {
 	base := guardBase(a)
 	if c.h.pages.unguarded(base) {
-		return // accessible, as it was allocated (guard_maps.go)
+		return // accessible, as it was allocated
 	}
 	_ = protectRegion(ptr(base), c.guardPage(base)-base)
 }
@@ -257,7 +257,7 @@ func (c *checker) protectFreed(a uintptr) {
 func (c *checker) releaseGuarded(a uintptr) {
 	base := guardBase(a)
 	ph := &c.h.pages
-	if ph.unguarded(base) { // accessible whole, and no spare (guard_maps.go)
+	if ph.unguarded(base) { // accessible whole, and no spare
 		ph.freeRun(base, classGuarded)
 		return
 	}

@@ -18,7 +18,7 @@ import (
 // its guard page (unguarded, pageUnguarded in its guard page's word): its
 // block keeps its record, stacks and canary, checked at Free, but an
 // overrun or a use after free does not fault. guardLedger.skipped counts
-// such runs. A sampled heap's pool (guard.go) is not counted: at most
+// such runs. A sampled heap's pool is not counted: at most
 // 2*poolSlots+2 mappings a heap.
 
 // guardLedger is the process's account of the mappings guard pages hold:

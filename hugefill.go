@@ -7,8 +7,8 @@ import "math/bits"
 // page goes into the fullest huge-page range that already holds allocated
 // pages and has a free run to take it, before any run of an entirely free
 // range and before the frontier. Ranges then fill up, and free memory
-// gathers in whole free ranges, which the release timer gives back whole
-// (hugepages.go), where first fit by length leaves a few pages allocated in
+// gathers in whole free ranges, which the release timer gives back whole,
+// where first fit by length leaves a few pages allocated in
 // many ranges, each of which keeps its whole huge page mapped. A run of a
 // huge page or more starts on a range's first page where a free run or the
 // frontier allows, so that it covers whole ranges of its own and shares at

@@ -37,7 +37,7 @@ import (
 // of it, so a huge page goes back whole; Trim and the Limit release every
 // free page, breaking held ranges where they must (releaseRun). A release
 // of any page of a range ends its hold. Spans and runs are placed to fill
-// the ranges already in use before they start new ones (hugefill.go).
+// the ranges already in use before they start new ones.
 //
 // A range not yet dense when the pass looks at it stays a candidate while
 // any of its pages is allocated: the program may be writing it still. The
@@ -84,14 +84,14 @@ type hugeState struct {
 	last   int64               // the last allocation noted
 	busy   uint32              // the range being collapsed, or noRange
 	broken bool                // a page of busy was released during its collapse
-	fill   hugeFill            // allocated pages by range, for placement (hugefill.go)
+	fill   hugeFill            // allocated pages by range, for placement
 	// mu is held across each collapse, so that close can wait out the one
 	// in progress before the regions are unmapped.
 	mu sync.Mutex
 }
 
 // initHuge turns huge pages on, where the system has 2 MiB ones and
-// regions are the system's memory (region_os.go).
+// regions are the system's memory.
 func (ph *pageHeap) initHuge() {
 	if osmem.HugePageSize != 2<<20 || !regionsCollapse {
 		return

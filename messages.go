@@ -36,3 +36,18 @@ const refHint = ": a Ref is of a slice Alloc returned, or a prefix of one (not b
 // off-heap slice.
 const appendMoved = "free a block through the heap that allocated it, and grow one with Realloc, " +
 	"not append (append copies a full off-heap slice to the Go heap)"
+
+// sizeString formats n bytes in the largest binary unit it fills:
+// "512 B", "1.5 KiB", "64.0 MiB".
+func sizeString(n uint64) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	i, v := 0, float64(n)/1024
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, units[i])
+}

@@ -11,7 +11,7 @@ import (
 )
 
 // The page heap owns the heap's address space: regions reserved with mmap,
-// laid into one virtual page space (region.go) and cut into 8 KiB pages.
+// laid into one virtual page space and cut into 8 KiB pages.
 // Spans of small blocks and large blocks are runs of pages. Every page of
 // the earlier regions has been committed (made readable and writable); in
 // the current region, the last one made, the pages below the frontier have,
@@ -22,14 +22,14 @@ import (
 // memory) or clean (given back to the operating system with madvise, or
 // never touched: it reads as zeros). A freed page stays dirty for
 // ReleaseDelay, so that a heap that frees and reallocates does not pay a
-// system call each time; then the release timer gives it back (release.go).
+// system call each time; then the release timer gives it back.
 //
 // Every page has one pagemap word, the only structure Free reads without a
 // lock; its encoding is pagemap.go's.
 
 const (
-	// spanBytes is the size of a span struct in the span array (span.go
-	// holds it to the struct's size).
+	// spanBytes is the size of a span struct in the span array; an
+	// assertion beside the struct holds the two equal.
 	spanBytes = 32
 
 	pageShift = 13
@@ -77,16 +77,16 @@ type pageHeap struct {
 	timer         *time.Timer           // pending release of dirty pages; nil when none
 	timerAt       int64                 // when timer fires, by clock
 	closed        bool
-	huge          hugeState // huge pages (Options.HugePages): hugepages.go
+	huge          hugeState // huge pages (Options.HugePages)
 
 	// The mappings this heap's guard pages hold, and whether Close gave
-	// them back: under guardLedger.mu (guard_maps.go).
+	// them back: under guardLedger.mu.
 	guardHeld   int64
 	guardClosed bool
-	moved       []pageRange // ranges movePages moved pages into, not yet renewed (mappings.go)
-	scarred     bool        // pages have moved: Trim renews the free runs (mappings.go)
+	moved       []pageRange // ranges movePages moved pages into, not yet renewed
+	scarred     bool        // pages have moved: Trim renews the free runs
 
-	// The census, written under mu and read without it (census.go): large
+	// The census, written under mu and read without it: large
 	// blocks, the pages they hold, and mapped, which is mappedPages() in
 	// bytes, stored wherever frontier or released change.
 	largeAllocs, largeFrees atomic.Uint64
@@ -124,7 +124,7 @@ var mappedChanged func()
 // pages were dirty (their contents are not zero). Called with mu held.
 //
 // A run of an OS page or more starts on an OS page whatever the caller
-// asks (ospage.go), so that it shares no OS page with the run before it,
+// asks, so that it shares no OS page with the run before it,
 // and once freed leaves no page parked but in the OS page of its last
 // page: with 64 KiB pages, after churn and Trim, a heap then keeps less
 // than one with 64 KiB heap pages would, where runs placed anywhere kept
@@ -148,7 +148,7 @@ func (ph *pageHeap) alloc(n, align uint32, mark func(i uint32) uint64) (first ui
 			return 0, 0, ph.limitError(n)
 		}
 		if ph.huge.on && n >= hugeSpan {
-			align = hugeSpan // whole ranges of its own (hugefill.go)
+			align = hugeSpan // whole ranges of its own
 		}
 		if first, err = ph.fresh(n, align); err != nil {
 			return 0, 0, err
@@ -212,7 +212,7 @@ func (ph *pageHeap) commitAbove(r *region, to uint32) error {
 // takeRun removes a free run of at least n pages from the free set, splits
 // off the excess, and returns its first page and what is known of its
 // pages; the first page is a multiple of align. With huge pages on it
-// looks first where takeHuge places (hugefill.go); otherwise, and where
+// looks first where takeHuge places; otherwise, and where
 // that finds nothing, it takes the shortest run that holds n pages. Called
 // with mu held.
 func (ph *pageHeap) takeRun(n, align uint32) (uint32, freeRun, bool) {

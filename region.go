@@ -32,15 +32,15 @@ import (
 //
 // What the rest of the heap may assume of regions: each is a multiple of
 // osPageBytes long and starts on an osPageBytes boundary, and its first
-// virtual page is a multiple of osPagePages (ospage.go), and of hugeSpan with
-// huge pages on (hugefill.go); they do not overlap; they
+// virtual page is a multiple of osPagePages, and of hugeSpan with
+// huge pages on; they do not overlap; they
 // are created under pageHeap.mu and live until Close. Nothing else: not
 // their count, their order in memory, their adjacency or their size beyond
 // what was asked. mapRegion and unmapRegion are the only code that obtains
 // and gives back a region's memory, and commitRegion and protectRegion the
 // only code that changes what may access it: reservations of the operating
-// system's (region_os.go), or Go memory in race-detector builds
-// (region_race.go). Releasing pages (osmem.Release, madvise) works on
+// system's, or Go memory in race-detector builds. Releasing pages
+// (osmem.Release, madvise) works on
 // either.
 
 // maxVirtPages is the size of the largest virtual page space, 16 TiB: page
@@ -59,7 +59,7 @@ type region struct {
 	pages uint32
 	// shadow is, in a heap with a checker, the region's part of the
 	// checker's record table: bytes long, mirroring the region byte for
-	// byte (checked_record.go). nil otherwise.
+	// byte. nil otherwise.
 	shadow unsafe.Pointer
 }
 
@@ -182,7 +182,7 @@ func (ph *pageHeap) addRegion(n uint32) error {
 	first := uint64(osPageUp(last.first + last.pages + 1)) // a gap page at least
 	if ph.huge.on {
 		// A range's first page, so that a multiple of hugeSpan in the
-		// virtual page space is one in memory (hugefill.go).
+		// virtual page space is one in memory.
 		first = (first + hugeSpan - 1) &^ (hugeSpan - 1)
 	}
 	room := uint64(ph.maxPages) - min(first, uint64(ph.maxPages))

@@ -10,7 +10,7 @@ import (
 
 // A region's memory comes from the operating system: address space reserved
 // with mmap, committed in runs as the page heap needs it. (A race-detector
-// build uses Go memory instead: region_race.go.)
+// build uses Go memory instead.)
 
 // firstRegionSize is the size of the first region NewHeap reserves, for the
 // size the heap would like: that size.
@@ -21,15 +21,15 @@ func firstRegionSize(want uintptr) uintptr { return want }
 // size class, so that no write running or skipping past a block at the
 // region's edge, short of that many bytes, reaches whatever the system maps
 // next to it, the heap's metadata included (docs/DESIGN.md, What lives
-// where). A multiple of the largest OS page, 64 KiB (ospage.go), and so of
+// where). A multiple of the largest OS page, 64 KiB, and so of
 // osPageBytes, so the region stays aligned.
 const regionGuard = maxSmall
 
 var _ = [1]struct{}{}[regionGuard%(64<<10)]
 
 // regionAlign is the alignment of a region's base: a 2 MiB huge page, so
-// that the huge-page ranges of a region are its own aligned stretches
-// (hugepages.go), and a multiple of every OS page (ospage.go). It costs
+// that the huge-page ranges of a region are its own aligned stretches, and a
+// multiple of every OS page. It costs
 // address space only.
 const regionAlign = 2 << 20
 
@@ -76,7 +76,7 @@ func unmapRegion(p unsafe.Pointer, n uintptr) error {
 func commitRegion(p unsafe.Pointer, n uintptr) error { return osmem.Commit(p, n) }
 
 // protectRegion makes [p, p+n) of a region fault on any access, keeping its
-// contents (guard pages: guard.go); commitRegion undoes it.
+// contents (guard pages); commitRegion undoes it.
 func protectRegion(p unsafe.Pointer, n uintptr) error { return osmem.Protect(p, n) }
 
 // movePages moves the pages of [src, src+n) of a region to [dst, dst+n) of

@@ -26,7 +26,7 @@ import (
 //   - NewHeap's first region is at most raceFirstRegion, not 64 GiB of
 //     reservation: Go memory is allocated, if not touched, at once, and
 //     the Go runtime counts it as its heap. The heap grows by regions as it
-//     needs (region.go), each one Go memory too, and never one larger than
+//     needs, each one Go memory too, and never one larger than
 //     the machine's memory and swap (osmem.Memory), which Go could not map
 //     and would die of: an allocation that needs one fails as when the
 //     system refuses address space.
@@ -153,7 +153,7 @@ func protectRegion(unsafe.Pointer, uintptr) error { return nil }
 var errRaceNoMove = errors.New("offheap: a race build's regions are Go memory, whose pages are not moved")
 
 // movePages fails: the Go runtime owns the page tables of Go memory, so the
-// caller copies (region_os.go's moves the pages).
+// caller copies (a build on the system's memory moves the pages).
 func movePages(dst, src unsafe.Pointer, n uintptr) error { return errRaceNoMove }
 
 // renewRegion gives the pages of [p, p+n) back (osmem.Release): Go memory

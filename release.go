@@ -8,7 +8,7 @@ import (
 )
 
 // Giving free pages back to the operating system: a freed page stays dirty
-// for ReleaseDelay (pages.go), then the release timer hands it back with
+// for ReleaseDelay, then the release timer hands it back with
 // madvise, and Trim and a heap at its Limit hand back every dirty page at
 // once (releaseAll).
 //
@@ -21,7 +21,7 @@ import (
 // dirty pages' ticks (freeRun.oldest), so the timer visits only the runs with
 // pages due, and it is armed for when the oldest dirty page falls due.
 //
-// madvise works on whole OS pages (ospage.go): a page goes back only with
+// madvise works on whole OS pages: a page goes back only with
 // every other page of its OS page, when each of them is free and either
 // clean or due, so that no release reaches a page in use. A due page whose
 // OS page also holds a page in use, or a page not yet due, is parked: it
@@ -145,7 +145,7 @@ func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool
 		}
 		r.dirty = true
 	}
-	var held func(p uint32) bool // pages the timer keeps, to keep huge pages whole (hugepages.go)
+	var held func(p uint32) bool // pages the timer keeps, to keep huge pages whole
 	if ph.huge.on && !all {
 		rg := ph.region(first)
 		held = func(p uint32) bool { return ph.holdsPage(rg, first, r.pages, p) }
@@ -199,7 +199,7 @@ func (ph *pageHeap) giveBack(from, to uint32) bool {
 		}
 	}
 	ph.noteRelease(from, to-from)
-	ph.renewMoved(from, to) // merged with their neighbours again (mappings.go)
+	ph.renewMoved(from, to) // merged with their neighbours again
 	ph.releasePagemap(from, to)
 	if ph.shadowed { // their records are all none: zero pages say so too
 		rg := ph.region(from)
@@ -246,7 +246,7 @@ func (ph *pageHeap) trim() {
 	ph.mu.Lock()
 	ph.releaseAll()
 	if ph.scarred {
-		ph.renewFree() // mappings.go
+		ph.renewFree()
 	}
 	ph.mu.Unlock()
 }

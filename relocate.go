@@ -4,6 +4,34 @@ package offheap
 // that a long-lived heap whose frees left every span with a few survivors
 // can empty spans and give their pages back (docs/storing-values.md shows a
 // pass over a cache).
+//
+// The span Relocate fills for a class (the target) is the fullest one with a
+// free block, chosen when the previous one fills. Relocate takes the new
+// block from it directly, past the magazines and the depot, and puts b
+// straight back on its span's free list, so that a sparse span empties as
+// its blocks move and its pages go back to the page heap, and to the
+// operating system at the next Trim or release. Large blocks and sampled
+// blocks are page runs of their own, whose pages go back whole when they
+// are freed: moving them gives nothing back.
+//
+// Each class keeps a summary of whether any of its blocks can move
+// (relocClass): a pass that converged leaves none that can. Where none can,
+// a block costs a pagemap lookup, which also refuses what Free refuses, and
+// a load of the summary; where one can, a block whose span is fuller than
+// half costs a look at its span as well. Neither takes a lock or writes.
+// Only a freed small block of a class with nothing to move, or of a span
+// that is not sparse, comes back as it is: Relocate then reads its pagemap
+// word, not the block.
+//
+// The handles that can move: a slice from Alloc (store the Ref of the
+// slice Relocate returns); a block allocated through a Local, which goes
+// back to its span, not to the Local; a Buffer's block, through
+// Buffer.Relocate. A Shared's bytes cannot move while retained, and Arena
+// memory is freed only all at once. In checked mode every small block
+// moves, as Realloc's do, through the checker's Alloc and Free: b's later
+// use is reported with Relocate's stack as the free stack, and the checker
+// places the new block where it will, so a checked pass finds stale handles
+// and gives no memory back. A fast heap's move takes no new memory.
 
 import (
 	"errors"
@@ -40,7 +68,7 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 	// Free is: up to its call of relocate, a stop of the world waits for
 	// it as for a pinned section, so the pagemap and the span, read after
 	// fastSize was seen nonzero (Close zeroes it, then quiesces), stay
-	// mapped meanwhile (closing.go). That saves the pin, a third of a
+	// mapped meanwhile. That saves the pin, a third of a
 	// pass's cost over a heap with nothing to move.
 	a := addrOf(b)
 	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
@@ -55,7 +83,7 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 
 // relocate is Relocate of a block its dense check did not answer for: it
 // moves it, or says why not. What it takes and what it refuses is Free's
-// decision (freeable, place.go), so that it never moves or keeps a block
+// decision (freeable), so that it never moves or keeps a block
 // Free would refuse.
 func (h *Heap) relocate(b []byte) ([]byte, bool) {
 	a := addrOf(b)
@@ -63,7 +91,7 @@ func (h *Heap) relocate(b []byte) ([]byte, bool) {
 		return h.relocateChecked(b)
 	}
 	// The pagemap, the span and the blocks are read between enter and exit:
-	// Close unmaps them (closing.go).
+	// Close unmaps them.
 	if !h.enter() {
 		panic(closedError("Relocate"))
 	}
@@ -74,7 +102,7 @@ func (h *Heap) relocate(b []byte) ([]byte, bool) {
 	case placeRun: // a large block or a live sample: never moved
 		return b, false
 	case placeGuarded:
-		if h.hasChecker() { // a sampled heap's sample: the checker's (guard.go)
+		if h.hasChecker() { // a sampled heap's sample: the checker's
 			h.checkRecordRef(a, 1, "Relocate") // panics unless a starts a live block
 			return b, false
 		}
@@ -102,7 +130,7 @@ func (h *Heap) relocate(b []byte) ([]byte, bool) {
 // of the span Relocate fills, and frees a to s; it returns the new block, or
 // 0 when moving would not help (s is not sparse, or no fuller span has a
 // free block) or the heap is closed. A corrupt free list in the target
-// (freelist.go) is abandoned and returned as err, a not moved; the caller
+// is abandoned and returned as err, a not moved; the caller
 // panics with it once the lock is released, as Alloc does. Called with mu
 // held, between enter and exit.
 func (c *central) relocate(h *Heap, s *span, a uintptr, n int) (uintptr, *corruptError) {
@@ -131,7 +159,7 @@ func (c *central) relocate(h *Heap, s *span, a uintptr, n int) (uintptr, *corrup
 	c.recount(&h.pages, t, k)
 	raceAcquire(ptr(na)) // race builds: take released it to its next owner, this goroutine
 	if c.class != 1 {
-		*(*uint64)(ptr(na + 8)) = 0 // the double-free key (doublefree.go), in case n leaves it
+		*(*uint64)(ptr(na + 8)) = 0 // the double-free key, in case n leaves it
 	}
 	copy(bytesAt(na, n), bytesAt(a, n))
 	raceRelease(ptr(a)) // as in Free

@@ -118,7 +118,7 @@ func sparseSpan(live, blocks uint32) bool { return live <= blocks/2 }
 // s: a hint, which Relocate checks again under the lock. nfree is read
 // first, so that the difference cannot wrap (carved only grows while a span
 // lives, and nfree never passes it). The span array is metadata, mapped
-// outside Go's memory in every build (region_race.go).
+// outside Go's memory in every build.
 func spanLive(s *span) uint32 {
 	free := atomic.LoadUint32(&s.nfree)
 	return atomic.LoadUint32(&s.carved) - free

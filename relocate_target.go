@@ -15,12 +15,12 @@ import (
 // in a heap by their live blocks. Spans other than the target only lose
 // blocks to a pass, so a candidate found with fewer than its key is placed
 // again by what it holds, and the first is then the fullest, as a scan
-// would find it. A scan costs a load per partial span, and once per span
-// filled, as it was, it made a pass's cost grow with the square of the
-// heap (docs/DESIGN.md, "Relocate's target, from a heap"); now it costs
-// that and the heap's ordering once per as many choices as it found spans:
-// scanBudget, spent by each look at the candidates, has the list scanned
-// again then (new spans join it so), and Trim empties it (central.trim).
+// would find it. A scan costs a load per partial span, so one per span
+// filled would make a pass's cost grow with the square of the heap
+// (docs/DESIGN.md, "Relocate's target, from a heap"); it runs, with the
+// heap's ordering, once per as many choices as it found spans: scanBudget,
+// spent by each look at the candidates, has the list scanned again then
+// (new spans join it so), and Trim empties it (relocClass.forget).
 // Called with mu held.
 func (c *central) target(h *Heap, s *span, live uint32) *span {
 	var cur *span

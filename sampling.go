@@ -77,21 +77,6 @@ func (h *Heap) sampleDue(n int) (guard, prof bool) {
 	return guard, prof && !guard
 }
 
-// countSample counts an allocation of c's class that no magazine counts (a
-// refill's own, or any with magazines off) toward the profile's next
-// sample: after profLeft of them, the class's next allocation to reach the
-// slow path is sampled (profDue, taken by takeSample). Called with mu held:
-// it costs the central path a compare and a decrement. A profLeft of 0 with
-// profDue false, in a heap that does not profile or for the moment
-// takeSample draws the next gap, counts nothing.
-func (c *central) countSample() {
-	if c.profLeft > 0 {
-		if c.profLeft--; c.profLeft == 0 {
-			c.profDue.Store(true)
-		}
-	}
-}
-
 // takeSample reports whether the allocation of c's class that reached the
 // slow path is the one countSample marked, and if so draws the next gap.
 func (c *central) takeSample(p *profiler) bool {

@@ -16,7 +16,7 @@ func sizeClass(n int) uint8 {
 	return sizeToClass128[(n-1024+127)>>7]
 }
 
-// The spans of this process: the span tier is the OS page (ospage.go):
+// The spans of this process: the span tier is the OS page:
 // tier 0 up to 8 KiB, 1 for 16 KiB, 2 for 32 KiB, 3 for 64 KiB and above.
 var (
 	spanTier = min(bits.TrailingZeros32(osPagePages), spanTiers-1)
@@ -38,8 +38,8 @@ var (
 // keepEmptyPages is how many pages of empty spans a class keeps for reuse
 // before it gives spans back to the page heap: without it a class that
 // allocates and frees one block would make and unmake a span each time, and
-// with smaller spans (4 KiB OS pages) one span's worth was measured to do
-// just that every few blocks (docs/DESIGN.md, "Span sizes").
+// with the small spans of 4 KiB OS pages one span's worth is too few to stop
+// it (docs/DESIGN.md, "Span sizes").
 const keepEmptyPages = 8
 
 // keepEmpty is how many empty spans each class keeps: keepEmptyPages'

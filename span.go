@@ -11,8 +11,8 @@ import "unsafe"
 // partial list while it has a block to give (nfree > 0 or uncarved blocks
 // left). All fields are guarded by the class's central lock.
 //
-// The free list links blocks through their first word, encoded and checked
-// (freelist.go): a write after free cannot steer take to anything but a
+// The free list links blocks through their first word, encoded and checked: a
+// write after free cannot steer take to anything but a
 // block of the span.
 type span struct {
 	start  uintptr // address of block 0
@@ -59,12 +59,12 @@ func (s *span) take(k *listKeys, key uint64) (block uintptr, carved, ok bool) {
 		*word(block) = 0 // a cycle back to the block finds no link (follow)
 		s.free = next
 		s.nfree--
-		raceRelease(ptr(block)) // race builds: to the Alloc that gets it, maybe through a magazine (race.go)
+		raceRelease(ptr(block)) // race builds: to the Alloc that gets it, maybe through a magazine
 		return block, false, true
 	}
 	block = s.start + uintptr(s.carved)*uintptr(classSize[s.class])
 	s.carved++
-	raceRelease(ptr(block)) // race builds: as above, and the page heap's past (race.go)
+	raceRelease(ptr(block)) // race builds: as above, and the page heap's past
 	return block, true, true
 }
 
@@ -73,6 +73,32 @@ func (s *span) put(k *listKeys, key uint64, block uintptr, i uint32) {
 	s.link(k, key, block, s.free)
 	s.free = i
 	s.nfree++
+}
+
+// link writes the free list's link into the free block at block of span s:
+// next, the next block's index+1 (0: the end), encoded, and the double-free
+// key for a block that has room for it.
+func (s *span) link(k *listKeys, key uint64, block uintptr, next uint32) {
+	*word(block) = uintptr(uint64(next) ^ k.mask(block))
+	if s.class != 1 {
+		*(*uint64)(ptr(block + 8)) = key
+	}
+}
+
+// follow checks the free block at block, the head of s's list with rest
+// blocks after it, and returns its link: the next block's index+1. It
+// reports false if the block was written after its Free: its key is gone,
+// or its link decodes to no carved block of s, or to something other than
+// the end when rest is 0.
+func (s *span) follow(k *listKeys, key uint64, block uintptr, rest uint32) (uint32, bool) {
+	if s.class != 1 && *(*uint64)(ptr(block + 8)) != key {
+		return 0, false
+	}
+	next := uint64(*word(block)) ^ k.mask(block)
+	if rest == 0 {
+		return 0, next == 0
+	}
+	return uint32(next), next-1 < uint64(s.carved)
 }
 
 // allocSpan makes a span for class c from the page heap's pages.
