@@ -80,7 +80,7 @@ func (ph *pageHeap) closeGuardMappings() {
 // one whose guard page is accessible, like its data pages.
 func (ph *pageHeap) leaveUnguarded(base uintptr) {
 	ph.mu.Lock()
-	*ph.entry(ph.guardPageOf(base)) |= pageUnguarded
+	markUnguarded(ph.entry(ph.guardPageOf(base)))
 	ph.mu.Unlock()
 	guardLedger.mu.Lock()
 	guardLedger.skipped++

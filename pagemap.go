@@ -85,6 +85,9 @@ func wordRunStart(e uint64) bool { return wordIndex(e) == 0 }
 // wordDirty reports whether a free page's word says it holds data.
 func wordDirty(e uint64) bool { return e&pageDirty != 0 }
 
+// markUnguarded sets pageUnguarded in the guard page's word at w.
+func markUnguarded(w *uint64) { *w |= pageUnguarded }
+
 // wordUnguarded reports whether a guard page's word says its run has no
 // guard page.
 func wordUnguarded(e uint64) bool { return e&pageUnguarded != 0 }

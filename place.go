@@ -4,9 +4,12 @@ package offheap
 // paths share. placeOf says what an address is as the pagemap tells it;
 // freeable adds whether a block there is free, and is the one decision of
 // what Free, Realloc and Relocate (RelocateAll through it) take and what
-// they refuse; refusal words the refusal. The fast paths (Free's,
-// Local.Free's, Relocate's dense check, RelocateAll's batch) test the same
-// encoding inline with blockStart, and send what they do not take here.
+// they refuse; refusal words the refusal. The checker's blockOf, Lookup
+// and Ref ask placeOf too. The fast paths (Free's, Local.Free's,
+// Relocate's dense check, RelocateAll's batch) test the same encoding
+// inline with smallStart or blockStart (pagemap.go), and send what they do
+// not take here. The word's bits are pagemap.go's: placeOf reads them
+// through its accessors.
 
 import "fmt"
 
