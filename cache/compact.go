@@ -109,7 +109,7 @@ func (c *Cache) compactStep(s *shard) {
 	}
 	for j, id := range l.ids {
 		if id == best {
-			l.ids = append(l.ids[:j:j], l.ids[j+1:]...)
+			l.dropID(j)
 			break
 		}
 	}

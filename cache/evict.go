@@ -77,7 +77,7 @@ func (c *Cache) evictOne(s *shard) bool {
 func (c *Cache) evictHead(s *shard, li int) {
 	l := &s.logs[li]
 	id := l.ids[0]
-	l.ids = l.ids[1:]
+	l.dropID(0)
 	if l.tail == id {
 		l.tail = 0 // copies forward must not land in the segment being freed
 	}

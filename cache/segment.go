@@ -39,6 +39,14 @@ type segLog struct {
 	bytes int64 // the segments' bytes
 }
 
+// dropID removes the j-th segment number from the log, in place: the
+// slice keeps its array, so that the appends that follow allocate nothing
+// once the log has reached its largest length.
+func (l *segLog) dropID(j int) {
+	copy(l.ids[j:], l.ids[j+1:])
+	l.ids = l.ids[:len(l.ids)-1]
+}
+
 // entryAt is the record slot value v points at.
 func (s *shard) entryAt(v uint64) entry {
 	return entry(s.segs[slotSeg(v)].addr + uintptr(v&(1<<offBits-1))<<3)

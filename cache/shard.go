@@ -48,14 +48,25 @@ func (c *Cache) removeAt(s *shard, i int) {
 
 // grow rebuilds the index before an insert that would fill it past four
 // fifths, evicting first where the larger table would not fit the budget.
-// It returns an error from the heap.
+// A table whose live slots outgrow it is rebuilt three fifths used, not
+// two thirds (see tableLen): each rebuild rehashes every live key, and a
+// growing shard whose tables grew by a fifth each time would rehash its keys
+// six times over; by a third, four times. Two thirds stay where the slots
+// are not growing (a table full of tombstones, in a shard that evicts as
+// much as it inserts) and where the table would pass a sixteenth of the
+// shard's budget: there its bytes are room the entries lose. It returns an
+// error from the heap.
 func (c *Cache) grow(s *shard) error {
 	t := &s.index
-	extra := int64(t.tableLen(t.live+1))*8 - t.bytes()
+	n := t.live + 1
+	if fast := n * 10 / 9; n*3/2 > len(t.slots) && int64(t.tableLen(fast))*8*16 <= c.shardBudget {
+		n = fast
+	}
+	extra := int64(t.tableLen(n))*8 - t.bytes()
 	if extra > 0 && !c.makeRoom(s, extra) {
 		return ErrTooLarge
 	}
-	return c.rebuildIndex(s, 0)
+	return c.rebuildIndex(s, n)
 }
 
 // trimBytes is the bytes of old tables and compacted segments whose

@@ -132,8 +132,7 @@ type kvWorker struct {
 	hits, gets, sets int64
 	dst              []byte
 	lat              []int64 // sampled Get latencies, in ns, where the shape times them
-	garbage          []byte  // the last of the garbage a worker makes, where the shape makes it
-	_                [128 - (3*8+3*unsafe.Sizeof([]byte(nil)))%128]byte
+	_                [128 - (3*8+2*unsafe.Sizeof([]byte(nil)))%128]byte
 }
 
 // A kvWorker fills whole cache line pairs (an index out of range if not).
