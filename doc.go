@@ -30,8 +30,9 @@
 //   - Buffer, a growable byte buffer in one block, for io and fmt.
 //   - New, MakeSlice and their kin, for pointer-free typed values.
 //
-// Every allocating call has a Try form that returns the error its panic
-// carries (ErrLimit, ErrClosed, ErrSize, ErrAddressSpace).
+// Alloc, Realloc, New, MakeSlice, NewShared and their kin have Try forms
+// that return the error the panic carries (ErrLimit, ErrClosed, ErrSize,
+// ErrAddressSpace); a Buffer's writes return it.
 //
 // # The rules
 //

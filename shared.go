@@ -239,6 +239,18 @@ func StaticShared(b []byte) Shared {
 	return Shared{data: p, meta: uint64(len(b)) | flagStatic}
 }
 
+// TryNewShared is NewShared returning the error instead of panicking when
+// the memory cannot be had.
+func (h *Heap) TryNewShared(n int, opts ...SharedOption) (s Shared, err error) {
+	if n < 0 || n > maxAlloc {
+		return Shared{}, fmt.Errorf("%w: TryNewShared(%d)", ErrSize, n)
+	}
+	// NewShared panics with an allocation error before it changes anything
+	// (allocShared, or the heap seen closed).
+	defer recoverAllocError(&err)
+	return h.NewShared(n, opts...), nil
+}
+
 // ReleaseShared releases every element of s and sets it to the zero Shared, so
 // that releasing the slice again is harmless. Zero elements are skipped.
 func ReleaseShared(s []Shared) {
