@@ -253,9 +253,8 @@ func (a *Arena) lane() int {
 	return pid % len(a.lanes)
 }
 
-// Stats returns the arena's census. It is exact when no Alloc is running, and
-// a rough snapshot otherwise. After Release it is zero; after the heap's
-// Close (without Release) it panics with an error that wraps ErrClosed.
+// Stats returns the arena's census: exact when no Alloc is running, zero
+// after Release. It panics after the heap's Close.
 func (a *Arena) Stats() ArenaStats {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -12,11 +12,10 @@ import (
 	"github.com/offheap/offheap/internal/pin"
 )
 
-// Alloc returns n zeroed bytes with len and cap n, 16-byte aligned. It is safe
-// for concurrent use. It panics with an error whose message starts
-// "offheap:" if n is negative, the heap cannot supply a chunk, or the arena
-// was released; TryAlloc returns that error instead. Alloc(0) returns an
-// empty, non-nil slice.
+// Alloc returns n zeroed bytes with len and cap n, 16-byte aligned (Alloc(0)
+// an empty, non-nil slice), safe for concurrent use. It panics if n is
+// negative, the heap cannot supply a chunk, or the arena was released;
+// TryAlloc returns the error instead.
 //
 //go:nosplit
 //go:norace

@@ -57,8 +57,7 @@ func (h *Heap) NewBuffer(size int) *Buffer {
 // Len is the number of unread bytes: len(b.Bytes()).
 func (b *Buffer) Len() int { return b.w - b.r }
 
-// Cap is the usable size of the buffer's block: the bytes it holds before it
-// must move (0 when it holds no block).
+// Cap is the usable size of the buffer's block (0 when it holds none).
 func (b *Buffer) Cap() int { return len(b.blk) }
 
 // Bytes returns the unread bytes, in the buffer's block, valid until the
@@ -85,8 +84,7 @@ func (b *Buffer) Truncate(n int) {
 }
 
 // Grow makes room for at least n more bytes, so that writing them takes no
-// new block. It panics if n is negative, and as Alloc does when the heap
-// cannot hold the new block.
+// new block. It panics if n is negative, and as Alloc does.
 func (b *Buffer) Grow(n int) {
 	if n < 0 {
 		panic(fmt.Sprintf("offheap: Buffer.Grow(%d): negative count", n))
@@ -313,9 +311,9 @@ func (b *Buffer) ReadByte() (byte, error) {
 	return c, nil
 }
 
-// Free gives the buffer's block back to the heap. The buffer is left empty
-// and holds no block; it stays usable (the next write takes a new block), and
-// a second Free does nothing. Slices from Bytes must not be used afterwards.
+// Free gives the buffer's block back to the heap and leaves the buffer empty
+// and usable; a second Free does nothing. Slices from Bytes must not be used
+// afterwards.
 func (b *Buffer) Free() { b.release() }
 
 // Detach hands the unread bytes to the caller as a block of their own, with

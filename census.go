@@ -30,14 +30,8 @@ type Stats struct {
 	DepotBytes    uint64 // bytes of free blocks in the central depots, waiting for a magazine
 	LocalBytes    uint64 // bytes of free blocks held by open Locals (Heap.NewLocal)
 
-	// SpanFreeBytes is the bytes of small-block spans that hold neither a
-	// live block nor a cached one (in a magazine, a depot or a Local): free
-	// blocks on the spans' free lists and the blocks not yet carved. A heap
-	// whose frees left its spans sparse holds them in memory; a
-	// Relocate pass (Heap.Relocate) moves the survivors and gives the spans
-	// that empty back, so SpanFreeBytes against InUseBytes says when one
-	// pays. Each class keeps some: its fullest spans' free blocks, and
-	// 64 KiB of empty spans (or one larger span) for reuse, until Trim.
+	// SpanFreeBytes is the free bytes of small-block spans that no
+	// magazine, depot or Local holds: what a Relocate pass may give back.
 	SpanFreeBytes uint64
 
 	Relocations uint64 // blocks Relocate moved

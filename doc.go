@@ -1,9 +1,7 @@
 // Package offheap gives Go programs manual memory that the garbage collector
-// never scans, and that stays fast when every core allocates at once.
-//
-// Memory from a Heap lives outside the Go heap: the collector neither scans
-// nor frees it, so millions of live blocks cost no GC cycle anything, and a
-// program frees each explicitly.
+// never scans, so millions of live blocks cost no GC cycle anything, and
+// that stays fast when every core allocates at once. A program frees each
+// block explicitly.
 //
 //	h, err := offheap.NewHeap(offheap.Options{})
 //	if err != nil {
@@ -30,8 +28,9 @@
 //   - Buffer, a growable byte buffer in one block, for io and fmt.
 //   - New, MakeSlice and their kin, for pointer-free typed values.
 //
-// Every allocating call has a Try form that returns the error its panic
-// carries (ErrLimit, ErrClosed, ErrSize, ErrAddressSpace).
+// Alloc, Realloc, New, MakeSlice, NewShared and their kin have Try forms
+// that return the error the panic carries (ErrLimit, ErrClosed, ErrSize,
+// ErrAddressSpace); a Buffer's writes return it.
 //
 // # The rules
 //
@@ -41,18 +40,16 @@
 //     refuse such types, naming the field.
 //  2. Never use a slice after Free, and free each slice once.
 //
-// Grow a block with Realloc, not append: append on a full slice copies it to
-// the Go heap, which Free refuses. Free panics, leaving the heap intact, on
-// whatever it can tell is not a live block of this heap; a write after free
-// never makes Alloc return memory outside the heap or a live block.
+// Grow a block with Realloc, not append, which copies a full slice to the Go
+// heap. Free panics, leaving the heap intact, on what it can tell is no live
+// block of this heap.
 //
 // # Checked mode
 //
-// Tests run with the offheapchecked build tag (or Options.Checked) make
-// every heap checked: misuse panics with a *MemoryError carrying the stacks,
-// and Close returns a *LeakError; offheaptest.New fails a test with both.
-// Options.GuardOneIn catches uses after free in production. go test -race
-// reports data races on off-heap bytes as on Go memory.
+// With the offheapchecked build tag (or Options.Checked) misuse panics with a
+// *MemoryError carrying the stacks, and Close returns a *LeakError;
+// offheaptest.New fails a test with both. go test -race reports data races
+// on off-heap bytes as on Go memory.
 //
 // Every method of Heap is safe for concurrent use except Close. docs/guide.md
 // has the details: what Free checks, page sizes, race builds, monitoring.

@@ -69,3 +69,18 @@ func ExampleTryMakeSlice() {
 	// true
 	// 1000 <nil>
 }
+
+// TryNewShared refuses a handle the Limit has no room for.
+func ExampleHeap_TryNewShared() {
+	h, _ := offheap.NewHeap(offheap.Options{Limit: 8 << 20})
+	defer h.Close()
+
+	_, err := h.TryNewShared(64 << 20)
+	fmt.Println(errors.Is(err, offheap.ErrLimit))
+	s, _ := h.TryNewShared(16)
+	fmt.Println(len(s.Bytes()), s.Refs())
+	s.Release()
+	// Output:
+	// true
+	// 16 1
+}

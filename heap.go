@@ -26,10 +26,9 @@ type Options struct {
 	// the heap has given back the free memory it keeps. 0 means no limit.
 	Limit int64
 
-	// Checked turns on checked mode, for tests: double, invalid and foreign
-	// frees, writes after free and leaks are reported with stacks, at
-	// several times fast mode's cost. The offheapchecked build tag turns it
-	// on for every heap.
+	// Checked turns on checked mode, for tests: misuse and leaks are
+	// reported with stacks, at several times fast mode's cost. The
+	// offheapchecked build tag turns it on for every heap.
 	Checked bool
 
 	// GuardPages puts every block on pages of its own, with an inaccessible
@@ -49,9 +48,8 @@ type Options struct {
 	ProfileBytes int
 
 	// HugePages puts dense memory on 2 MiB transparent huge pages, for
-	// fewer TLB misses over a large heap, at the cost of CPU for the
-	// collapse and of free pages kept mapped until Trim (docs/guide.md).
-	// HugePageBytes says how much is on huge pages.
+	// fewer TLB misses, at a cost in CPU and in free pages kept mapped
+	// (docs/guide.md). HugePageBytes says how much is on huge pages.
 	HugePages bool
 
 	// ReleaseDelay is how long free pages stay mapped before they go back
@@ -61,10 +59,7 @@ type Options struct {
 }
 
 // Heap is a manual-memory allocator whose memory the garbage collector never
-// sees. All methods are safe for concurrent use, except Close, which must not
-// run at the same time as any other call on the heap (a program that breaks
-// the rule gets ErrClosed from the calls that meet the closing heap: see
-// Close).
+// sees. Its methods are safe for concurrent use, except Close.
 type Heap struct {
 	// Read by every Alloc and Free without a lock. Set by NewHeap; only
 	// fastSize changes, at Close (closing.go).

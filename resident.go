@@ -2,13 +2,11 @@ package offheap
 
 import "github.com/offheap/offheap/internal/osmem"
 
-// ResidentBytes returns how many bytes of the heap's committed address space
-// are resident in physical memory now (mincore on Linux), in whole OS pages:
-// at most about Stats.MappedBytes, and far less where committed pages were
-// never written. The heap's metadata is not counted. It asks the kernel
-// about every committed page, so it costs in proportion to the committed
-// address space: call it when reporting, not on a hot path. It returns
-// ErrClosed on a closed heap.
+// ResidentBytes returns how many bytes of the heap's committed memory are
+// resident now (mincore on Linux), in whole OS pages: at most about
+// Stats.MappedBytes, less where pages were never written. It asks the kernel
+// about every committed page: call it when reporting, not on a hot path. It
+// returns ErrClosed on a closed heap.
 func (h *Heap) ResidentBytes() (uint64, error) {
 	ph := &h.pages
 	ph.mu.Lock()

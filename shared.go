@@ -94,20 +94,16 @@ type SharedOption struct {
 }
 
 // Hot makes a handle count its references per P while the creator's
-// reference (the value NewShared returned) lives, so that a handle every
-// core retains and releases at once does not bounce one cache line between
-// them. It costs 64 bytes per P. Release the creator's value exactly once:
-// releasing a retained reference in its place leaves the handle unsealed and
-// leaked, which a checked heap reports as OverRelease and a fast heap cannot
-// see.
+// reference (the value NewShared returned) lives, so that every core can
+// retain and release it at once without sharing a cache line; it costs 64
+// bytes per P. Release the creator's value exactly once, not a retained copy
+// in its place (a checked heap reports that as OverRelease).
 func Hot() SharedOption { return SharedOption{hot: true} }
 
 // OnLastRelease sets a function that runs once, after the last Release and
-// before the memory is freed, with the handle's bytes. It runs outside every
-// lock of this package, so it may allocate, free and release other handles
-// (their callbacks run after it returns, never nested). If f panics, the
-// memory is still freed and the Release panics again with f's value. Do not
-// Close the heap from f: the Close would race the Free.
+// before the memory is freed, with the handle's bytes, outside every lock of
+// this package: it may allocate, free and release. If f panics, the memory
+// is still freed and Release panics again. Do not Close the heap from f.
 func OnLastRelease(f func(b []byte)) SharedOption { return SharedOption{onRelease: f} }
 
 const (
@@ -237,6 +233,18 @@ func StaticShared(b []byte) Shared {
 		panic(fmt.Sprintf("offheap: StaticShared of %d bytes: too long", len(b)))
 	}
 	return Shared{data: p, meta: uint64(len(b)) | flagStatic}
+}
+
+// TryNewShared is NewShared returning the error instead of panicking when
+// the memory cannot be had.
+func (h *Heap) TryNewShared(n int, opts ...SharedOption) (s Shared, err error) {
+	if n < 0 || n > maxAlloc {
+		return Shared{}, fmt.Errorf("%w: TryNewShared(%d)", ErrSize, n)
+	}
+	// NewShared panics with an allocation error before it changes anything
+	// (allocShared, or the heap seen closed).
+	defer recoverAllocError(&err)
+	return h.NewShared(n, opts...), nil
 }
 
 // ReleaseShared releases every element of s and sets it to the zero Shared, so

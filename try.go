@@ -23,19 +23,23 @@ func (h *Heap) TryReallocUnzeroed(b []byte, n int) ([]byte, error) {
 
 // tryRealloc is realloc with its allocation errors returned. Realloc
 // panics with one before it changes anything (b stays as it was and
-// nothing is allocated), so recovering it leaves the heap as it was; every
-// other panic goes on.
+// nothing is allocated), so recovering it leaves the heap as it was.
 func (h *Heap) tryRealloc(b []byte, n int, zero bool) (nb []byte, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			e, ok := r.(error)
-			if !ok || !allocError(e) {
-				panic(r)
-			}
-			nb, err = nil, e
-		}
-	}()
+	defer recoverAllocError(&err)
 	return h.realloc(b, n, zero), nil
+}
+
+// recoverAllocError, deferred, turns a panic with an allocation error
+// (allocError) into *err, for a Try form built on the panicking call; every
+// other panic goes on. The call's results stay zero.
+func recoverAllocError(err *error) {
+	if r := recover(); r != nil {
+		e, ok := r.(error)
+		if !ok || !allocError(e) {
+			panic(r)
+		}
+		*err = e
+	}
 }
 
 // allocError reports whether err says memory could not be had, which a Try

@@ -130,3 +130,30 @@ func TestTryTyped(t *testing.T) {
 	mustPanic(t, func() { New[[16 << 20]byte](h) })
 	mustPanic(t, func() { MakeSlice[int64](h, -1) })
 }
+
+// TestTryNewShared: TryNewShared returns ErrLimit past the Limit and
+// ErrSize for a negative n, where NewShared panics; a handle it returns
+// works as NewShared's does.
+func TestTryNewShared(t *testing.T) {
+	h := newTestHeap(t, Options{Limit: 8 << 20})
+	s, err := h.TryNewShared(100, Hot())
+	if err != nil || len(s.Bytes()) != 100 || s.Refs() != 1 {
+		t.Fatalf("TryNewShared(100): %d bytes, %d refs, err %v", len(s.Bytes()), s.Refs(), err)
+	}
+	s.Release()
+	if s, err = h.TryNewShared(64 << 20); !errors.Is(err, ErrLimit) || s != (Shared{}) {
+		t.Fatalf("TryNewShared(64 MiB) under an 8 MiB Limit: %v, want ErrLimit and the zero Shared", err)
+	}
+	if _, err = h.TryNewShared(-1); !errors.Is(err, ErrSize) {
+		t.Fatalf("TryNewShared(-1): %v, want ErrSize", err)
+	}
+	// Positive control: NewShared panics where TryNewShared returned.
+	mustPanic(t, func() { h.NewShared(64 << 20) })
+	if h.Stats().LiveBlocks != 0 {
+		t.Fatalf("%d blocks live after the refused allocations", h.Stats().LiveBlocks)
+	}
+	h.Close()
+	if _, err = h.TryNewShared(10); !errors.Is(err, ErrClosed) {
+		t.Fatalf("TryNewShared on a closed heap: %v, want ErrClosed", err)
+	}
+}

@@ -8,16 +8,15 @@ import (
 	"unsafe"
 )
 
-// Allocator is what New and MakeSlice allocate from: a *Heap, a *Local or
-// an *Arena.
+// Allocator is what New and MakeSlice allocate from: a *Heap, *Local or
+// *Arena.
 type Allocator interface {
 	Alloc(n int) []byte
 	TryAlloc(n int) ([]byte, error)
 }
 
 // Freer is what Free and FreeSlice give memory back to: the *Heap or a
-// *Local of the heap that allocated it (an Arena's memory is freed whole,
-// by Reset or Release).
+// *Local of the heap that allocated it.
 type Freer interface {
 	Free(b []byte)
 }
