@@ -3,6 +3,8 @@ package offheap
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/offheap/offheap/internal/osmem"
 )
 
 // Stats is a census of a heap: every operation is counted where it happens,
@@ -260,4 +262,25 @@ func (s Stats) String() string {
 		s.Allocs, s.MagazineHits, s.LocalHits, s.CentralHits, s.Fresh, s.Large, s.Frees,
 		sizeString(s.InUseBytes), sizeString(s.MappedBytes), sizeString(s.ReleasedBytes),
 		sizeString(s.MagazineBytes), sizeString(s.DepotBytes), sizeString(s.LocalBytes))
+}
+
+// HugePageBytes returns how many bytes of the heap's regions are in
+// transparent huge pages, from /proc/self/smaps (its AnonHugePages lines,
+// for the mappings that overlap a region: a mapping the kernel merged with
+// a neighbour outside the heap counts whole). Reading the file makes the
+// kernel walk the page tables of every mapping of the process, so the call
+// costs in proportion to the process's resident memory: a figure to look at
+// now and then, not a counter to poll. With
+// HugePages off it is what the kernel chose on its own (none under THP's
+// madvise mode, its default).
+func (h *Heap) HugePageBytes() (uint64, error) {
+	if !h.enter() {
+		return 0, ErrClosed
+	}
+	defer h.exit()
+	var ranges [][2]uintptr
+	for _, r := range h.pages.regions.Load().byPage {
+		ranges = append(ranges, [2]uintptr{r.base, r.base + r.bytes})
+	}
+	return osmem.AnonHugeBytes(ranges)
 }

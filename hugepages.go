@@ -349,24 +349,3 @@ func (ph *pageHeap) closeHuge() {
 	ph.huge.mu.Lock()
 	ph.huge.mu.Unlock() //lint:ignore SA2001 the critical section is empty on purpose: it waits out a collapse
 }
-
-// HugePageBytes returns how many bytes of the heap's regions are in
-// transparent huge pages, from /proc/self/smaps (its AnonHugePages lines,
-// for the mappings that overlap a region: a mapping the kernel merged with
-// a neighbour outside the heap counts whole). Reading the file makes the
-// kernel walk the page tables of every mapping of the process, so the call
-// costs in proportion to the process's memory, about a millisecond per GiB
-// resident: a figure to look at now and then, not a counter to poll. With
-// HugePages off it is what the kernel chose on its own (none under THP's
-// madvise mode, its default).
-func (h *Heap) HugePageBytes() (uint64, error) {
-	if !h.enter() {
-		return 0, errClosed
-	}
-	defer h.exit()
-	var ranges [][2]uintptr
-	for _, r := range h.pages.regions.Load().byPage {
-		ranges = append(ranges, [2]uintptr{r.base, r.base + r.bytes})
-	}
-	return osmem.AnonHugeBytes(ranges)
-}
