@@ -58,10 +58,6 @@ import (
 // as usual. collapseRun's ranges are allocated, so nothing releases them
 // meanwhile.
 
-// hugeSpan is the number of heap pages in a 2 MiB huge page, the only huge
-// page size HugePages uses.
-const hugeSpan = 2 << 20 >> pageShift
-
 // The collapse pass's timing (above).
 const (
 	collapseQuiet   = 200 * time.Millisecond
@@ -102,13 +98,6 @@ func (ph *pageHeap) initHuge() {
 	ph.huge.fill.at = make(map[uint32]fillSlot)
 	ph.huge.busy = noRange
 	ph.huge.first = -1
-}
-
-// hugeRange is the first page of the range that holds page p of region r,
-// and false if p lies in r's partial last stretch.
-func hugeRange(r *region, p uint32) (uint32, bool) {
-	k := r.first + (p-r.first)&^(hugeSpan-1)
-	return k, k+hugeSpan <= r.first+r.pages
 }
 
 // noteAlloc records that the n pages at first were allocated: they count
