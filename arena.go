@@ -302,8 +302,3 @@ func (a *Arena) allocBytes() (alloc, waste uint64) {
 	}
 	return alloc, waste
 }
-
-// alignUp rounds x up to a multiple of the power of two align.
-func alignUp(x, align uintptr) uintptr {
-	return (x + align - 1) &^ (align - 1)
-}

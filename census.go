@@ -3,6 +3,8 @@ package offheap
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/offheap/offheap/internal/osmem"
 )
 
 // Stats is a census of a heap, exact once the heap is quiet and a snapshot
@@ -226,4 +228,20 @@ func (s Stats) String() string {
 		s.Allocs, s.MagazineHits, s.LocalHits, s.CentralHits, s.Fresh, s.Large, s.Frees,
 		sizeString(s.InUseBytes), sizeString(s.MappedBytes), sizeString(s.ReleasedBytes),
 		sizeString(s.MagazineBytes), sizeString(s.DepotBytes), sizeString(s.LocalBytes))
+}
+
+// HugePageBytes returns how many bytes of the heap's regions are in
+// transparent huge pages, from /proc/self/smaps. Reading it makes the kernel
+// walk every mapping of the process: a figure to look at now and then, not a
+// counter to poll.
+func (h *Heap) HugePageBytes() (uint64, error) {
+	if !h.enter() {
+		return 0, ErrClosed
+	}
+	defer h.exit()
+	var ranges [][2]uintptr
+	for _, r := range h.pages.regions.Load().byPage {
+		ranges = append(ranges, [2]uintptr{r.base, r.base + r.bytes})
+	}
+	return osmem.AnonHugeBytes(ranges)
 }

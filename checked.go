@@ -149,6 +149,13 @@ type checker struct {
 	spareRuns []uintptr
 }
 
+// raise logs every *MemoryError in err (one, or several joined) and panics
+// with err. Called unpinned, as every panic of the checker is.
+func (c *checker) raise(err error) {
+	c.found.add(err)
+	panic(err)
+}
+
 // initChecked sets up checked mode (or sampling) for h, whose regions have
 // their parts of the record table (reserve), and in a heap that checks
 // every block turns Free's fast path off.

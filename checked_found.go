@@ -21,13 +21,6 @@ type found struct {
 	errs []*MemoryError
 }
 
-// raise logs every *MemoryError in err (one, or several joined) and panics
-// with err. Called unpinned, as every panic of the checker is.
-func (c *checker) raise(err error) {
-	c.found.add(err)
-	panic(err)
-}
-
 // add logs the *MemoryErrors in err.
 func (f *found) add(err error) {
 	var es []*MemoryError

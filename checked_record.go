@@ -171,6 +171,10 @@ func (c *checker) blockEnd(a uintptr, cl uint8, size uint64) uintptr {
 	return a + uintptr(classSize[cl])
 }
 
+// canaryLen is how many bytes a checked block is allocated beyond its
+// length, so that every block has a canary to overrun.
+const canaryLen = 8
+
 // canaryKey is the 8-byte pattern of the canary of the block at a.
 func (c *checker) canaryKey(a uintptr) uint64 {
 	k := (c.id ^ uint64(a)) * 0xff51afd7ed558ccd

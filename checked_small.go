@@ -29,10 +29,6 @@ func checkedClass(n int) uint8 {
 	return max(sizeClass(n+canaryLen), minCheckedClass)
 }
 
-// canaryLen is how many bytes a checked block is allocated beyond its
-// length, so that every block has a canary to overrun.
-const canaryLen = 8
-
 // allocSmall allocates a checked small block of n bytes for a caller at st:
 // an underlying block of n+canaryLen bytes from this P's magazine (or a
 // refill), its record filled in place. It touches the block and its record

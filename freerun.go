@@ -45,6 +45,10 @@ func (ph *pageHeap) reuse(first, n uint32, r freeRun) (dirty uint32, err error) 
 	return dirty, nil
 }
 
+// before reports whether tick a comes before tick b: ticks are compared
+// modulo 2^32, which is exact while they are less than 2^31 ticks apart.
+func before(a, b uint32) bool { return int32(a-b) < 0 }
+
 // merged describes the union of the pages of two free runs.
 func merged(a, b freeRun) freeRun {
 	r := a

@@ -58,10 +58,6 @@ import (
 // as usual. collapseRun's ranges are allocated, so nothing releases them
 // meanwhile.
 
-// hugeSpan is the number of heap pages in a 2 MiB huge page, the only huge
-// page size HugePages uses.
-const hugeSpan = 2 << 20 >> pageShift
-
 // The collapse pass's timing (above).
 const (
 	collapseQuiet   = 200 * time.Millisecond
@@ -102,13 +98,6 @@ func (ph *pageHeap) initHuge() {
 	ph.huge.fill.at = make(map[uint32]fillSlot)
 	ph.huge.busy = noRange
 	ph.huge.first = -1
-}
-
-// hugeRange is the first page of the range that holds page p of region r,
-// and false if p lies in r's partial last stretch.
-func hugeRange(r *region, p uint32) (uint32, bool) {
-	k := r.first + (p-r.first)&^(hugeSpan-1)
-	return k, k+hugeSpan <= r.first+r.pages
 }
 
 // noteAlloc records that the n pages at first were allocated: they count
@@ -348,20 +337,4 @@ func (ph *pageHeap) closeHuge() {
 	ph.mu.Unlock()
 	ph.huge.mu.Lock()
 	ph.huge.mu.Unlock() //lint:ignore SA2001 the critical section is empty on purpose: it waits out a collapse
-}
-
-// HugePageBytes returns how many bytes of the heap's regions are in
-// transparent huge pages, from /proc/self/smaps. Reading it makes the kernel
-// walk every mapping of the process: a figure to look at now and then, not a
-// counter to poll.
-func (h *Heap) HugePageBytes() (uint64, error) {
-	if !h.enter() {
-		return 0, errClosed
-	}
-	defer h.exit()
-	var ranges [][2]uintptr
-	for _, r := range h.pages.regions.Load().byPage {
-		ranges = append(ranges, [2]uintptr{r.base, r.base + r.bytes})
-	}
-	return osmem.AnonHugeBytes(ranges)
 }

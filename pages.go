@@ -98,6 +98,11 @@ func (ph *pageHeap) entry(page uint32) *uint64 {
 	return (*uint64)(unsafe.Add(ph.pmap, uintptr(page)*8))
 }
 
+// alignUp rounds x up to a multiple of the power of two align.
+func alignUp(x, align uintptr) uintptr {
+	return (x + align - 1) &^ (align - 1)
+}
+
 // mappedPages is the number of pages that cost memory now: committed and not
 // clean. Called with mu held.
 func (ph *pageHeap) mappedPages() uint64 { return ph.committed - ph.released }

@@ -63,6 +63,17 @@ type region struct {
 	shadow unsafe.Pointer
 }
 
+// hugeSpan is the number of heap pages in a 2 MiB huge page, the only huge
+// page size HugePages uses.
+const hugeSpan = 2 << 20 >> pageShift
+
+// hugeRange is the first page of the range that holds page p of region r,
+// and false if p lies in r's partial last stretch.
+func hugeRange(r *region, p uint32) (uint32, bool) {
+	k := r.first + (p-r.first)&^(hugeSpan-1)
+	return k, k+hugeSpan <= r.first+r.pages
+}
+
 // regionSet is every region of a heap: byPage in virtual page order (the
 // order they were made), byAddr by base address. Replaced whole, never
 // changed, so that lookups need no lock.

@@ -47,10 +47,6 @@ const (
 // maxReleaseDelay.
 func (ph *pageHeap) timed() bool { return ph.delay <= maxReleaseDelay }
 
-// before reports whether tick a comes before tick b: ticks are compared
-// modulo 2^32, which is exact while they are less than 2^31 ticks apart.
-func before(a, b uint32) bool { return int32(a-b) < 0 }
-
 // tickAt is the release tick that holds clock time ns.
 func (ph *pageHeap) tickAt(ns int64) uint32 { return uint32(max(ns, 0) / ph.tick) }
 
