@@ -91,11 +91,11 @@ func (h *Heap) claim(a uintptr, c uint8) bool {
 //go:nosplit
 func (h *Heap) claimKey(a uintptr) bool {
 	kw := &(*[2]uint64)(ptr(a))[1]
-	if *kw == h.key {
-		return false
+	if *kw != h.key {
+		*kw = h.key
+		return true
 	}
-	*kw = h.key
-	return true
+	return false
 }
 
 // keyed reports whether the block of class c at a, a block start, holds the
