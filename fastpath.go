@@ -17,15 +17,19 @@ package offheap
 // is empty, or this allocation is to be sampled (sampleAt). The caller is
 // the stacks' owner: pinned to a magazine's P, or a Local's goroutine. It
 // inlines into the fast paths.
-func (s *stacks) pop(c uint8) (a uintptr) {
+func (s *stacks) pop(c uint8) uintptr {
+	// Two returns, not one of a named result: both refusals then share the
+	// block that returns 0, and the caller's test of the result has one
+	// zero to merge, not two.
 	mc := &s.cls[c]
 	if mc.n != 0 && mc.hits != mc.sampleAt {
 		mc.n--
 		mc.hits++
-		a = s.slots[c][uint8(mc.n)] // mc.n < maxDepth, 256: the conversion only drops the bounds check
-		raceAcquire(ptr(a))         // race builds: after the block's last Free (race.go)
+		a := s.slots[c][uint8(mc.n)] // mc.n < maxDepth, 256: the conversion only drops the bounds check
+		raceAcquire(ptr(a))          // race builds: after the block's last Free (race.go)
+		return a
 	}
-	return a
+	return 0
 }
 
 // popZeroed pops a block of class c for n bytes from the stack and zeroes
@@ -74,15 +78,24 @@ func clearBlock(a uintptr, n int, zero bool) {
 //
 //go:nosplit
 func (h *Heap) claim(a uintptr, c uint8) bool {
-	if c == 1 {
+	return c == 1 || h.claimKey(a)
+}
+
+// claimKey is claim for a block of a class with a key (above 1), which a
+// caller that knows the class is one (Local.Free, from cap) calls itself.
+// It has one test, so that inlined its two returns merge into the flags of
+// the key's compare and the caller's branch is that compare's: claim's
+// class test in here made a third return whose merge the compiler tests
+// again, a move, a jump and a test more.
+//
+//go:nosplit
+func (h *Heap) claimKey(a uintptr) bool {
+	kw := &(*[2]uint64)(ptr(a))[1]
+	if *kw != h.key {
+		*kw = h.key
 		return true
 	}
-	kw := &(*[2]uint64)(ptr(a))[1]
-	if *kw == h.key {
-		return false
-	}
-	*kw = h.key
-	return true
+	return false
 }
 
 // keyed reports whether the block of class c at a, a block start, holds the

@@ -82,10 +82,13 @@ func (c *Local) Alloc(n int) []byte {
 	// to the last touch of the block there is no safe point, so a Close
 	// that zeroed fastSize and quiesces waits the block's zeroing out
 	// (closing.go, way 2). fastSize is 0 in a checked heap too, whose
-	// Locals go to the slow path.
+	// Locals go to the slow path. pop and clearBlock are popZeroed's two
+	// halves, called here so that the one test of pop's result is this
+	// branch: popZeroed's own test merges into a second one (fastpath.go).
 	h := c.h
 	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
-		if a := c.st.popZeroed(sizeClass(n), n); a != 0 {
+		if a := c.st.pop(sizeClass(n)); a != 0 {
+			clearBlock(a, n, true)
 			return bytesAt(a, n)
 		}
 	}
@@ -100,7 +103,8 @@ func (c *Local) Alloc(n int) []byte {
 func (c *Local) AllocUnzeroed(n int) []byte {
 	h := c.h
 	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
-		if a := c.st.popUnzeroed(sizeClass(n), n); a != 0 {
+		if a := c.st.pop(sizeClass(n)); a != 0 {
+			clearBlock(a, n, false)
 			return bytesAt(a, n)
 		}
 	}
@@ -116,7 +120,8 @@ func (c *Local) AllocUnzeroed(n int) []byte {
 func (c *Local) TryAlloc(n int) ([]byte, error) {
 	h := c.h // Alloc's fast path, for the reasons given there
 	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
-		if a := c.st.popZeroed(sizeClass(n), n); a != 0 {
+		if a := c.st.pop(sizeClass(n)); a != 0 {
+			clearBlock(a, n, true)
 			return bytesAt(a, n), nil
 		}
 	}
@@ -136,7 +141,8 @@ func (c *Local) Free(b []byte) {
 	// loads from one pair to the next is shorter (BenchmarkPair64's
 	// offheap-cache arm; docs/benchmarks.md, The Local pair). The checks are
 	// Heap.Free's, in a nosplit section as there and in Alloc; freeAny makes
-	// them for every other slice.
+	// them for every other slice. The class has a key (cap(b) > 8), so the
+	// claim is claimKey's, without claim's test of class 1.
 	h := c.h
 	a := addrOf(b)
 	if n := cap(b); uint(n)-9 < cacheMax-8 { // the classes with a key
@@ -144,7 +150,7 @@ func (c *Local) Free(b []byte) {
 		if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
 			e := pageWordAt(h.pmap, off>>pageShift)
 			if st := c.st; wordClass(e) == cl && blockStart(a, e, &classInfos[cl]) && st.room(cl) {
-				if h.claim(a, cl) {
+				if h.claimKey(a) {
 					raceRelease(ptr(a)) // race builds: to the block's next Alloc (race.go)
 					st.add(cl, a)
 					return
