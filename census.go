@@ -133,9 +133,9 @@ func (h *Heap) Stats() Stats {
 	h.censusCaches(&s)
 	for c := range s.Classes {
 		cs := &s.Classes[c]
-		// Clamped: a double free that no check saw (fast mode sees most,
-		// not all), or a snapshot taken while other
-		// goroutines free, may count more Frees than Allocs.
+		// Clamped: a double free that no check saw (fast mode sees most, not
+		// all), or a snapshot taken while other goroutines free, may count
+		// more Frees than Allocs.
 		cs.InUse = cs.Allocs - min(cs.Frees, cs.Allocs)
 		s.Allocs += cs.Allocs
 		s.Frees += cs.Frees
@@ -265,14 +265,13 @@ func (s Stats) String() string {
 }
 
 // HugePageBytes returns how many bytes of the heap's regions are in
-// transparent huge pages, from /proc/self/smaps (its AnonHugePages lines,
-// for the mappings that overlap a region: a mapping the kernel merged with
-// a neighbour outside the heap counts whole). Reading the file makes the
-// kernel walk the page tables of every mapping of the process, so the call
-// costs in proportion to the process's resident memory: a figure to look at
-// now and then, not a counter to poll. With
-// HugePages off it is what the kernel chose on its own (none under THP's
-// madvise mode, its default).
+// transparent huge pages, from /proc/self/smaps (its AnonHugePages lines, for
+// the mappings that overlap a region: a mapping the kernel merged with a
+// neighbour outside the heap counts whole). Reading the file makes the kernel
+// walk the page tables of every mapping of the process, so the call costs in
+// proportion to the process's resident memory: a figure to look at now and
+// then, not a counter to poll. With HugePages off it is what the kernel chose
+// on its own (none under THP's madvise mode, its default).
 func (h *Heap) HugePageBytes() (uint64, error) {
 	if !h.enter() {
 		return 0, ErrClosed
