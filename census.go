@@ -110,9 +110,9 @@ func (h *Heap) Stats() Stats {
 	h.censusCaches(&s)
 	for c := range s.Classes {
 		cs := &s.Classes[c]
-		// Clamped: a double free that no check saw (fast mode sees most,
-		// not all), or a snapshot taken while other
-		// goroutines free, may count more Frees than Allocs.
+		// Clamped: a double free that no check saw (fast mode sees most, not
+		// all), or a snapshot taken while other goroutines free, may count
+		// more Frees than Allocs.
 		cs.InUse = cs.Allocs - min(cs.Frees, cs.Allocs)
 		s.Allocs += cs.Allocs
 		s.Frees += cs.Frees

@@ -17,14 +17,12 @@ package offheap
 // hasChecker is either.
 //
 // The other layers reach the checker through its methods: the Local forwards
-// in checked mode (Heap.checked);
-// Realloc leaves the free check to it (checked); Ref and Bytes resolve a
-// handle through its records; a Shared of a heap with a
-// checker is kept in the registry, and a Hot one of a checked heap counts
-// on one count; an Arena's freed runs go to its
-// quarantine, and an allocation at the limit empties it; the samplers ask
-// guardSampled, nextGuard and guardTick when the guard pages'
-// next sample is due.
+// in checked mode (Heap.checked); Realloc leaves the free check to it
+// (checked); Ref and Bytes resolve a handle through its records; a Shared of a
+// heap with a checker is kept in the registry, and a Hot one of a checked heap
+// counts on one count; an Arena's freed runs go to its quarantine, and an
+// allocation at the limit empties it; the samplers ask guardSampled, nextGuard
+// and guardTick when the guard pages' next sample is due.
 //
 // The checker allocates through the heap's own layers, so that a checked
 // program exercises them: a small checked block is a block of the size
@@ -39,16 +37,15 @@ package offheap
 // in a record table that mirrors the heap's address space: one record per 32
 // bytes, at the block start's offset, found with a subtraction and a mask,
 // off-heap and out of reach of a program's overruns into blocks. The pagemap
-// says what an address is (a small class,
-// a large run, a guarded run, an arena's memory), so no record does. A
-// record holds the block's state (none, live, freeing, freed), the length
-// it was allocated with, a seal of its start and length keyed by the heap's
-// identity (a random per-heap id), which Free verifies before it trusts the
-// record, so that a stray write that reached it is reported as Corrupted
-// instead of acted on, and the stacks of its allocation and of its free.
-// Free moves the state from live to freeing with one compare-and-swap: of
-// two Frees of one block exactly one proceeds, so a double free is found
-// without a lock.
+// says what an address is (a small class, a large run, a guarded run, an
+// arena's memory), so no record does. A record holds the block's state (none,
+// live, freeing, freed), the length it was allocated with, a seal of its start
+// and length keyed by the heap's identity (a random per-heap id), which Free
+// verifies before it trusts the record, so that a stray write that reached it
+// is reported as Corrupted instead of acted on, and the stacks of its
+// allocation and of its free. Free moves the state from live to freeing with
+// one compare-and-swap: of two Frees of one block exactly one proceeds, so a
+// double free is found without a lock.
 //
 // A stack is the raw PCs walked from frame pointers, kept
 // once in a process-wide depot and symbolized only when
@@ -67,22 +64,22 @@ package offheap
 // # Free and the quarantine
 //
 // Free finds the block from the pagemap and its record (InvalidFree if there
-// is none or it is not live: never allocated, not a block start, or freed
-// long ago; ForeignFree if the address lies in another checked heap, found
-// in a process-wide registry of checked heaps' address ranges), refuses a
-// freed one (DoubleFree, with both stacks), verifies it (Corrupted), then
-// marks it freed, poisons the block (every byte poisonByte) or, for a
-// guarded one, makes its pages inaccessible, and puts it at the back of the
-// quarantine: FIFO rings bounded in blocks and in
-// bytes, one per P for the small blocks that P freed and one for the
-// heap's page runs. A block is not reused while it waits there. When a ring
-// is full its oldest block leaves: its poison is checked (a mismatch is a
-// write after free: WriteAfterFree, with both stacks, panicked from the
-// Free that pushed it out), its record goes back to none and the block
-// goes back to the heap. Close checks every block still in the quarantine
-// the same way and joins what it finds to its error; when an allocation
-// meets the heap's limit, the calling P's ring and the runs' ring give
-// their blocks back and the allocation is retried; Trim empties every ring.
+// is none or it is not live: never allocated, not a block start, or freed long
+// ago; ForeignFree if the address lies in another checked heap, found in a
+// process-wide registry of checked heaps' address ranges), refuses a freed one
+// (DoubleFree, with both stacks), verifies it (Corrupted), then marks it
+// freed, poisons the block (every byte poisonByte) or, for a guarded one,
+// makes its pages inaccessible, and puts it at the back of the quarantine:
+// FIFO rings bounded in blocks and in bytes, one per P for the small blocks
+// that P freed and one for the heap's page runs. A block is not reused while
+// it waits there. When a ring is full its oldest block leaves: its poison is
+// checked (a mismatch is a write after free: WriteAfterFree, with both stacks,
+// panicked from the Free that pushed it out), its record goes back to none and
+// the block goes back to the heap. Close checks every block still in the
+// quarantine the same way and joins what it finds to its error; when an
+// allocation meets the heap's limit, the calling P's ring and the runs' ring
+// give their blocks back and the allocation is retried; Trim empties every
+// ring.
 //
 // # Invariants
 //
@@ -107,47 +104,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
-	"unsafe"
 )
-
-// checker is checked mode's state for one heap.
-type checker struct {
-	h     *Heap
-	id    uint64 // the heap's identity: keys seals and canaries
-	all   bool   // every allocation is checked; false: a sampled fast heap
-	guard bool   // every checked allocation gets guard pages
-	rate  uint64 // Options.GuardOneIn
-	ticks atomic.Uint64
-
-	// The record table: region 0's part, found with one
-	// compare against base and size; a later region's is its shadow.
-	base, size uintptr
-	table      unsafe.Pointer
-	pmap       unsafe.Pointer // h.pmap, one load closer
-
-	q quarantine
-
-	found      found                     // the memory errors it found
-	closeLeaks atomic.Pointer[LeakError] // the leaks Close found, for Heap.Leaks
-
-	runMu sync.Mutex
-	// The pool of a sampled heap: the guarded runs in [poolBase,
-	// poolEnd), mapped at NewHeap. Under runMu: free holds the runs not in
-	// use, the longest free first (a FIFO of free[head:head+n], modulo
-	// poolSlots); last, per run, the start of the freed block whose record
-	// it keeps until the run is used again.
-	pool struct {
-		base, end uintptr
-		free      [poolSlots]uintptr
-		head, n   int
-		last      [poolSlots]uintptr
-	}
-	// spareRuns are the first pages of one-page guarded runs that left the
-	// quarantine, kept inaccessible for the next guarded block.
-	spareRuns []uintptr
-}
 
 // raise logs every *MemoryError in err (one, or several joined) and panics
 // with err. Called unpinned, as every panic of the checker is.

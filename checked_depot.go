@@ -13,12 +13,11 @@ import (
 //
 // A checked heap captures two stacks per block, but a program allocates from
 // few call sites, so most stacks repeat. A record keeps a 4-byte stackID and
-// the depot keeps each distinct stack once, as the sanitizers do: a record
-// is 32 bytes where two stacks of 20 PCs would be 360, small enough for a
-// record table with one record per 32 bytes of the heap, and the record of a
-// block coming back cold from a
-// quarantine costs one miss instead of six. The hash and the lookup cost
-// what the misses would, because the walk hashes as it
+// the depot keeps each distinct stack once, as the sanitizers do: a record is
+// 32 bytes where two stacks of 20 PCs would be 360, small enough for a record
+// table with one record per 32 bytes of the heap, and the record of a block
+// coming back cold from a quarantine costs one miss instead of six. The hash
+// and the lookup cost what the misses would, because the walk hashes as it
 // goes (BenchmarkCheckedPair64, BenchmarkCheckedLiveK; docs/DESIGN.md).
 //
 // The depot is process-wide, shared by every checked heap, and off-heap:

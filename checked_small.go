@@ -1,16 +1,15 @@
 package offheap
 
-// Checked small blocks: the path every checked Alloc and Free of a block up
-// to maxSmall-canaryLen bytes takes, the common case, kept free of locks, Go
-// maps and shared cache lines. An Alloc takes its underlying block from the
-// P's magazine and fills its record pinned; a Free checks and poisons the
-// block and puts it in the P's quarantine ring within one pin, and the block
-// that leaves the ring goes into the P's magazine in the same pin.
+// Checked small blocks: the path every checked Alloc and Free of a block up to
+// maxSmall-canaryLen bytes takes, the common case, kept free of locks, Go maps
+// and shared cache lines. An Alloc takes its underlying block from the P's
+// magazine and fills its record pinned; a Free checks and poisons the block
+// and puts it in the P's quarantine ring within one pin, and the block that
+// leaves the ring goes into the P's magazine in the same pin.
 // BenchmarkCheckedPair64's floor arm does only what checked mode must (two
-// stacks, the record, the canary, the
-// compare-and-swap, the poison written and checked through a quarantine of
-// 1024) with none of the heap around it: the distance from it to the
-// checked arm is what the heap adds.
+// stacks, the record, the canary, the compare-and-swap, the poison written and
+// checked through a quarantine of 1024) with none of the heap around it: the
+// distance from it to the checked arm is what the heap adds.
 
 import (
 	"fmt"

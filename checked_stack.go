@@ -8,9 +8,8 @@ import (
 )
 
 // Stacks in checked mode are captured on every Alloc and Free, so symbolizing
-// must wait: a stack is a fixed
-// array of return PCs, kept once in the stack depot and turned into text only
-// when an error or a Lookup reports it.
+// must wait: a stack is a fixed array of return PCs, kept once in the stack
+// depot and turned into text only when an error or a Lookup reports it.
 
 // stackDepth is how many frames a stack keeps. The innermost is usually
 // this package's own (Alloc or Free, whose slow path walks the stack);

@@ -63,14 +63,13 @@ import (
 //     the pass until one does.
 //
 // Close's order: mark closed; take the per-P structures out of service and
-// zero fastSize; quiesce; wait for the counts; take each central lock; let
-// the checker report; save the magazines' and Locals' census; mark the page
-// heap closed under its lock; unmap. No
-// pinned section takes a lock, and code
-// between enter and exit must not wait for anything Close holds while it
-// waits (closeMu), nor run the program's code: an OnLastRelease callback may
-// call Close, so callbacks run outside. Every exit is deferred,
-// so a panic inside does not leave a count behind.
+// zero fastSize; quiesce; wait for the counts; take each central lock; let the
+// checker report; save the magazines' and Locals' census; mark the page heap
+// closed under its lock; unmap. No pinned section takes a lock, and code
+// between enter and exit must not wait for anything Close holds while it waits
+// (closeMu), nor run the program's code: an OnLastRelease callback may call
+// Close, so callbacks run outside. Every exit is deferred, so a panic inside
+// does not leave a count behind.
 //
 // What Close cannot wait for is the program's own access to memory it still
 // holds: a slice of a closed heap faults when touched, as the package doc

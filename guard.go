@@ -5,20 +5,19 @@ package offheap
 // (Options.GuardOneIn).
 //
 // A guarded block of n bytes gets a page run of its own: its data pages,
-// ceil(n/8 KiB) rounded up to whole OS pages, and a guard page after them,
-// one OS page, which is made inaccessible (PROT_NONE); the run starts on an
-// OS page, so that no protection reaches a neighbour (with 4 KiB
-// OS pages an OS page here is one heap page). The block is placed at the
-// end of its data pages, rounded up to
-// 16 bytes so that it keeps Alloc's alignment: a read or write past its end
-// reaches the guard page within 15 bytes (those 15 are a canary, checked at
-// Free). When the block is freed its data pages become inaccessible too and
-// the run waits in the checker's quarantine, so the address is
-// not reused at once; when it leaves, the pages are made accessible again and
-// go back to the page heap; a run of one OS page of data (a block of up to
-// 8 KiB, the usual sample, with OS pages of 8 KiB or less) is kept instead,
-// all of it still inaccessible, for the next guarded
-// block (up to maxSpareRuns of them), which then costs one mprotect, not two.
+// ceil(n/8 KiB) rounded up to whole OS pages, and a guard page after them, one
+// OS page, which is made inaccessible (PROT_NONE); the run starts on an OS
+// page, so that no protection reaches a neighbour (with 4 KiB OS pages an OS
+// page here is one heap page). The block is placed at the end of its data
+// pages, rounded up to 16 bytes so that it keeps Alloc's alignment: a read or
+// write past its end reaches the guard page within 15 bytes (those 15 are a
+// canary, checked at Free). When the block is freed its data pages become
+// inaccessible too and the run waits in the checker's quarantine, so the
+// address is not reused at once; when it leaves, the pages are made accessible
+// again and go back to the page heap; a run of one OS page of data (a block of
+// up to 8 KiB, the usual sample, with OS pages of 8 KiB or less) is kept
+// instead, all of it still inaccessible, for the next guarded block (up to
+// maxSpareRuns of them), which then costs one mprotect, not two.
 //
 // The pagemap marks every page of the run, guard page included, with
 // classGuarded: Free's fast path takes no such block for a small one and falls
@@ -48,12 +47,12 @@ package offheap
 // *MemoryError with the block's stacks and the faulting access's (Lookup
 // describes the block).
 //
-// Every guarded block costs two mappings in the kernel's view (its
-// accessible pages and its guard page), and Linux limits a process to about
-// 65,000 (vm.max_map_count): GuardPages suits tests and small heaps; sampling
-// suits production. Past half the limit, or where the kernel refuses the
-// guard page, a guarded block gets none: it is still
-// recorded and checked at Free, but does not fault.
+// Every guarded block costs two mappings in the kernel's view (its accessible
+// pages and its guard page), and Linux limits a process to about 65,000
+// (vm.max_map_count): GuardPages suits tests and small heaps; sampling suits
+// production. Past half the limit, or where the kernel refuses the guard page,
+// a guarded block gets none: it is still recorded and checked at Free, but
+// does not fault.
 //
 // # Sampling
 //

@@ -38,9 +38,6 @@ package offheap
 // mappings stay within a few dozen of what the regions take.
 const maxMovedRanges = 12
 
-// pageRange is the n pages at first.
-type pageRange struct{ first, n uint32 }
-
 // claimMove decides whether n bytes, whole OS pages, move from src to dst
 // (both in runs the caller holds) with movePages rather than be copied,
 // and if so records dst's range as moved, before the move, so that two

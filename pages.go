@@ -40,6 +40,9 @@ const (
 	bucketCount = 128
 )
 
+// pageRange is the n pages at first.
+type pageRange struct{ first, n uint32 }
+
 // pageHeap is the bottom layer.
 type pageHeap struct {
 	// Set by reserve; read without the lock.

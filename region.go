@@ -32,16 +32,14 @@ import (
 //
 // What the rest of the heap may assume of regions: each is a multiple of
 // osPageBytes long and starts on an osPageBytes boundary, and its first
-// virtual page is a multiple of osPagePages, and of hugeSpan with
-// huge pages on; they do not overlap; they
-// are created under pageHeap.mu and live until Close. Nothing else: not
-// their count, their order in memory, their adjacency or their size beyond
-// what was asked. mapRegion and unmapRegion are the only code that obtains
-// and gives back a region's memory, and commitRegion and protectRegion the
-// only code that changes what may access it: reservations of the operating
-// system's, or Go memory in race-detector builds. Releasing pages
-// (osmem.Release, madvise) works on
-// either.
+// virtual page is a multiple of osPagePages, and of hugeSpan with huge pages
+// on; they do not overlap; they are created under pageHeap.mu and live until
+// Close. Nothing else: not their count, their order in memory, their adjacency
+// or their size beyond what was asked. mapRegion and unmapRegion are the only
+// code that obtains and gives back a region's memory, and commitRegion and
+// protectRegion the only code that changes what may access it: reservations of
+// the operating system's, or Go memory in race-detector builds. Releasing
+// pages (osmem.Release, madvise) works on either.
 
 // maxVirtPages is the size of the largest virtual page space, 16 TiB: page
 // numbers and run lengths are uint32, and a large block's length in pages

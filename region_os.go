@@ -27,10 +27,9 @@ const regionGuard = maxSmall
 
 var _ = [1]struct{}{}[regionGuard%(64<<10)]
 
-// regionAlign is the alignment of a region's base: a 2 MiB huge page, so
-// that the huge-page ranges of a region are its own aligned stretches, and a
-// multiple of every OS page. It costs
-// address space only.
+// regionAlign is the alignment of a region's base: a 2 MiB huge page, so that
+// the huge-page ranges of a region are its own aligned stretches, and a
+// multiple of every OS page. It costs address space only.
 const regionAlign = 2 << 20
 
 // regionsCollapse: a region's small pages can be collapsed into huge pages
