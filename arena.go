@@ -232,7 +232,7 @@ func (h *Heap) NewArena() *Arena {
 // positive or too large for the heap.
 func (h *Heap) NewArenaSize(chunkSize int) *Arena {
 	if chunkSize <= 0 {
-		panic(fmt.Sprintf("offheap: NewArenaSize: invalid chunk size %d", chunkSize))
+		panic(fmt.Sprintf("offheap: NewArenaSize(%d): invalid chunk size: it must be positive (NewArena chooses the chunks itself)", chunkSize))
 	}
 	if most := h.mostBytes(); uint64(chunkSize) > most {
 		panic(fmt.Sprintf("offheap: NewArenaSize(%d): chunks larger than the %s this heap's address space can hold would make every allocation fail; use a smaller chunk size", chunkSize, sizeString(most)))

@@ -28,7 +28,7 @@ import (
 // expvar.Publish, or use Publish. It panics if h is nil.
 func Var(h *offheap.Heap) expvar.Var {
 	if h == nil {
-		panic("offheap: offheapexpvar.Var of a nil heap")
+		panic("offheap: offheapexpvar.Var of a nil heap: pass the heap to publish (offheap.Default() for the process-wide one)")
 	}
 	return expvar.Func(func() any { return h.Stats() })
 }
@@ -48,7 +48,7 @@ func Publish(name string, h *offheap.Heap) {
 // cache.Stats) at the time of the call. It panics if c is nil.
 func CacheVar(c *cache.Cache) expvar.Var {
 	if c == nil {
-		panic("offheap: offheapexpvar.CacheVar of a nil cache")
+		panic("offheap: offheapexpvar.CacheVar of a nil cache: pass the cache to publish")
 	}
 	return expvar.Func(func() any { return c.Stats() })
 }

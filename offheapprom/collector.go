@@ -190,7 +190,7 @@ type Collector struct {
 // is nil or opts.Name is empty.
 func NewCollector(h *offheap.Heap, opts Opts) *Collector {
 	if h == nil {
-		panic("offheap: offheapprom.NewCollector of a nil heap")
+		panic("offheap: offheapprom.NewCollector of a nil heap: pass the heap to export (offheap.Default() for the process-wide one)")
 	}
 	if opts.Name == "" {
 		panic("offheap: offheapprom.NewCollector: Opts.Name is empty: name the heap, for the heap label")
