@@ -17,7 +17,7 @@ package offheap
 //     the adjacent-line prefetcher pairs lines) and live off-heap, in one
 //     heap block, like the heap's magazines. Pinning is the
 //     synchronization, which the race detector cannot see: in race builds,
-//     where the heap's memory is Go memory it does see (race.go), the
+//     where the heap's memory is Go memory it does see, the
 //     functions that touch a P's state pinned (Alloc, bump, allocSub) are
 //     exempt from it (a norace directive), and the accesses they make,
 //     their clearing of claims included, are the allocator's own, hidden

@@ -63,7 +63,7 @@ func (a *Arena) AllocUnzeroed(n int) []byte {
 // fast path: one atomic load that is a plain load, the pin, a compare, a
 // store, the unpin. It and Alloc are nosplit: no safe point from the load
 // of procs to the unpin, so that Close, which takes procs out of service and
-// then quiesces, cannot unmap the array under them (closing.go, way 1).
+// then quiesces, cannot unmap the array under them: Close waits out pinned calls.
 //
 //go:nosplit
 func (a *Arena) allocFast(n int) uintptr {
@@ -103,7 +103,7 @@ func (a *Arena) allocSlow(n int) []byte {
 }
 
 // alloc serves every request the fast path did not, between the heap's
-// enter and exit (closing.go); zero says whether a request above
+// enter and exit; zero says whether a request above
 // arenaFastMax must be cleared.
 func (a *Arena) alloc(n int, zero bool) ([]byte, error) {
 	if a.released.Load() {
@@ -146,7 +146,7 @@ func (a *Arena) allocSub(sz uintptr) (uintptr, error) {
 		return a.allocShared(sz, int(sz), true)
 	}
 	pid := pin.Pin()
-	ps := a.procs.Load() // pinned: Close may take it out of service (closing.go)
+	ps := a.procs.Load() // pinned: Close may take it out of service
 	if ps == nil || uint(pid) >= uint(ps.n) {
 		pin.Unpin()
 		return a.allocShared(sz, int(sz), true)

@@ -32,7 +32,7 @@ package offheap
 // under mu, which installProcs takes to install one) before it quiesces:
 // the fast path is nosplit from its load of a.procs to its unpin, so it
 // cannot use an array Close has unmapped; the slow paths load a.procs
-// pinned, and run between h.enter and h.exit (closing.go).
+// pinned, and run between h.enter and h.exit.
 // Every method on an arena of a closed heap then fails with an error that
 // wraps ErrClosed, except a second Release and Stats after Release.
 

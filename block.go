@@ -6,14 +6,14 @@ import "sync/atomic"
 // place (where a block starts and how long it is is placeOf's, place.go):
 // the size of the block an allocation gets, and how an address becomes the
 // compact offset a Ref stores and back. Each function states its contract; they read the
-// regions (region.go), the pagemap and classInfos. When the
+// regions, the pagemap and classInfos. When the
 // address space or the classes change, these change, and nothing that
 // calls them does.
 
 // refOffset is address a as a Ref stores it: its compact offset in h's
 // address space, below refMax, and the same for as long as the memory at a
 // stays part of the heap (a Ref outlives the call that made it). The offset
-// is a's place in the page heap's virtual page space (region.go): the
+// is a's place in the page heap's virtual page space: the
 // virtual page times pageSize plus a's offset in its page, so that region
 // 0's offsets are a - h.base. ok is false when a is not in h's address
 // space.
@@ -49,7 +49,7 @@ func (h *Heap) refAddr(off, n uint64) (uintptr, bool) {
 // path too: h.fastSize is 0) or after Close (h.fastSize is 0), so those
 // Refs go to bytesSlow. One compare, no call: it must inline into Bytes.
 func (h *Heap) refFast(off, n uint64) (uintptr, bool) {
-	return h.base + uintptr(off), off+n-1 < uint64(atomic.LoadUintptr(&h.fastSize)) // Close stores it atomically (closing.go)
+	return h.base + uintptr(off), off+n-1 < uint64(atomic.LoadUintptr(&h.fastSize)) // Close stores it atomically
 }
 
 // tryAllocUnzeroed is AllocUnzeroed returning the error instead of

@@ -251,7 +251,7 @@ func (c *checker) freeRun(a uintptr, st stackID) {
 	}
 	defer h.exit()
 	var r *record
-	p := h.placeOf(a) // what is at a (place.go)
+	p := h.placeOf(a) // what is at a
 	cl := p.class
 	switch {
 	case p.kind == placeArena:

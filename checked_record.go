@@ -135,7 +135,7 @@ func (c *checker) smallRecord(a uintptr) (r *record, start bool, cl uint8) {
 // its start to the end of its underlying block or run): its start, its
 // pagemap class and its record. r is nil when a is in no block with a
 // record: a free page, an arena's memory, a span's tail, a profiled
-// sample, outside the heap. What is at a is placeOf's (place.go). Called
+// sample, outside the heap. What is at a is placeOf's. Called
 // between enter and exit: for a run it takes the page heap's lock.
 func (c *checker) blockOf(a uintptr) (start uintptr, cl uint8, r *record) {
 	switch p := c.h.placeOf(a); p.kind {

@@ -26,7 +26,7 @@ import (
 // path no size lookup: Alloc's zeroing of n > 8 bytes reaches it (a partly
 // zeroed word is no longer the key, whose low byte is not zero), and
 // AllocUnzeroed clears it with one store. A Shared keeps its count in the
-// same word (shared.go): the key is hugely negative, as the count a last
+// same word: the key is hugely negative, as the count a last
 // release leaves (countDead), so a Retain or Release of a freed handle
 // still finds the count at or below zero and panics. An 8-byte block has no
 // second word, and its one word is the free list's link once the block is
@@ -71,8 +71,8 @@ const (
 
 // freeState is the exact check: where the block of class c at a is. It
 // returns blockCorrupt, and the corruption in bad, if the walk of the span's
-// free list found a block written after its Free: the list is abandoned
-// (freelist.go), and whether a was on it is not known.
+// free list found a block written after its Free: the list is abandoned,
+// and whether a was on it is not known.
 func (h *Heap) freeState(a uintptr, c uint8, bad **corruptError) int {
 	cen := &h.central[c]
 	cen.mu.Lock()

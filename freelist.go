@@ -21,7 +21,7 @@ import (
 //     never an address: whatever it decodes to, the heap turns it into an
 //     address only as a block of the span.
 //   - A block of 16 bytes or more also holds the heap's double-free key in
-//     its second word (doublefree.go), written again as it joins the list.
+//     its second word, written again as it joins the list.
 //   - follow, before take moves the list's head on, checks both: the key is
 //     there, and the link decodes to a carved block of the span, or to the
 //     end where the list's count says it ends. A write over the second
@@ -52,7 +52,7 @@ import (
 // into a free block's bytes past its second word; a writer that read the
 // keys out of freed blocks and forges a link to another block of the same
 // span. Checked mode and GuardOneIn see writes after free where they
-// happen (checked.go, guard.go).
+// happen.
 
 // listKeys are a heap's secret keys for its free lists' links, random at
 // NewHeap.

@@ -62,30 +62,30 @@ type Options struct {
 // sees. Its methods are safe for concurrent use, except Close.
 type Heap struct {
 	// Read by every Alloc and Free without a lock. Set by NewHeap; only
-	// fastSize changes, at Close (closing.go).
-	base uintptr        // start of the first region (region.go)
+	// fastSize changes, at Close.
+	base uintptr        // start of the first region
 	size uintptr        // bytes of the first region
 	pmap unsafe.Pointer // the page heap's pagemap
 	// fastSize is the part of the reservation Free's fast path takes: all
 	// of it, or none in checked mode, whose Frees go to freeSlow and on to
-	// the checker (checked.go), and none once Close begins, which stores it
+	// the checker, and none once Close begins, which stores it
 	// atomically (Free loads it so). A checked heap's Allocs get there
 	// without a flag: its magazines decline every allocation
 	// (classStack.sampleAt), so they take the slow path.
 	fastSize uintptr
-	key      uint64    // written into the second word of a freed small block (doublefree.go)
-	ref      refKey    // the heap's tag in its Refs, read with base and fastSize by every Bytes (ref.go)
+	key      uint64    // written into the second word of a freed small block
+	ref      refKey    // the heap's tag in its Refs, read with base and fastSize by every Bytes
 	mags     magazines // per-P: the fast path reads mags.at
 
 	opts    Options // fixed at NewHeap
 	_       [centralPad]byte
 	central [numClasses]central // on cache lines of their own (centralPad)
-	caches  cacheSet            // the Locals' stacks and census (local.go)
-	links   listKeys            // the keys of the spans' free lists (freelist.go)
+	caches  cacheSet            // the Locals' stacks and census
+	links   listKeys            // the keys of the spans' free lists
 	pages   pageHeap
-	reclaim reclaimState // the last reclaim under the Limit (reclaim.go)
+	reclaim reclaimState // the last reclaim under the Limit
 
-	// Closing (closing.go): closed is set first by Close; busy holds each
+	// Closing: closed is set first by Close; busy holds each
 	// P's count of slow-path operations in progress (off-heap), busyFar
 	// that of the Ps without a slot; arenas are the arenas whose per-P
 	// arrays Close must take out of service.
@@ -102,7 +102,7 @@ type Heap struct {
 	// their frees.
 	chk *checker
 
-	// prof is the allocation profile (profile.go), nil if the heap does
+	// prof is the allocation profile, nil if the heap does
 	// not profile.
 	prof *profiler
 }
@@ -200,8 +200,7 @@ func (opts *Options) check() error {
 }
 
 // reserve maps the heap's first region, of size bytes (0: chosen for the
-// limit), and reserves its metadata for the largest virtual page space
-// (region.go).
+// limit), and reserves its metadata for the largest virtual page space.
 func (h *Heap) reserve(limit int64, size uintptr, shadowed bool) error {
 	if size == 0 {
 		size = uintptr(defaultReserve)
@@ -350,7 +349,7 @@ func (h *Heap) Trim() {
 	}
 	defer h.exit()
 	if c := h.chk; c != nil {
-		c.flush(true) // checked mode: the quarantine's blocks go back first (checked.go)
+		c.flush(true) // checked mode: the quarantine's blocks go back first
 	}
 	h.drainAllMagazines()
 	for c := 1; c < numClasses; c++ {

@@ -35,7 +35,7 @@ const zeroResidentMin = 1 << 20
 
 // allocLarge returns the address of a new run of pages for n bytes whose
 // pagemap words carry class: classLarge for a block above maxSmall,
-// classArena for an arena's memory (arena.go). With zero, its bytes read as
+// classArena for an arena's memory. With zero, its bytes read as
 // zeros.
 func (h *Heap) allocLarge(n int, zero bool, class uint8) (uintptr, error) {
 	np, ok := pagesFor(n)
@@ -66,7 +66,7 @@ func zeroPages(a, n uintptr) {
 // zeroResident is zeroPages through mincore, whatever the size. It hands
 // back only the system pages that lie whole in the run's pages (up to a+n
 // rounded up to a heap page): an OS page larger than a heap page may hold
-// a neighbour's bytes too (ospage.go), and the block's bytes in one are
+// a neighbour's bytes too, and the block's bytes in one are
 // cleared.
 func zeroResident(a, n uintptr) {
 	ps := osmem.PageSize

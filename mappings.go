@@ -19,7 +19,7 @@ package offheap
 //     (giveBack: the release timer, Trim, the Limit) or move out again
 //     (freeMoved). Free and Trim so leave the kernel's count as it was
 //     before the moves.
-//   - Guard pages (guard.go), inaccessible inside accessible memory.
+//   - Guard pages, inaccessible inside accessible memory.
 //
 // A heap makes no new moved range while it records maxMovedRanges: a
 // Realloc then copies rather than move, unless the block it moves holds

@@ -14,13 +14,13 @@ import "github.com/offheap/offheap/internal/osmem"
 //
 //   - regions start on an OS page and are whole OS pages long, and their
 //     virtual pages start on a multiple of osPagePages, so that a virtual
-//     page number's alignment is its address's (region.go);
+//     page number's alignment is its address's;
 //   - the frontier commits whole OS pages (pageHeap.fresh), and a run of an
 //     OS page or more starts on one (pageHeap.alloc);
 //   - a dirty free page goes back to the system only when every page of its
-//     OS page is free and due: until then it is parked (release.go);
+//     OS page is free and due: until then it is parked;
 //   - a guarded block's run, its guard and the pool's slots are whole OS
-//     pages, so that protecting one faults no neighbour (guard.go);
+//     pages, so that protecting one faults no neighbour;
 //   - zeroing a large block gives back only the OS pages its run holds
 //     whole (zeroResident).
 //

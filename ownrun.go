@@ -82,8 +82,7 @@ func (ph *pageHeap) runHolding(a uintptr) (first uintptr, class uint8, ok bool) 
 
 // inUse calls f with the first page and the pagemap word of every span and
 // every run of its own in use, with mu held: f must not call the page heap.
-// For a checked heap's Close, once nothing else can change the page heap
-// (closing.go).
+// For a checked heap's Close, once nothing else can change the page heap.
 func (ph *pageHeap) inUse(f func(page uint32, e uint64)) {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
@@ -122,7 +121,7 @@ func (ph *pageHeap) runPages(a uintptr) uint32 {
 }
 
 // keepRun counts a run of np pages freed while its owner keeps it out of
-// the free set, marked as it is, to use again (guard.go's spare runs);
+// the free set, marked as it is, to use again (the guarded blocks' spare runs);
 // reuseRun counts it allocated again, and dropRun gives the kept run that
 // starts at a to the free set.
 func (ph *pageHeap) keepRun(np uint32) {

@@ -2,7 +2,7 @@ package offheap
 
 // The pagemap's encoding: one word per page, the only structure Free reads
 // without a lock. Its constructors, accessors and the fast checks of the
-// fast paths are here, and only here and in placeOf (place.go), the one
+// fast paths are here, and only here and in placeOf, the one
 // decoder the slow paths share, is a word taken apart.
 //
 //	bits  0-7   class: 0 free, 1..numClasses-1 a small span, or the class
@@ -22,10 +22,10 @@ import "unsafe"
 
 // The classes of the runs of their own, in bits 0-7 of their pages' words.
 const (
-	classLarge   = 0xff // a large block (large.go)
-	classGuarded = 0xfe // a guarded block, or a spare or pool run of one (guard.go)
-	classArena   = 0xfd // an arena's memory (arena_heap.go)
-	classSampled = 0xfc // a small block the profile sampled (profile.go)
+	classLarge   = 0xff // a large block
+	classGuarded = 0xfe // a guarded block, or a spare or pool run of one
+	classArena   = 0xfd // an arena's memory
+	classSampled = 0xfc // a small block the profile sampled
 )
 
 const (

@@ -6,14 +6,14 @@ import (
 )
 
 // perP is a set of per-P structures, each mapped off-heap and touched only
-// by the goroutine pinned to its P: the heap's magazines (magazine.go), and
-// a checked heap's quarantine rings (checked_quarantine.go). A P is given
+// by the goroutine pinned to its P: the heap's magazines, and
+// a checked heap's quarantine rings. A P is given
 // one the first time it needs one, and keeps it until Trim or Close takes
 // every P's out of service; Trim keeps them, emptied, as spares for the
 // next Ps that need one.
 //
 // at is read pinned and without a lock: a structure loaded from it while
-// pinned stays in service until the pin ends (closing.go, way 1). The rest
+// pinned stays in service until the pin ends: Close waits out pinned calls. The rest
 // is guarded by mu, under which Close takes the set out of service for good.
 type perP[T any] struct {
 	at [maxProcs]atomic.Pointer[T] // P pid's structure; nil if it has none
@@ -68,7 +68,7 @@ func (s *perP[T]) install(pid int, closed *atomic.Bool, make func() (*T, error))
 }
 
 // takeAll takes every P's structure out of service and returns them. Once
-// quiesce (quiesce.go) returns, no goroutine is using any of them.
+// quiesce returns, no goroutine is using any of them.
 func (s *perP[T]) takeAll() []*T {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -7,7 +7,7 @@ package offheap
 // they refuse; refusal words the refusal. The checker's blockOf, Lookup
 // and Ref ask placeOf too. The fast paths (Free's, Local.Free's,
 // Relocate's dense check, RelocateAll's batch) test the same encoding
-// inline with smallStart or blockStart (pagemap.go), and send what they do
+// inline with smallStart or blockStart, and send what they do
 // not take here. The word's bits are pagemap.go's: placeOf reads them
 // through its accessors.
 
@@ -25,8 +25,8 @@ const (
 	placeTail                      // in a span's tail, past its last block
 	placeRun                       // the start of a large block or a profiled sample
 	placeInRun                     // inside a large block or a profiled sample, past its start
-	placeGuarded                   // on a guarded run's pages: the checker knows its blocks (guard.go)
-	placeArena                     // an Arena's memory (arena_heap.go)
+	placeGuarded                   // on a guarded run's pages: the checker knows its blocks
+	placeArena                     // an Arena's memory
 	placeFreed                     // the start of a block that is free (freeable)
 	placeUncarved                  // the start of a block its span never handed out (freeable)
 )
@@ -103,7 +103,7 @@ func (h *Heap) placeOf(a uintptr) place {
 // Relocate take a block for: a placeSmall, placeRun or placeGuarded (the
 // checker's to judge) they serve; every other place they refuse, with
 // refusal's message. A free list found written after free is abandoned and
-// panics here (freelist.go). Called between enter and exit, with no lock
+// panics here. Called between enter and exit, with no lock
 // held.
 func (h *Heap) freeable(a uintptr) place {
 	p := h.placeOf(a)

@@ -182,7 +182,7 @@ func (h *Heap) allocSampled(n int, zero bool, st stackID, kind sampleKind) ([]by
 		return nil, err
 	}
 	if !zero && n > 8 {
-		*(*uint64)(ptr(a + 8)) = 0 // as every block: no key where the program finds it (doublefree.go)
+		*(*uint64)(ptr(a + 8)) = 0 // as every block: no key where the program finds it
 	}
 	h.prof.record(a, sampleSize(n), st, kind)
 	return bytesAt(a, n), nil
@@ -316,7 +316,7 @@ type profSample struct {
 
 // scaleSample estimates the blocks and bytes that count sampled blocks of
 // size bytes stand for, at the given rate. A block of s bytes is sampled
-// with probability 1-exp(-s/rate) (sampling.go), so each sampled one stands
+// with probability 1-exp(-s/rate), so each sampled one stands
 // for 1/(1-exp(-s/rate)) blocks: the runtime's scaleHeapSample.
 func scaleSample(count, size uint64, rate int64) (blocks, bytes int64) {
 	if count == 0 || size == 0 {

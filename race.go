@@ -8,7 +8,7 @@ import (
 )
 
 // Race-detector builds (go build -race, go test -race): the heap's memory is
-// Go memory (region_race.go), so the race detector sees every access to a
+// Go memory, so the race detector sees every access to a
 // block as it sees any []byte. What it cannot see is the synchronization
 // offheap does through structures that only pinning guards (the per-P
 // magazines and quarantine rings, mapped off-heap) or that it keeps
@@ -23,7 +23,7 @@ import (
 //
 // Both are nosplit, and so is everything they call in the runtime, down to
 // the switch to the system stack: Free's fast path calls raceRelease and
-// must have no safe point before its last access (closing.go). They touch
+// must have no safe point before its last access. They touch
 // no memory of the program, only the detector's own.
 
 const raceOn = true

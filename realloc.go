@@ -56,12 +56,12 @@ func (h *Heap) realloc(b []byte, n int, zero bool) []byte {
 // resized to n <= maxSmall bytes: in place when a block for n bytes is of
 // its class, otherwise moved to a block from the P's magazine, b's block
 // going onto the magazine as Free's fast path puts it there. All of it is
-// one pinned section that saw the heap open (closing.go), so Close cannot
+// one pinned section that saw the heap open, so Close cannot
 // unmap either block meanwhile; the copy and the clear together write at
 // most maxSmall bytes, what allocFast clears while pinned. It returns nil,
 // having changed nothing, where the slow path must decide: b is no block
-// start of the first region's small classes, or holds the double-free key
-// (doublefree.go), the magazine cannot serve the new block or take b's, or
+// start of the first region's small classes, or holds the double-free key,
+// the magazine cannot serve the new block or take b's, or
 // the profile samples this allocation (pop declines it).
 func (h *Heap) reallocSmall(b []byte, n int, zero bool) []byte {
 	a := addrOf(b)
@@ -89,7 +89,7 @@ func (h *Heap) reallocSmall(b []byte, n int, zero bool) []byte {
 		pin.Unpin()
 		return nil
 	}
-	na := m.popUnzeroed(sizeClass(n), n) // the key cleared, where the copy may not reach (doublefree.go)
+	na := m.popUnzeroed(sizeClass(n), n) // the key cleared, where the copy may not reach
 	if na == 0 {
 		pin.Unpin()
 		return nil
@@ -114,7 +114,7 @@ func (h *Heap) reallocSlow(b []byte, n int, zero bool) []byte {
 	}
 	defer h.exit()
 	a := addrOf(b)
-	if h.checked() { // the checker's blocks: always a copy (checked.go)
+	if h.checked() { // the checker's blocks: always a copy
 		return h.reallocCopy(b, n, zero)
 	}
 	old, onp := h.pages.ownRun(a) // realloc_pages.go

@@ -96,7 +96,7 @@ func (h *Heap) reallocLarge(b []byte, n int, zero bool, old uint8, onp uint32) [
 	// page larger than a heap page may hold a neighbour's bytes: ospage.go).
 	mp := int(alignUp(uintptr(k), osPageBytes))
 	if old != 0 && mp >= moveMin && mp <= int(uintptr(onp)<<pageShift&^(osPageBytes-1)) && moveOnto(na, mp, dirty) &&
-		h.pages.claimMove(na, a, uintptr(mp)) { // room among the kernel's mappings (mappings.go)
+		h.pages.claimMove(na, a, uintptr(mp)) { // room among the kernel's mappings
 		switch err := movePages(ptr(na), ptr(a), uintptr(mp)); {
 		case err == nil:
 			moved = mp
@@ -285,7 +285,7 @@ func (ph *pageHeap) resizeRun(a uintptr, from, to uint8, np uint32) (dirty, ok b
 // held; the caller marks them.
 func (ph *pageHeap) extend(first, n uint32) (dirty, ok bool) {
 	if r, ok := ph.free[first]; ok && r.pages >= n {
-		d, err := ph.reuse(first, n, r) // the rule alloc's runs follow (freerun.go)
+		d, err := ph.reuse(first, n, r) // the rule alloc's runs follow
 		if err != nil {
 			return false, false
 		}

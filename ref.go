@@ -87,7 +87,7 @@ func (r Ref) Len() int { return int(r.n & (refMax - 1)) }
 // panics with a *MemoryError of kind UseAfterFree.
 func (h *Heap) Ref(b []byte) Ref {
 	// The pagemap and the records are read between enter and exit: Close
-	// unmaps them (closing.go).
+	// unmaps them.
 	if !h.enter() {
 		panic(fmt.Errorf("%w: Ref of %#x", ErrClosed, addrOf(b)))
 	}
@@ -111,7 +111,7 @@ func (h *Heap) checkRef(a uintptr, n uint64, op string) {
 		h.checkRecordRef(a, n, op)
 		return
 	}
-	switch p := h.placeOf(a); p.kind { // what Free's refusals take too (place.go)
+	switch p := h.placeOf(a); p.kind { // what Free's refusals take too
 	case placeGuarded: // a sampled heap's guarded block: the checker has its record
 		h.checkRecordRef(a, n, op)
 	case placeSmall, placeRun:

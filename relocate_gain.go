@@ -57,7 +57,7 @@ func (h *Heap) RelocateGain() Gain {
 	for c := 1; c < numClasses; c++ {
 		cen := &h.central[c]
 		if !cen.movable.Load() {
-			continue // no sparse span with a fuller one to fill (relocate_class.go)
+			continue // no sparse span with a fuller one to fill
 		}
 		live = cen.spanLives(h, live[:0])
 		spans, moves := drainPlan(live, classBlocks[c])

@@ -19,7 +19,7 @@ package offheap
 //	          OnRelease included), so that Free of its bytes can say they
 //	          are a Shared's (the allocator's free-list link once freed)
 //	block+8   the count (int64, atomic); the double-free key once freed
-//	          (doublefree.go), which is hugely negative, as countDead
+//	         , which is hugely negative, as countDead
 //	block+16  the n bytes of data: Bytes
 //	[Hot only, from the first 64-byte boundary after the data]
 //	area+0    mode (uint32: perP or sealed), area+4: slot count (uint32)
@@ -43,7 +43,7 @@ package offheap
 // preempted between the test of the closed flag and the add: a nosplit
 // function has no safe point but its calls, so a stop of the world waits
 // for it as for a pinned section, and Close, which marks the heap closed and
-// then quiesces before it unmaps (closing.go), never unmaps the count under
+// then quiesces before it unmaps, never unmaps the count under
 // the add. Pinning would do the same for two calls more (inlined, the
 // functions would lose the property).
 //
@@ -60,7 +60,7 @@ package offheap
 // are reached from it by address arithmetic (count, hotArea, slotAt, and the
 // inline copies of count in Retain and Release), only for heap handles, whose
 // data is off-heap memory that the collector neither scans nor moves; ptr and
-// bytesAt (unsafe.go) turn the block's addresses back into pointers. Every
+// bytesAt turn the block's addresses back into pointers. Every
 // word touched is inside the block h.Alloc returned for the handle.
 
 import (
@@ -194,7 +194,7 @@ func (h *Heap) NewShared(n int, opts ...SharedOption) Shared {
 	block := addrOf(h.allocShared(size)) // zeroed: the slots are 0, the mode perP
 	s := Shared{data: ptr(block + sharedHdr), h: h, meta: uint64(n) | flagHeap}
 	// Written pinned with the heap seen open: a racing Close may have
-	// unmapped the block since Alloc returned (closing.go).
+	// unmapped the block since Alloc returned.
 	pin.Pin()
 	if h.closed.Load() {
 		pin.Unpin()

@@ -51,7 +51,7 @@ package offheap
 // its own, and TestSharedHotStressCatchesBrokenFold checks that the test
 // catches a fold that loses one slot (a test's seal, export_test.go).
 //
-// Race-detector builds: the count is Go memory there (region_race.go), and
+// Race-detector builds: the count is Go memory there, and
 // the detector sees its atomics order every Release before the last one's
 // OnLastRelease and Free; the slow paths also make that edge explicitly
 // (raceRelease on each Release, raceAcquire at zero: shared_slow.go,
@@ -78,7 +78,7 @@ func slotAt(a uintptr, i int) *int64 { return (*int64)(ptr(a + hotLine*uintptr(1
 // hotAdd adds d to a Hot handle's count: to the current P's slot while the
 // slots are live, else to the count. It returns the count's new value and
 // true when it added to the count. It works pinned, having seen the heap
-// open, so that Close cannot unmap the handle under it (closing.go); on a
+// open, so that Close cannot unmap the handle under it; on a
 // closed heap it panics, naming call.
 func (s Shared) hotAdd(d int64, call string) (int64, bool) {
 	a := s.hotArea()

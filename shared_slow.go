@@ -9,7 +9,7 @@ package offheap
 // A release that takes the count below 0 panics with "offheap:
 // Shared.Release past zero". The last release stores countDead (-2^62) in the
 // count before it frees, and the Free writes the heap's double-free key
-// there, as hugely negative (doublefree.go), so the common misuse, releasing
+// there, as hugely negative, so the common misuse, releasing
 // a copy once too often right after the final release, finds a hugely
 // negative count and panics (and a Retain after it panics too). Fast heaps
 // never unmap or protect a freed block before Close (its pages are at worst
@@ -77,7 +77,7 @@ func (s Shared) retainSlow() Shared {
 // every handle in race-detector builds, for a closed heap, and for a plain
 // handle whose add took the count to 0 or below. The last release runs the
 // callback and frees after drop has returned, outside the heap's enter and
-// exit: the callback may do anything, Close included (closing.go).
+// exit: the callback may do anything, Close included.
 func (s Shared) releaseSlow() {
 	if s.h == nil { // Static or zero
 		return
@@ -99,8 +99,7 @@ func (s Shared) finish(f func([]byte), last bool) {
 
 // drop is releaseSlow's work on the count: it reports whether this release
 // was the last, and the callback to run then. Every access to the handle's
-// memory is pinned with the heap seen open, or between enter and exit
-// (closing.go).
+// memory is pinned with the heap seen open, or between enter and exit.
 func (s Shared) drop() (f func([]byte), last bool) {
 	switch {
 	case s.plain() && !raceOn:
@@ -153,7 +152,7 @@ func (s Shared) drop() (f func([]byte), last bool) {
 	return nil, false
 }
 
-// load reads the count, pinned with the heap seen open (closing.go); it
+// load reads the count, pinned with the heap seen open; it
 // panics on a closed heap.
 func (s Shared) load() int64 {
 	pin.Pin()
@@ -167,9 +166,9 @@ func (s Shared) load() int64 {
 }
 
 // unkey undoes the add of d that a Retain or Release of a freed plain
-// handle made on its count word, which held the heap's double-free key
-// (doublefree.go), so that the block stays marked free; the caller then
-// panics. Pinned with the heap seen open (closing.go).
+// handle made on its count word, which held the heap's double-free key,
+// so that the block stays marked free; the caller then
+// panics. Pinned with the heap seen open.
 func (s Shared) unkey(d int64) {
 	pin.Pin()
 	if !s.h.closed.Load() {
@@ -187,7 +186,7 @@ func (s Shared) atZero(v int64) (f func([]byte), last bool) {
 		}
 		s.panicPastZero()
 	}
-	// Pinned with the heap seen open (closing.go).
+	// Pinned with the heap seen open.
 	pin.Pin()
 	if s.h.closed.Load() {
 		pin.Unpin()
@@ -210,7 +209,7 @@ func (s Shared) atZero(v int64) (f func([]byte), last bool) {
 // clears the block's mark first (sharedBlock), and not before: through the
 // OnRelease callback, which runs before it, a Free of the bytes is told
 // that they are a Shared's. Pinned with the heap seen open, since the
-// callback may have closed it (closing.go); Free then panics.
+// callback may have closed it; Free then panics.
 func (s Shared) free() {
 	pin.Pin()
 	if !s.h.closed.Load() {

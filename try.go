@@ -58,7 +58,7 @@ func (c *Local) TryAllocUnzeroed(n int) ([]byte, error) {
 	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
 		if a := c.st.pop(sizeClass(n)); a != 0 {
 			if n > 8 { // an 8-byte block has no key
-				(*[2]uint64)(ptr(a))[1] = 0 // the double-free key (doublefree.go)
+				(*[2]uint64)(ptr(a))[1] = 0 // the double-free key
 			}
 			return bytesAt(a, n), nil
 		}

@@ -4,9 +4,9 @@
 // heap. (In a race build offheap's heap is Go memory, whose pages Release
 // gives back and Resident reports as any private anonymous mapping's.)
 //
-// The backend is Linux on amd64 and arm64 (osmem_linux.go): 64-bit, little
+// The backend is Linux on amd64 and arm64: 64-bit, little
 // endian, as the heap's metadata and checked mode's canaries assume.
-// Everywhere else every call fails with ErrUnsupported (osmem_other.go).
+// Everywhere else every call fails with ErrUnsupported.
 package osmem
 
 import (

@@ -3,5 +3,5 @@
 package osmem
 
 // simPage: with the build tag offheappage16k the heap sees a kernel with
-// 16 KiB pages (simulate.go).
+// 16 KiB pages.
 const simPage = 16 << 10

@@ -9,7 +9,7 @@ import (
 )
 
 // Larger pages, simulated. A build with the tag offheappage16k or
-// offheappage64k (page_sim16k.go, page_sim64k.go) runs on the host's
+// offheappage64k runs on the host's
 // kernel as if its pages were 16 or 64 KiB, where the host's are smaller,
 // so that tests on any machine see what such a kernel does to the heap:
 //

@@ -9,8 +9,8 @@
 // 16-byte step (alignment) bounds it instead. Every class above 8 is a
 // multiple of 16, so blocks are 16-byte aligned.
 //
-// A class's span has one size per span tier, the tier being the OS page
-// (ospage.go): a span emptied by Free goes back to the OS only whole OS
+// A class's span has one size per span tier, the tier being the OS page:
+// a span emptied by Free goes back to the OS only whole OS
 // pages at a time, so a span is at least an OS page long. At tier t (an OS
 // page of at most 8<<t KiB; tier 3 for 64 KiB and above) a span is the
 // fewest 8 KiB pages, at least 1<<t, that hold at least spanMinBlocks

@@ -430,7 +430,7 @@ func sharedHandoff() {
 		n := 32 + round*40
 		s := h.NewShared(n)
 		fill(s.Bytes())
-		block := addr(s.Bytes()) - 16 // the data follows a 16-byte header (shared.go)
+		block := addr(s.Bytes()) - 16 // the data follows a 16-byte header
 		base := clock.Load()
 		var wg sync.WaitGroup
 		for range 3 {

@@ -1,4 +1,4 @@
-// Command racecheck is the program TestRaceDetector (race_detector_test.go)
+// Command racecheck is the program TestRaceDetector
 // builds with -race and runs once per scenario, named by its argument. A
 // racy scenario has a data race on off-heap memory between two functions
 // the test names, which the race detector must report; a correct one
