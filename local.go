@@ -149,11 +149,13 @@ func (c *Local) Free(b []byte) {
 		cl := sizeClass(n)
 		if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
 			e := pageWordAt(h.pmap, off>>pageShift)
-			if st := c.st; wordClass(e) == cl && blockStart(a, e, &classInfos[cl]) && st.room(cl) {
-				if h.claimKey(a) {
-					raceRelease(ptr(a)) // race builds: to the block's next Alloc (race.go)
-					st.add(cl, a)
-					return
+			if st := c.st; wordClass(e) == cl && blockStart(a, e, &classInfos[cl]) {
+				if k, ok := st.slot(cl); ok {
+					if h.claimKey(a) {
+						raceRelease(ptr(a)) // race builds: to the block's next Alloc (race.go)
+						st.addAt(cl, k, a)
+						return
+					}
 				}
 			}
 		}
