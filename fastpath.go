@@ -114,14 +114,32 @@ func (s *stacks) room(c uint8) bool {
 	return mc.n < mc.cap
 }
 
+// slot returns the depth of the stack of class c, where its next push
+// goes, and whether it has room for one: room with the depth, for addAt,
+// for a caller that writes through a block's address between the two
+// (Local.Free's claimKey), after which the compiler cannot tell the depth
+// unchanged and would load it again.
+//
+//go:nosplit
+func (s *stacks) slot(c uint8) (k uint32, ok bool) {
+	mc := &s.cls[c]
+	return mc.n, mc.n < mc.cap
+}
+
 // add pushes block a of class c and counts the Free. The caller owns the
 // stack, which has room (room), and has released the block to the race
 // detector.
 //
 //go:nosplit
 func (s *stacks) add(c uint8, a uintptr) {
+	s.addAt(c, s.cls[c].n, a)
+}
+
+// addAt is add at depth k, which slot returned.
+//
+//go:nosplit
+func (s *stacks) addAt(c uint8, k uint32, a uintptr) {
 	mc := &s.cls[c]
-	k := mc.n
 	s.slots[c][uint8(k)] = a // k < maxDepth
 	mc.n = k + 1
 	mc.frees++

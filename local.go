@@ -142,18 +142,22 @@ func (c *Local) Free(b []byte) {
 	// offheap-cache arm; docs/benchmarks.md, The Local pair). The checks are
 	// Heap.Free's, in a nosplit section as there and in Alloc; freeAny makes
 	// them for every other slice. The class has a key (cap(b) > 8), so the
-	// claim is claimKey's, without claim's test of class 1.
+	// claim is claimKey's, without claim's test of class 1. The tests are
+	// nested ifs, not one &&: an && over an inlined helper's result sets a
+	// register that the branch tests again.
 	h := c.h
 	a := addrOf(b)
 	if n := cap(b); uint(n)-9 < cacheMax-8 { // the classes with a key
 		cl := sizeClass(n)
 		if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
 			e := pageWordAt(h.pmap, off>>pageShift)
-			if st := c.st; wordClass(e) == cl && blockStart(a, e, &classInfos[cl]) && st.room(cl) {
-				if h.claimKey(a) {
-					raceRelease(ptr(a)) // race builds: to the block's next Alloc (race.go)
-					st.add(cl, a)
-					return
+			if st := c.st; wordClass(e) == cl && blockStart(a, e, &classInfos[cl]) {
+				if k, ok := st.slot(cl); ok {
+					if h.claimKey(a) {
+						raceRelease(ptr(a)) // race builds: to the block's next Alloc (race.go)
+						st.addAt(cl, k, a)
+						return
+					}
 				}
 			}
 		}
