@@ -44,7 +44,7 @@ func (h *Heap) AllocUnzeroed(n int) []byte {
 
 // allocFastUnzeroed is allocFast for a block left as it is: it pops a
 // block for a small request from the current P's magazine and clears
-// only its double-free key (doublefree.go), or returns 0.
+// only its double-free key, or returns 0.
 //
 //go:nosplit
 func (h *Heap) allocFastUnzeroed(n int) uintptr {
@@ -110,7 +110,7 @@ func (h *Heap) allocFast(n int) uintptr {
 	a := uintptr(0)
 	if m := h.mag(pin.Pin()); m != nil {
 		// Zeroed while pinned, since a racing Close may unmap the block
-		// once we are not (closing.go): at most maxSmall bytes, which is
+		// once we are not: at most maxSmall bytes, which is
 		// what the runtime itself clears between preemption points.
 		a = m.popZeroed(c, n)
 	}
@@ -131,7 +131,7 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 		return []byte{}, nil
 	}
 	// A refusal by the limit is tried once more after the heap gets back
-	// the free memory it keeps (reclaim.go).
+	// the free memory it keeps.
 	var rc reclaimTry
 	c := h.chk
 	var guard, prof bool
@@ -139,7 +139,7 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 	case c != nil && c.all: // the checker takes them all
 	case c == nil && !h.mags.on && n <= maxSmall:
 		// Magazines off: every Alloc comes here, and reads its central
-		// list's mark (sampling.go) without a call.
+		// list's mark without a call.
 		cen := &h.central[sizeClass(n)]
 		prof = cen.profDue.Load() && cen.takeSample(h.prof)
 	default:
@@ -148,7 +148,7 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 	if c != nil && (c.all || guard) {
 		// The checker's allocations (all in checked mode, the sampled ones
 		// otherwise), with the stack walked from this frame: it starts at
-		// the caller of Alloc (checked.go).
+		// the caller of Alloc.
 		var s stack
 		return h.allocChecked(n, zero, intern(&s, s.fill(fpStack(&s.pcs))))
 	}
@@ -186,8 +186,8 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 	}
 }
 
-// allocProfiled allocates the n bytes of an allocation the profile samples
-// (profile.go), trying once more after a reclaim at the limit. The stack is
+// allocProfiled allocates the n bytes of an allocation the profile samples,
+// trying once more after a reclaim at the limit. The stack is
 // walked from here; the profile trims offheap's own frames.
 func (h *Heap) allocProfiled(n int, zero bool, kind sampleKind) ([]byte, error) {
 	var s stack
@@ -205,7 +205,7 @@ func (h *Heap) allocProfiled(n int, zero bool, kind sampleKind) ([]byte, error) 
 // the heap is closed: it zeroes them (the key too, as allocFast does), or
 // with zero false clears only the key. A racing Close may have unmapped the
 // block since the central lock was released, so prepare is nosplit, as
-// Free, and sees the heap open before it touches the block (closing.go):
+// Free, and sees the heap open before it touches the block:
 // memclr is its only call, and is not preemptible.
 //
 //go:nosplit
@@ -214,7 +214,7 @@ func (h *Heap) prepare(a uintptr, n int, zero bool) bool {
 	if h.closed.Load() {
 		return false
 	}
-	raceAcquire(ptr(a)) // race builds: after the block's last Free (race.go)
+	raceAcquire(ptr(a)) // race builds: after the block's last Free
 	clearBlock(a, n, zero)
 	return true
 }

@@ -26,7 +26,7 @@ func (s *stacks) pop(c uint8) uintptr {
 		mc.n--
 		mc.hits++
 		a := s.slots[c][uint8(mc.n)] // mc.n < maxDepth, 256: the conversion only drops the bounds check
-		raceAcquire(ptr(a))          // race builds: after the block's last Free (race.go)
+		raceAcquire(ptr(a))          // race builds: after the block's last Free
 		return a
 	}
 	return 0
@@ -34,9 +34,9 @@ func (s *stacks) pop(c uint8) uintptr {
 
 // popZeroed pops a block of class c for n bytes from the stack and zeroes
 // them, or returns 0 (see pop): the key too, since n > 8 bytes from the
-// start reach its word (doublefree.go). The caller owns the stack and keeps
+// start reach its word. The caller owns the stack and keeps
 // the block mapped meanwhile: pinned, or in a nosplit section after
-// fastSize was seen nonzero (closing.go).
+// fastSize was seen nonzero.
 //
 //go:nosplit
 func (s *stacks) popZeroed(c uint8, n int) (a uintptr) {
@@ -73,7 +73,7 @@ func clearBlock(a uintptr, n int, zero bool) {
 // claim marks the block of class c at a, a block start (smallStart), as
 // freed by writing the heap's key into its second word, and reports false,
 // writing nothing, when the key is there already: the block may be free,
-// which the slow path's exact check decides (doublefree.go). An 8-byte
+// which the slow path's exact check decides. An 8-byte
 // block has no second word and no key.
 //
 //go:nosplit
@@ -153,7 +153,7 @@ func (s *stacks) put(c uint8, a uintptr) bool {
 	if !s.room(c) {
 		return false
 	}
-	raceRelease(ptr(a)) // race builds: to the Alloc that takes it (race.go)
+	raceRelease(ptr(a)) // race builds: to the Alloc that takes it
 	s.add(c, a)
 	return true
 }

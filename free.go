@@ -30,15 +30,14 @@ func (h *Heap) Free(b []byte) {
 	// Free is nosplit: up to its first call that can be preempted
 	// (freeToCentral, freeSlow), a stop of the world waits for it as for a
 	// pinned section. So the pagemap and the block, read after fastSize was
-	// seen nonzero (Close zeroes it, then quiesces), stay mapped meanwhile
-	// (closing.go).
+	// seen nonzero (Close zeroes it, then quiesces), stay mapped meanwhile.
 	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
 		e := pageWordAt(h.pmap, off>>pageShift)
-		// The key in the block's second word marks it freed
-		// (doublefree.go): finding it sends the Free to the slow path's
+		// The key in the block's second word marks it freed:
+		// finding it sends the Free to the slow path's
 		// exact check.
 		if c, ok := smallStart(a, e); ok && h.claim(a, c) {
-			raceRelease(ptr(a)) // race builds: to the block's next Alloc (race.go)
+			raceRelease(ptr(a)) // race builds: to the block's next Alloc
 			pid := pin.Pin()
 			if m := h.mag(pid); m != nil && m.room(c) {
 				m.add(c, a)
@@ -56,14 +55,14 @@ func (h *Heap) Free(b []byte) {
 // freeSlow handles every Free the fast path did not take: every Free of a
 // checked heap, which goes to the checker; large blocks, the profile's
 // samples, a sampled heap's guarded blocks, small blocks of the regions
-// after the first (region.go), the key found, a closed heap, and the
+// after the first, the key found, a closed heap, and the
 // addresses that are not a block start of this heap, which panic. Past
-// checked mode it takes what freeable (place.go) says is at a: the one
+// checked mode it takes what freeable says is at a: the one
 // decision of what Free, Realloc and Relocate take.
 func (h *Heap) freeSlow(b []byte) {
 	a := addrOf(b)
 	if c := h.chk; c != nil && c.all {
-		var s stack // walked from this frame: it starts at the caller of Free (checked.go)
+		var s stack // walked from this frame: it starts at the caller of Free
 		st := intern(&s, s.fill(fpStack(&s.pcs)))
 		if !c.freeSmall(a, st) {
 			c.freeRun(a, st) // page runs, and every address the checker refuses
@@ -79,12 +78,12 @@ func (h *Heap) freeSlow(b []byte) {
 		h.freeSmall(a, p.class)
 	case placeRun:
 		if p.class == classSampled {
-			h.freeSampled(a) // the profile's (profile.go)
+			h.freeSampled(a) // the profile's
 		} else {
 			h.freeLarge(a, classLarge)
 		}
 	case placeGuarded:
-		if h.chk != nil { // a sampled heap's sample: the checker's (guard.go)
+		if h.chk != nil { // a sampled heap's sample: the checker's
 			var s stack // as above
 			h.chk.freeRun(a, intern(&s, s.fill(fpStack(&s.pcs))))
 			return

@@ -81,10 +81,10 @@ func (c *Local) Alloc(n int) []byte {
 	// Nosplit and never inlined, as Heap.Free: from the load of fastSize
 	// to the last touch of the block there is no safe point, so a Close
 	// that zeroed fastSize and quiesces waits the block's zeroing out
-	// (closing.go, way 2). fastSize is 0 in a checked heap too, whose
+	// . fastSize is 0 in a checked heap too, whose
 	// Locals go to the slow path. pop and clearBlock are popZeroed's two
 	// halves, called here so that the one test of pop's result is this
-	// branch: popZeroed's own test merges into a second one (fastpath.go).
+	// branch: popZeroed's own test merges into a second one.
 	h := c.h
 	if uint(n)-1 < cacheMax && atomic.LoadUintptr(&h.fastSize) != 0 {
 		if a := c.st.pop(sizeClass(n)); a != 0 {
@@ -154,7 +154,7 @@ func (c *Local) Free(b []byte) {
 			if st := c.st; wordClass(e) == cl && blockStart(a, e, &classInfos[cl]) {
 				if k, ok := st.slot(cl); ok {
 					if h.claimKey(a) {
-						raceRelease(ptr(a)) // race builds: to the block's next Alloc (race.go)
+						raceRelease(ptr(a)) // race builds: to the block's next Alloc
 						st.addAt(cl, k, a)
 						return
 					}
@@ -294,7 +294,7 @@ func (c *Local) slow(n int, zero bool, call string) ([]byte, error) {
 		var err error
 		if guard {
 			// Walked from this frame: it starts at the caller of Alloc, as
-			// the heap's (checked.go).
+			// the heap's.
 			var s stack
 			b, err = h.allocChecked(n, zero, intern(&s, s.fill(fpStack(&s.pcs))))
 		} else {
@@ -316,7 +316,7 @@ func (c *Local) slow(n int, zero bool, call string) ([]byte, error) {
 		panicCorrupt(err)
 	}
 	// At the limit, or closing: the Local's own blocks go back first,
-	// where the heap's reclaim (reclaim.go) finds them, and the heap's
+	// where the heap's reclaim finds them, and the heap's
 	// slow path tries again, or returns its error.
 	h.emptyCache(c.st)
 	h.exit()

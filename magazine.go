@@ -37,7 +37,7 @@ import (
 type magazine struct{ stacks }
 
 // stacks is a stock of free blocks, per size class a stack with its header
-// and census: a P's magazine, or a Local's (local.go), whose owner, the
+// and census: a P's magazine, or a Local's, whose owner, the
 // pinned goroutine or the Local's, alone writes it.
 type stacks struct {
 	cls   [numClasses]classStack
@@ -46,8 +46,7 @@ type stacks struct {
 }
 
 // sampleNext is when each of a stack's samplers next takes an allocation,
-// as a hits count: the profile's (profile.go) and the guard pages'
-// (guard.go). The class's sampleAt is the lesser of the two; only the
+// as a hits count: the profile's and the guard pages'. The class's sampleAt is the lesser of the two; only the
 // owner's slow path reads or writes them (sampleDue).
 type sampleNext struct{ prof, guard uint64 }
 
@@ -73,7 +72,7 @@ var _ [0]struct{} = [unsafe.Sizeof(classStack{}) - 32]struct{}{}
 
 // magazines is a heap's set of per-P magazines and how they are sized: the
 // fast path's, and in a checked heap the checker's, which stocks them and
-// gives blocks back through them as the fast path does (checked.go).
+// gives blocks back through them as the fast path does.
 type magazines struct {
 	perP[magazine] // at is read by the fast path; the rest under mu
 
@@ -162,7 +161,7 @@ func (h *Heap) mag(pid int) *magazine {
 
 // installMagazine gives P pid a magazine if it has none. Called unpinned: it
 // may block on the lock and the mmap. On a closed heap it installs nothing
-// and returns ErrClosed (closing.go).
+// and returns ErrClosed.
 func (h *Heap) installMagazine(pid int) error {
 	return h.mags.install(pid, &h.closed, func() (*magazine, error) {
 		p, err := osmem.Map(unsafe.Sizeof(magazine{}))
