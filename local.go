@@ -80,8 +80,8 @@ func (h *Heap) NewLocal() *Local {
 func (c *Local) Alloc(n int) []byte {
 	// Nosplit and never inlined, as Heap.Free: from the load of fastSize
 	// to the last touch of the block there is no safe point, so a Close
-	// that zeroed fastSize and quiesces waits the block's zeroing out
-	// . fastSize is 0 in a checked heap too, whose
+	// that zeroed fastSize and quiesces waits the block's zeroing out.
+	// fastSize is 0 in a checked heap too, whose
 	// Locals go to the slow path. pop and clearBlock are popZeroed's two
 	// halves, called here so that the one test of pop's result is this
 	// branch: popZeroed's own test merges into a second one.
