@@ -12,12 +12,7 @@ import (
 // goroutines: the first pass of fastcache's Set shape.
 func BenchmarkInsert(b *testing.B) {
 	for range b.N {
-		b.StopTimer()
-		c, err := cache.New(cache.Options{MaxBytes: 32 << 20})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
+		c := untimedNew(b, 32<<20)
 		var wg sync.WaitGroup
 		for g := range 2 {
 			wg.Go(func() {
@@ -29,8 +24,24 @@ func BenchmarkInsert(b *testing.B) {
 			})
 		}
 		wg.Wait()
-		b.StopTimer()
-		c.Close()
-		b.StartTimer()
+		untimedClose(b, c)
 	}
+}
+
+// untimedNew makes a cache of maxBytes with b's timer stopped.
+func untimedNew(b *testing.B, maxBytes int64) *cache.Cache {
+	b.StopTimer()
+	defer b.StartTimer()
+	c, err := cache.New(cache.Options{MaxBytes: maxBytes})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// untimedClose closes c with b's timer stopped.
+func untimedClose(b *testing.B, c *cache.Cache) {
+	b.StopTimer()
+	c.Close()
+	b.StartTimer()
 }

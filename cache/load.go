@@ -27,6 +27,7 @@ type loadScratch struct {
 	recs   []loadRecord // the block's records
 	sorted []int32      // recs' indexes by shard
 	starts []int32      // per shard, its first index in sorted (counting sort)
+	first  int          // the shard this worker stores its runs from (see loadRecords)
 	sink   uint64       // keeps loadShard's warming reads from being optimized away
 }
 
@@ -85,24 +86,31 @@ func (c *Cache) loadRecords(b []byte, count, sum uint32, sc *loadScratch) (uint6
 		sorted[starts[si]] = int32(i)
 		starts[si]++
 	}
-	// starts[si] is now the end of shard si's run.
-	begin := int32(0)
-	for si := range ns {
-		end := starts[si]
+	// starts[si] is now the end of shard si's run. The workers go round
+	// the shards from points apart (sc.first), so that two do not wait
+	// for one lock shard after shard. The clock is read once a block: on
+	// some machines a read is a system call.
+	now := c.now()
+	for j := range ns {
+		si := (sc.first + j) & (ns - 1)
+		begin, end := int32(0), starts[si]
+		if si > 0 {
+			begin = starts[si-1]
+		}
 		if end > begin {
-			if err := c.loadShard(&c.shards[si], sc, sorted[begin:end], wall); err != nil {
+			if err := c.loadShard(&c.shards[si], sc, sorted[begin:end], wall, now); err != nil {
 				return 0, err
 			}
 		}
-		begin = end
 	}
 	c.relocateStep()
 	return uint64(count), nil
 }
 
 // loadShard stores the records of sc.recs at idx, all of shard s, under
-// one hold of its lock.
-func (c *Cache) loadShard(s *shard, sc *loadScratch, idx []int32, wall int64) error {
+// one hold of its lock; wall and now are the wall clock and c.now() as the
+// block began.
+func (c *Cache) loadShard(s *shard, sc *loadScratch, idx []int32, wall, now int64) error {
 	recs := sc.recs
 	s.mu.Lock()
 	if s.closed {
@@ -119,7 +127,6 @@ func (c *Cache) loadShard(s *shard, sc *loadScratch, idx []int32, wall int64) er
 	sc.sink = warm
 	ev := s.counts.evictions + s.counts.expirations
 	replaced := 0
-	now := c.now()
 	for _, i := range idx {
 		r := &recs[i]
 		var exp int64

@@ -287,7 +287,7 @@ func (c *Cache) load(br *bufio.Reader) error {
 	var wg sync.WaitGroup
 	for wi := range nw {
 		wg.Go(func() {
-			sc := new(loadScratch)
+			sc := &loadScratch{first: wi * len(c.shards) / nw}
 			for buf := range work {
 				if errs[wi] == nil {
 					var n uint64

@@ -52,3 +52,19 @@ func BenchmarkLoadFrom(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLoadFromNew loads the snapshot of BenchmarkLoadFrom into a new
+// cache each time, whose segments are fresh memory, as a process loading
+// its cache at start has.
+func BenchmarkLoadFromNew(b *testing.B) {
+	c := filled(b, 100000, 100)
+	var buf bytes.Buffer
+	c.SaveTo(&buf)
+	for range b.N {
+		d := untimedNew(b, 1<<30)
+		if err := d.LoadFrom(bytes.NewReader(buf.Bytes())); err != nil {
+			b.Fatal(err)
+		}
+		untimedClose(b, d)
+	}
+}
