@@ -233,11 +233,17 @@ func TestInUseConcurrent(t *testing.T) {
 // Frees to a magazine's census by hand: InUse reads no live block, not a
 // count wrapped below zero.
 func TestInUseClamps(t *testing.T) {
-	h := newTestHeap(t, Options{})
+	// No profile: a sampled block bypasses the magazines, and the heap would
+	// have none to skew.
+	h := newTestHeap(t, Options{ProfileBytes: -1})
 	h.Free(h.Alloc(64))
 	h.mags.mu.Lock()
-	m := h.mags.all[0]
+	all := h.mags.all
 	h.mags.mu.Unlock()
+	if len(all) == 0 {
+		t.Fatal("no magazine after an Alloc and a Free of 64 bytes")
+	}
+	m := all[0]
 	mc := &m.cls[sizeClass(64)]
 	mc.frees += 3
 	bytes, blocks := h.InUse()
