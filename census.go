@@ -224,7 +224,7 @@ func (h *Heap) mappedBytes() uint64 {
 // String summarizes s on one line, for logs: the operations, then the
 // bytes. The per-class census is left out; print s.Classes for it.
 func (s Stats) String() string {
-	return fmt.Sprintf("%d allocs (%d magazine, %d cache, %d central, %d fresh, %d large), %d frees; %s in use, %s mapped, %s released, %s in magazines, %s in depots, %s in caches",
+	return fmt.Sprintf("%d allocs (%d magazine, %d local, %d central, %d fresh, %d large), %d frees; %s in use, %s mapped, %s released, %s in magazines, %s in depots, %s in Locals",
 		s.Allocs, s.MagazineHits, s.LocalHits, s.CentralHits, s.Fresh, s.Large, s.Frees,
 		sizeString(s.InUseBytes), sizeString(s.MappedBytes), sizeString(s.ReleasedBytes),
 		sizeString(s.MagazineBytes), sizeString(s.DepotBytes), sizeString(s.LocalBytes))

@@ -71,7 +71,7 @@ func TestSetDefaultOptions(t *testing.T) {
 func TestStatsString(t *testing.T) {
 	s := Stats{Allocs: 1000, Frees: 990, MagazineHits: 970, LocalHits: 10, CentralHits: 12, Fresh: 5, Large: 3,
 		InUseBytes: 512, MappedBytes: 3 << 20, ReleasedBytes: 1536, MagazineBytes: 0, DepotBytes: 5 << 30, LocalBytes: 2048}
-	want := "1000 allocs (970 magazine, 10 cache, 12 central, 5 fresh, 3 large), 990 frees; 512 B in use, 3.0 MiB mapped, 1.5 KiB released, 0 B in magazines, 5.0 GiB in depots, 2.0 KiB in caches"
+	want := "1000 allocs (970 magazine, 10 local, 12 central, 5 fresh, 3 large), 990 frees; 512 B in use, 3.0 MiB mapped, 1.5 KiB released, 0 B in magazines, 5.0 GiB in depots, 2.0 KiB in Locals"
 	if got := s.String(); got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)
 	}
