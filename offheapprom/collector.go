@@ -54,7 +54,7 @@
 //	offheap_cache_deletes_total      counter  Deletes that removed an entry
 //	offheap_cache_evictions_total    counter  entries removed to make room
 //	offheap_cache_expirations_total  counter  entries removed as their TTL passed
-//	offheap_cache_compactions_total  counter  compaction passes begun
+//	offheap_cache_compactions_total  counter  segments rewritten by compaction
 //	offheap_cache_entries            gauge    entries held
 //	offheap_cache_bytes              gauge    heap bytes held: entries at class size, plus the index
 //	offheap_cache_max_bytes          gauge    the cache's MaxBytes
