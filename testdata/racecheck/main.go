@@ -265,7 +265,7 @@ func refReplacer(h *offheap.Heap, mu *sync.Mutex, index map[uint64]offheap.Ref, 
 	old := index[1]
 	delete(index, 1)
 	mu.Unlock()
-	h.Free(h.Bytes(old))
+	h.FreeRef(old)
 	c := h.Alloc(64)
 	fill(c)
 	mu.Lock()

@@ -305,12 +305,12 @@ func gcOffheap(n, ops int) (gcWay, error) {
 			}
 		},
 		replace: func(i int, v uint64) {
-			h.Free(h.Bytes(idx[i]))
+			h.FreeRef(idx[i])
 			idx[i] = h.Ref(h.alloc(v))
 		},
 		done: func() error {
 			for _, r := range idx {
-				h.Free(h.Bytes(r))
+				h.FreeRef(r)
 			}
 			idx = nil
 			return h.done()
@@ -390,12 +390,12 @@ func gcMapRef(n, ops int) (gcWay, error) {
 		},
 		replace: func(i int, v uint64) {
 			k := uint64(i)
-			h.Free(h.Bytes(m[k]))
+			h.FreeRef(m[k])
 			m[k] = h.Ref(h.alloc(v))
 		},
 		done: func() error {
 			for _, r := range m {
-				h.Free(h.Bytes(r))
+				h.FreeRef(r)
 			}
 			m = nil
 			return h.done()
