@@ -247,7 +247,7 @@ func (c *Cache) TrySetWithTTL(k, v []byte, ttl time.Duration) error { return c.s
 func (c *Cache) Get(dst, k []byte) ([]byte, bool) {
 	h := c.hash(k)
 	s := c.shardOf(h)
-	s.mu.RLock()
+	s.rlock()
 	if s.closed {
 		s.mu.RUnlock()
 		return dst, false
@@ -270,7 +270,7 @@ func (c *Cache) Get(dst, k []byte) ([]byte, bool) {
 func (c *Cache) View(k []byte, f func(v []byte)) bool {
 	h := c.hash(k)
 	s := c.shardOf(h)
-	s.mu.RLock()
+	s.rlock()
 	if s.closed {
 		s.mu.RUnlock()
 		return false
@@ -293,7 +293,7 @@ func (c *Cache) View(k []byte, f func(v []byte)) bool {
 func (c *Cache) Has(k []byte) bool {
 	h := c.hash(k)
 	s := c.shardOf(h)
-	s.mu.RLock()
+	s.rlock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return false
@@ -310,7 +310,7 @@ func (c *Cache) Has(k []byte) bool {
 func (c *Cache) Delete(k []byte) {
 	h := c.hash(k)
 	s := c.shardOf(h)
-	s.mu.Lock()
+	s.lock()
 	if s.closed {
 		s.mu.Unlock()
 		return

@@ -13,7 +13,7 @@ func (c *Cache) set(k, v []byte, ttl time.Duration) error {
 	}
 	h := c.hash(k)
 	s := c.shardOf(h)
-	s.mu.Lock()
+	s.lock()
 	if s.closed {
 		s.mu.Unlock()
 		return ErrClosed

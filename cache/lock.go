@@ -1,0 +1,38 @@
+package cache
+
+// Locking a shard: Get and Set try the lock a while before waiting on it.
+// A goroutine that waits on a sync.RWMutex parks, and the scheduler wakes
+// it much later than the holder lets go: under a mix of Gets and Sets a Get
+// that meets a Set, a rare event per Get, would wait as long as that, and
+// so would every reader arriving after a parked writer. Holds are short
+// (a Set's work under the lock is bounded, drain.go), so trying the lock
+// again after yielding the processor takes it in most meetings; after
+// lockTries, the call waits as before, so a long hold costs only the tries.
+
+import (
+	"runtime"
+)
+
+const lockTries = 64
+
+// lock locks the shard for writing.
+func (s *shard) lock() {
+	for range lockTries {
+		if s.mu.TryLock() {
+			return
+		}
+		runtime.Gosched()
+	}
+	s.mu.Lock()
+}
+
+// rlock locks the shard for reading.
+func (s *shard) rlock() {
+	for range lockTries {
+		if s.mu.TryRLock() {
+			return
+		}
+		runtime.Gosched()
+	}
+	s.mu.RLock()
+}
