@@ -67,10 +67,10 @@ type Cache struct {
 	shardMask   uint64
 	shardBudget int64 // bytes each shard may hold at most
 	// budget is the bytes each shard may hold now: shardBudget, less
-	// where the heap's slack has grown (compact.go, the bound).
+	// where the heap's slack has grown.
 	budget     atomic.Int64
 	maxEntry   int64 // the largest entry's bytes
-	segSize    int   // a segment's bytes (segment.go)
+	segSize    int   // a segment's bytes
 	maxBytes   int64
 	defaultTTL time.Duration
 	epoch      time.Time
@@ -78,7 +78,7 @@ type Cache struct {
 	small      []uint32 // classSize for n <= smallSizes, by (n+7)/8
 	closed     atomic.Bool
 	// freedBytes is the bytes rebuilds and compaction freed since the
-	// last Trim (shard.go).
+	// last Trim.
 	freedBytes atomic.Int64
 	closeMu    sync.Mutex
 	compactor  compactor

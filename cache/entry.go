@@ -1,6 +1,6 @@
 package cache
 
-// A record is one entry in a shard's log (segment.go): an 8-byte header,
+// A record is one entry in a shard's log: an 8-byte header,
 // then the expiry if the entry has one, then the address of the value's own
 // heap block if the value is large, then the key, then the value unless it
 // lives in its own block.

@@ -6,7 +6,7 @@ package cache
 //
 //	bits 0-15   the record's offset in its segment >> 3 (records are 8-aligned; segments at most 512 KiB)
 //	bits 16-36  the segment's number in the shard (1 and up)
-//	bits 37-38  the frequency counter of the eviction policy (evict.go)
+//	bits 37-38  the frequency counter of the eviction policy
 //	bits 48-63  16 bits of the key's hash: a probe compares the key only where the tag matches
 //
 // Slot 0 is empty and slot 1 is a tombstone (a deleted entry: segment 0 is

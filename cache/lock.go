@@ -5,7 +5,7 @@ package cache
 // it much later than the holder lets go: under a mix of Gets and Sets a Get
 // that meets a Set, a rare event per Get, would wait as long as that, and
 // so would every reader arriving after a parked writer. Holds are short
-// (a Set's work under the lock is bounded, drain.go), so trying the lock
+// (a Set evicts or compacts at most a segment under the lock), so trying the lock
 // again after yielding the processor takes it in most meetings; after
 // lockTries, the call waits as before, so a long hold costs only the tries.
 

@@ -30,14 +30,14 @@ type shardState struct {
 	// Guarded by mu.
 	closed   bool
 	index    table
-	segs     []segInfo // by segment number (segment.go)
+	segs     []segInfo // by segment number
 	freeIDs  []uint32  // segment numbers free for reuse
-	logs     [2]segLog // the small and the main log (evict.go)
-	ghost    ghost     // keys evicted from the small log (evict.go)
+	logs     [2]segLog // the small and the main log
+	ghost    ghost     // keys evicted from the small log
 	bytes    int64     // segments, value blocks at class size, the index and the ghost
 	live     int64     // bytes of records not dead
 	expiring int       // live entries with an expiry
-	counts   counts    // the shard's share of Stats (stats.go)
+	counts   counts    // the shard's share of Stats
 }
 
 // removeAt takes live slot i out of the index and kills its record.
@@ -141,7 +141,7 @@ func (c *Cache) expire(s *shard, h uint64, k []byte) {
 
 // afterRemove rebuilds the index smaller once deletes have left it sparse,
 // so that a cache that shrinks gives its index's memory back too, and does
-// a compaction step if the shard's segments have thinned out (compact.go).
+// a compaction step if the shard's segments have thinned out.
 func (c *Cache) afterRemove(s *shard) {
 	if s.index.sparse() {
 		_ = c.rebuildIndex(s, 0) // on failure the larger table stays, which is correct

@@ -7,7 +7,7 @@ package cache
 //	         block's length, uint64 the entries when the save began (a hint)
 //	blocks   uint32 the stored length in bytes, uint32 the records' length,
 //	         uint32 their number, uint32 their CRC-32C, then the records,
-//	         compressed (compress.go) where the stored length is the smaller
+//	         compressed where the stored length is the smaller
 //	record   uint32 key length, uint32 value length, int64 expiry (Unix
 //	         nanoseconds, 0 for none), the key, the value
 //	trailer  uint32 0xFFFFFFFF, uint64 the number of records

@@ -21,7 +21,7 @@ type Stats struct {
 	Entries     uint64 // entries held, expired ones not yet removed included
 	Bytes       uint64 // heap bytes held: segments, large values' blocks at class size, the index
 	MaxBytes    uint64 // Options.MaxBytes
-	Compactions uint64 // segments rewritten by compaction (compact.go)
+	Compactions uint64 // segments rewritten by compaction
 }
 
 // Stats returns the cache's counters, summed over its shards (each read
