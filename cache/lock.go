@@ -1,12 +1,12 @@
 package cache
 
-// Locking a shard: Get and Set try the lock a while before waiting on it.
+// Locking a shard: a read tries the lock a while before waiting on it.
 // A goroutine that waits on a sync.RWMutex parks, and the scheduler wakes
 // it much later than the holder lets go: under a mix of Gets and Sets a Get
 // that meets a Set, a rare event per Get, would wait as long as that, and
-// so would every reader arriving after a parked writer. Holds are short
-// (a Set evicts or compacts at most a segment under the lock), so trying the lock
-// again after yielding the processor takes it in most meetings; after
+// so would every reader arriving after a parked writer. Holds are short (a
+// Set evicts or compacts at most a segment under the lock), so trying the
+// lock again after yielding the processor takes it in most meetings; after
 // lockTries, the call waits as before, so a long hold costs only the tries.
 
 import (
@@ -15,16 +15,11 @@ import (
 
 const lockTries = 64
 
-// lock locks the shard for writing.
-func (s *shard) lock() {
-	for range lockTries {
-		if s.mu.TryLock() {
-			return
-		}
-		runtime.Gosched()
-	}
-	s.mu.Lock()
-}
+// lock locks the shard for writing. A writer does not retry: sync.Mutex
+// spins before it parks, and a writer retrying TryLock keeps the lock's
+// line moving between cores while the holder works, which slows a mix of
+// Sets and Gets more than the parked writers' wakeups cost.
+func (s *shard) lock() { s.mu.Lock() }
 
 // rlock locks the shard for reading.
 func (s *shard) rlock() {
