@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -484,107 +483,4 @@ func TestOwnerFrees(t *testing.T) {
 	if rows := r.Shape("prodcons").Rows; slices.Contains(rows, "test-owner") || !slices.Contains(rows, "offheap") {
 		t.Errorf("prodcons rows %v: want offheap and not the owner-frees arm", rows)
 	}
-}
-
-// TestPlotColours: every row of a shape's plot has a colour of its own, and
-// an arm has the same colour in every plot; no tick reads as a float's
-// rounding error.
-func TestPlotColours(t *testing.T) {
-	r := fullReport(t)
-	hex := regexp.MustCompile(`#[0-9A-F]{6}`)
-	colourOf := map[string]string{} // arm -> its colour, from the plots so far
-	for _, sh := range r.Shapes {
-		var svg strings.Builder
-		if err := bench.WritePlot(&svg, r, sh); err != nil {
-			t.Fatal(err)
-		}
-		if tiny := regexp.MustCompile(`>-?[0-9.]+e-[0-9]+<`).FindString(svg.String()); tiny != "" {
-			t.Errorf("%s.svg: a tick label %s, a float's rounding error", sh.Name, tiny)
-		}
-		colours := map[string]bool{}
-		for _, c := range hex.FindAllString(svg.String(), -1) {
-			if c != "#000000" && c != "#FFFFFF" {
-				colours[c] = true
-			}
-		}
-		if rows := plotted(r, sh); len(rows) <= 10 && len(colours) != len(rows) {
-			t.Errorf("%s.svg: %d colours for %d rows %v", sh.Name, len(colours), len(rows), rows)
-		}
-		if sh.RowKey != "arm" || len(sh.Subs) == 0 {
-			continue
-		}
-		// The arm's colour: draw the shape with that arm alone.
-		for _, arm := range sh.Rows {
-			one := sh
-			one.Rows = []string{arm}
-			var b strings.Builder
-			if err := bench.WritePlot(&b, r, one); err != nil {
-				t.Fatal(err)
-			}
-			var c string
-			for _, h := range hex.FindAllString(b.String(), -1) {
-				if h != "#000000" && h != "#FFFFFF" {
-					c = h
-				}
-			}
-			if prev, ok := colourOf[arm]; ok && prev != c {
-				t.Errorf("arm %s is %s in %s.svg, %s before", arm, c, sh.Name, prev)
-			}
-			colourOf[arm] = c
-		}
-	}
-}
-
-// TestArmsJoinMemoryShapes: the memory shapes run their ways alone in a run
-// that names no arms, and with -arms the named arms whose memory can be
-// read, the offheap and go-make ways standing in for those arms.
-func TestArmsJoinMemoryShapes(t *testing.T) {
-	cfg := config("drift")
-	cfg.Arms = nil
-	cfg.Scale = 0.01
-	r, err := bench.Run(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rows := r.Shape("drift").Rows; !slices.Equal(rows, []string{"offheap", "offheap-defrag", "go-make"}) {
-		t.Errorf("drift rows with no -arms: %v, want [offheap offheap-defrag go-make]", rows)
-	}
-	cfg.Arms = []string{"offheap-nomag", "sync-pool", "go-make", "offheap"}
-	if r, err = bench.Run(cfg); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"offheap-nomag", "go-make", "offheap"}
-	if rows := r.Shape("drift").Rows; !slices.Equal(rows, want) {
-		t.Errorf("drift rows with -arms %v: %v, want %v (sync-pool's memory cannot be read)", cfg.Arms, rows, want)
-	}
-	if s := r.Find("drift", "", "offheap-nomag", 1); s == nil || s.Metrics["peak"] == 0 {
-		t.Errorf("drift, offheap-nomag: no peak resident / live measured (%+v)", s)
-	}
-}
-
-// plotted returns the rows of sh that its plot draws: every row, or where
-// the shape plots metrics, the rows with one of them in some sample (a row
-// without the metric has no bar: a tiny run may not measure it).
-func plotted(r *bench.Report, sh bench.ShapeInfo) []string {
-	if len(sh.Plot) == 0 {
-		return sh.Rows
-	}
-	var rows []string
-	for _, row := range sh.Rows {
-		has := false
-		for _, sub := range sh.Subs {
-			for _, w := range sh.Workers {
-				if s := r.Find(sh.Name, sub, row, w); s != nil {
-					for _, m := range sh.Plot {
-						_, ok := s.Metrics[m]
-						has = has || ok
-					}
-				}
-			}
-		}
-		if has {
-			rows = append(rows, row)
-		}
-	}
-	return rows
 }
