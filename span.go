@@ -25,8 +25,10 @@ type span struct {
 	listed bool // on the partial list
 }
 
-// The span array's stride is the struct's size.
-var _ = [1]struct{}{}[unsafe.Sizeof(span{})-spanBytes]
+// The span array's stride is the struct's size on 64-bit systems, the
+// only ones with a backend; elsewhere the package only compiles, and the
+// smaller struct fits the stride.
+var _ = [1]struct{}{}[(int(unsafe.Sizeof(span{}))-spanBytes)*int(unsafe.Sizeof(uintptr(0))/8)]
 
 // span is the struct of span id in the page heap's span array.
 func (ph *pageHeap) span(id uint32) *span {

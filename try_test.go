@@ -2,6 +2,7 @@ package offheap
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -106,7 +107,7 @@ func TestTryTyped(t *testing.T) {
 	if err != nil || len(s) != 10 {
 		t.Fatalf("TryMakeSlice(10): len %d, err %v", len(s), err)
 	}
-	for _, n := range []int{-1, 1 << 62} {
+	for _, n := range []int{-1, math.MaxInt / 4} { // MaxInt/4 int64s overflow an int of bytes
 		if _, err = TryMakeSlice[int64](h, n); !errors.Is(err, ErrSize) {
 			t.Fatalf("TryMakeSlice(%d): %v, want ErrSize", n, err)
 		}
