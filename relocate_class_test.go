@@ -341,9 +341,16 @@ func fullSpans(t *testing.T, h *Heap, n, k int) (map[uint32][][]byte, []uint32) 
 	t.Helper()
 	per := int(classBlocks[sizeClass(n)])
 	bySpan := map[uint32][][]byte{}
-	for range (k + 1) * per {
+	// A goroutine may change P while it allocates, leaving part of a span
+	// in another P's magazine; allocate until k spans are wholly ours.
+	whole := 0
+	for i := 0; whole < k && i < (k+16)*per; i++ {
 		b := h.Alloc(n)
-		bySpan[spanOf(h, b)] = append(bySpan[spanOf(h, b)], b)
+		id := spanOf(h, b)
+		bySpan[id] = append(bySpan[id], b)
+		if len(bySpan[id]) == per {
+			whole++
+		}
 	}
 	var full []uint32
 	for id, bs := range bySpan {
