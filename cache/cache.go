@@ -82,6 +82,11 @@ type Cache struct {
 	freedBytes atomic.Int64
 	closeMu    sync.Mutex
 	compactor  compactor
+	// lockFree is set where Get reads without the shard's lock (see
+	// readers.go): a cache that owns its heap, in a build that is neither
+	// a race build nor checked; readers counts those reads.
+	lockFree bool
+	readers  *readers
 }
 
 // New creates a cache. It returns an error, and no cache, for a MaxBytes
@@ -127,6 +132,9 @@ func New(opts Options) (*Cache, error) {
 			return nil, fmt.Errorf("offheap: cache: the cache's heap: %w", err)
 		}
 		c.heap, c.own = h, true
+		if lockFreeBuild {
+			c.lockFree, c.readers = true, new(readers)
+		}
 	}
 	for _, cl := range c.heap.Stats().Classes {
 		c.classes = append(c.classes, int64(cl.Size))
@@ -153,6 +161,8 @@ func (c *Cache) initShard(s *shard) error {
 	}
 	s.index = table{slots: slots, min: n}
 	s.bytes = s.index.bytes()
+	s.publishTable()
+	s.publishSegs()
 	return nil
 }
 
@@ -247,6 +257,15 @@ func (c *Cache) TrySetWithTTL(k, v []byte, ttl time.Duration) error { return c.s
 func (c *Cache) Get(dst, k []byte) ([]byte, bool) {
 	h := c.hash(k)
 	s := c.shardOf(h)
+	if c.lockFree {
+		out, ok, expired, done := c.getFast(s, h, k, dst)
+		if expired {
+			c.expire(s, h, k)
+		}
+		if done {
+			return out, ok
+		}
+	}
 	s.rlock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -312,7 +331,7 @@ func (c *Cache) Delete(k []byte) {
 	s := c.shardOf(h)
 	s.lock()
 	if s.closed {
-		s.mu.Unlock()
+		s.unlock()
 		return
 	}
 	i, found := s.find(h, k)
@@ -321,7 +340,7 @@ func (c *Cache) Delete(k []byte) {
 		c.removeAt(s, i)
 		c.afterRemove(s)
 	}
-	s.mu.Unlock()
+	s.unlock()
 	if found {
 		c.removed(1)
 	}
@@ -346,14 +365,14 @@ func (c *Cache) Len() int {
 func (c *Cache) Reset() {
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.mu.Lock()
+		s.lock()
 		if !s.closed {
 			c.clearShard(s)
 			if err := c.rebuildIndex(s, 0); err != nil {
 				_ = err // the emptied table stays, at its length
 			}
 		}
-		s.mu.Unlock()
+		s.unlock()
 	}
 	if c.own {
 		c.heap.Trim()
@@ -377,20 +396,24 @@ func (c *Cache) Close() error {
 	if c.closed.Swap(true) {
 		return ErrClosed
 	}
+	if c.lockFree {
+		c.readers.wait() // the reads that began before they could see closed
+	}
 	c.compactor.mu.Lock() // a budget check reads the heap's Stats
 	defer c.compactor.mu.Unlock()
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.mu.Lock()
+		s.lock()
 		if s.index.slots != nil {
 			c.clearShard(s)
 			freeSlots(c.heap, s.index.slots)
 			c.freeGhost(s)
 			s.index = table{}
+			s.tab.Store(nil)
 		}
 		s.closed = true
 		s.bytes = 0
-		s.mu.Unlock()
+		s.unlock()
 	}
 	if c.own {
 		return c.heap.Close()

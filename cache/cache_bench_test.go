@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"encoding/binary"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/offheap/offheap/cache"
@@ -71,6 +72,45 @@ func BenchmarkSetGet(b *testing.B) {
 				binary.LittleEndian.PutUint32(k[:], uint32(i))
 				buf, _ = c.Get(buf[:0], k[:])
 			}
+		}
+	})
+}
+
+// BenchmarkMixed is phuslu/lru's mix: 16-byte keys, 8-byte values, a
+// cache of 128K keys half full, Zipf keys, 90% Get and 10% Set.
+func BenchmarkMixed(b *testing.B) {
+	const n = 1 << 17
+	c, err := cache.New(cache.Options{MaxBytes: 32 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	keys := make([][16]byte, n)
+	for i := range keys {
+		binary.LittleEndian.PutUint64(keys[i][:], uint64(i)*0x9e3779b97f4a7c15)
+		binary.LittleEndian.PutUint64(keys[i][8:], uint64(i))
+		if i < n/2 {
+			c.Set(keys[i][:], keys[i][8:])
+		}
+	}
+	z := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.0001, 1, n-1)
+	trace := make([]uint32, 1<<20)
+	for i := range trace {
+		trace[i] = uint32(z.Uint64())<<1 | uint32(min(1, i%10))
+	}
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var dst []byte
+		i := rand.IntN(len(trace))
+		for pb.Next() {
+			x := trace[i%len(trace)]
+			k := keys[x>>1][:]
+			if x&1 == 0 {
+				c.Set(k, k[8:])
+			} else {
+				dst, _ = c.Get(dst[:0], k)
+			}
+			i++
 		}
 	})
 }

@@ -182,7 +182,7 @@ func (c *Cache) relocateStep() {
 		return
 	}
 	s := &c.shards[p.shard]
-	s.mu.Lock()
+	s.lock()
 	if !s.closed {
 		p.batch, p.ids = p.batch[:0], p.ids[:0]
 		for id := range s.segs {
@@ -198,7 +198,7 @@ func (c *Cache) relocateStep() {
 		}
 		clear(p.batch)
 	}
-	s.mu.Unlock()
+	s.unlock()
 	if p.shard++; p.shard == len(c.shards) {
 		p.active.Store(false)
 		if c.own {

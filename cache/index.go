@@ -59,7 +59,10 @@ type table struct {
 func (t *table) bytes() int64 { return int64(len(t.slots)) * 8 }
 
 // home is the first slot of h's probe sequence.
-func (t *table) home(h uint64) int { return int((h >> 16 & 0xffffffff) * uint64(len(t.slots)) >> 32) }
+func (t *table) home(h uint64) int { return homeOf(h, len(t.slots)) }
+
+// homeOf is the first slot of h's probe sequence in a table of n slots.
+func homeOf(h uint64, n int) int { return int((h >> 16 & 0xffffffff) * uint64(n) >> 32) }
 
 func allocSlots(h *offheap.Heap, n int) ([]uint64, error) {
 	b, err := h.TryAlloc(n * 8)
@@ -156,18 +159,27 @@ func (t *table) tableLen(n int) int {
 	return max(t.min, minTable, (n*3/2+7)&^7)
 }
 
-// rebuild moves the live slots into a new table of tableLen(max(n, live+1))
-// slots, rehashing each key with hash. On an allocation failure the table is
-// unchanged and the error returned.
-func (s *shard) rebuild(h *offheap.Heap, hash func([]byte) uint64, n int) error {
+// rebuild moves the live slots into a table of tableLen(max(n, live+1))
+// slots, rehashing each key with hash. A table of a new length is a new
+// block, and the old one is returned for the caller to free once no
+// lock-free reader can hold it; one of the same length is rebuilt in place
+// (through a copy in a scratch block), and nil returned. On an allocation
+// failure the table is unchanged and the error returned.
+func (s *shard) rebuild(h *offheap.Heap, hash func([]byte) uint64, n int) (retired []uint64, err error) {
 	t := &s.index
 	n = t.tableLen(max(n, t.live+1))
 	ns, err := allocSlots(h, n)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	from := t.slots
+	if n == len(t.slots) {
+		copy(ns, t.slots)
+		from, ns = ns, t.slots
+		clear(ns)
 	}
 	nt := table{slots: ns, min: t.min}
-	for _, v := range t.slots {
+	for _, v := range from {
 		if slotLive(v) {
 			i := nt.home(hash(s.entryAt(v).key()))
 			for nt.slots[i] != slotEmpty {
@@ -178,7 +190,10 @@ func (s *shard) rebuild(h *offheap.Heap, hash func([]byte) uint64, n int) error 
 			nt.put(i, v)
 		}
 	}
-	freeSlots(h, t.slots)
 	*t = nt
-	return nil
+	if n == len(from) {
+		freeSlots(h, from) // the scratch copy
+		return nil, nil
+	}
+	return from, nil
 }

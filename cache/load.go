@@ -112,9 +112,9 @@ func (c *Cache) loadRecords(b []byte, count, sum uint32, sc *loadScratch) (uint6
 // block began.
 func (c *Cache) loadShard(s *shard, sc *loadScratch, idx []int32, wall, now int64) error {
 	recs := sc.recs
-	s.mu.Lock()
+	s.lock()
 	if s.closed {
-		s.mu.Unlock()
+		s.unlock()
 		return ErrClosed
 	}
 	// Read each record's first slot before storing any: the reads miss
@@ -139,7 +139,7 @@ func (c *Cache) loadShard(s *shard, sc *loadScratch, idx []int32, wall, now int6
 	}
 	removed := int(s.counts.evictions+s.counts.expirations-ev) + replaced
 	c.compactStep(s)
-	s.mu.Unlock()
+	s.unlock()
 	if removed > 0 {
 		c.removed(removed)
 	}

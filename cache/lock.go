@@ -19,7 +19,20 @@ const lockTries = 64
 // spins before it parks, and a writer retrying TryLock keeps the lock's
 // line moving between cores while the holder works, which slows a mix of
 // Sets and Gets more than the parked writers' wakeups cost.
-func (s *shard) lock() { s.mu.Lock() }
+// It makes seq odd until unlock, for the reads that take no lock: every
+// writer that changes the index, the segments or the records locks with
+// lock; a holder of mu that changes nothing (Len, Stats, a snapshot) may
+// take mu itself.
+func (s *shard) lock() {
+	s.mu.Lock()
+	s.seq.Add(1)
+}
+
+// unlock ends lock.
+func (s *shard) unlock() {
+	s.seq.Add(1)
+	s.mu.Unlock()
+}
 
 // rlock locks the shard for reading.
 func (s *shard) rlock() {

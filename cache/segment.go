@@ -68,6 +68,7 @@ func (c *Cache) newSegment(s *shard, li int) error {
 		}
 		id = uint32(len(s.segs))
 		s.segs = append(s.segs, segInfo{})
+		s.publishSegs()
 	}
 	b, err := c.heap.TryAllocUnzeroed(c.segSize)
 	if err != nil {

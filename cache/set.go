@@ -15,7 +15,7 @@ func (c *Cache) set(k, v []byte, ttl time.Duration) error {
 	s := c.shardOf(h)
 	s.lock()
 	if s.closed {
-		s.mu.Unlock()
+		s.unlock()
 		return ErrClosed
 	}
 	var exp int64
@@ -29,7 +29,7 @@ func (c *Cache) set(k, v []byte, ttl time.Duration) error {
 	if removed > 0 { // else no record died: an in-place rewrite or an append
 		c.compactStep(s)
 	}
-	s.mu.Unlock()
+	s.unlock()
 	if removed > 0 {
 		c.removed(removed)
 	}

@@ -1,11 +1,13 @@
 package cache
 
 // A shard is one lock, one index and the logs of records it points to.
-// Every access to a shard's index and records happens under its lock: a Get
-// copies the value out before unlocking, a View calls its function before
-// unlocking, and a segment or value block is freed only after every slot
-// pointing into it has left the index or been moved, under the same lock,
-// so no reader ever holds an address of freed memory.
+// Every change to a shard's index and records happens under its lock. A
+// Get on a cache with its own heap reads without the lock and keeps what
+// it read only if no writer changed the shard meanwhile (readers.go); every
+// other read holds the lock: a Get copies the value out before unlocking, a
+// View calls its function before unlocking. A segment or value block is
+// freed only after every slot pointing into it has left the index or been
+// moved, so no reader under the lock ever holds an address of freed memory.
 
 import (
 	"sync"
@@ -27,6 +29,13 @@ type shardState struct {
 	// but a slot's policy bits (atomically) and the hit and miss counts
 	// (atomic), and for writing by every other call.
 	mu sync.RWMutex
+	// seq is odd while a writer changes the shard (lock, unlock), for
+	// the reads that take no lock (readers.go).
+	seq atomic.Uint64
+	// tab and segView are copies of index.slots' and segs' slice headers
+	// for those reads, published when the table or segs moves.
+	tab     atomic.Pointer[[]uint64]
+	segView atomic.Pointer[[]segInfo]
 	// Guarded by mu.
 	closed   bool
 	index    table
@@ -69,6 +78,29 @@ func (c *Cache) grow(s *shard) error {
 	return c.rebuildIndex(s, n)
 }
 
+// publishTable publishes the shard's table for lock-free reads.
+func (s *shard) publishTable() {
+	p := new([]uint64)
+	*p = s.index.slots
+	s.tab.Store(p)
+}
+
+// publishSegs publishes the shard's segs for lock-free reads.
+func (s *shard) publishSegs() {
+	p := new([]segInfo)
+	*p = s.segs
+	s.segView.Store(p)
+}
+
+// retire frees a table a rebuild replaced, once no lock-free read can be
+// reading it.
+func (c *Cache) retire(slots []uint64) {
+	if c.lockFree {
+		c.readers.wait()
+	}
+	freeSlots(c.heap, slots)
+}
+
 // trimBytes is the bytes of old tables and compacted segments whose
 // freeing, summed, trims the cache's own heap (at least; a 256th of
 // MaxBytes in a large cache).
@@ -79,8 +111,13 @@ const trimBytes = 256 << 10
 // so it goes too.
 func (c *Cache) rebuildIndex(s *shard, n int) error {
 	old := s.index.bytes()
-	if err := s.rebuild(c.heap, c.hash, n); err != nil {
+	retired, err := s.rebuild(c.heap, c.hash, n)
+	if err != nil {
 		return err
+	}
+	if retired != nil {
+		s.publishTable()
+		c.retire(retired)
 	}
 	s.bytes += s.index.bytes() - old
 	c.freeGhost(s)
@@ -122,8 +159,8 @@ func (c *Cache) lookup(s *shard, h uint64, k []byte) (e entry, found, expired bo
 // expire removes k if it has expired, and counts the miss of the read that
 // found it so. s is unlocked.
 func (c *Cache) expire(s *shard, h uint64, k []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	s.counts.misses.Add(1)
 	if s.closed {
 		return

@@ -377,10 +377,10 @@ func (c *Cache) presize(n uint64) {
 	per := int(n/uint64(len(c.shards))) + 1
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.mu.Lock()
+		s.lock()
 		if !s.closed && s.index.tableLen(per) > len(s.index.slots) && int64(s.index.tableLen(per))*8 < c.budget.Load()/4 {
 			_ = c.rebuildIndex(s, per) // on failure the table grows as the load goes
 		}
-		s.mu.Unlock()
+		s.unlock()
 	}
 }

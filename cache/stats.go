@@ -43,5 +43,10 @@ func (c *Cache) Stats() Stats {
 		st.Compactions += s.counts.compactions
 		s.mu.Unlock()
 	}
+	if c.lockFree {
+		h, m := c.readers.counts()
+		st.Hits += h
+		st.Misses += m
+	}
 	return st
 }

@@ -2,7 +2,6 @@ package cache_test
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -10,34 +9,8 @@ import (
 	"github.com/offheap/offheap/cache"
 )
 
-// patterned is a value for key id at version seq: 8 bytes of id and seq,
-// then n bytes each id^seq, so that any mixing of two values or a read of
-// freed memory shows.
-func patterned(id, seq uint32, n int) []byte {
-	v := make([]byte, 8+n)
-	binary.LittleEndian.PutUint32(v, id)
-	binary.LittleEndian.PutUint32(v[4:], seq)
-	for i := 8; i < len(v); i++ {
-		v[i] = byte(id ^ seq)
-	}
-	return v
-}
-
-func checkPatterned(id uint32, v []byte) error {
-	if len(v) < 8 {
-		return fmt.Errorf("value of key %d is %d bytes, under its 8-byte header", id, len(v))
-	}
-	if got := binary.LittleEndian.Uint32(v); got != id {
-		return fmt.Errorf("key %d holds key %d's value", id, got)
-	}
-	seq := binary.LittleEndian.Uint32(v[4:])
-	for i := 8; i < len(v); i++ {
-		if v[i] != byte(id^seq) {
-			return fmt.Errorf("key %d version %d: byte %d is %#x, want %#x", id, seq, i, v[i], byte(id^seq))
-		}
-	}
-	return nil
-}
+// patterned and checkPatterned are the package's own (pattern_test.go).
+var patterned, checkPatterned = cache.Patterned, cache.CheckPatterned
 
 // TestStress runs Set, Get, View, Delete, Has and All from several
 // goroutines over a cache small enough to evict, checking every value read.

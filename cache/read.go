@@ -1,0 +1,155 @@
+package cache
+
+// The lock-free read (readers.go says why it is safe): peek finds and
+// copies a value with no lock held, reading only through bounds-checked
+// offsets; getFast runs it between two loads of the shard's seq.
+
+import (
+	"bytes"
+	"sync/atomic"
+	"unsafe"
+)
+
+// readTries is how many times a lock-free read starts over after a write
+// to its shard overlapped it, and seqSpins how many loads of an odd seq it
+// waits through before that, ahead of taking the read lock.
+const (
+	readTries = 4
+	seqSpins  = 64
+)
+
+// peekResult is what peek found.
+type peekResult uint8
+
+const (
+	peekRetry   peekResult = iota // the shard changed under the read: start over
+	peekHit                       // the value is appended to dst
+	peekMiss                      // no entry for the key
+	peekExpired                   // the entry's time has passed
+	peekLocked                    // the value is in a block of its own: read it under the lock
+)
+
+// getFast is Get without the lock. done is false where the caller must
+// take the read lock and look again. The read's hit or miss is counted in
+// its stripe, unless done is false or expired true.
+func (c *Cache) getFast(s *shard, h uint64, k, dst []byte) (out []byte, ok, expired, done bool) {
+	st := c.readers.stripe()
+	n := len(dst)
+	for range readTries {
+		v := s.seq.Load()
+		for i := 0; v&1 != 0 && i < seqSpins; i++ {
+			v = s.seq.Load()
+		}
+		if v&1 != 0 {
+			break
+		}
+		st.enters.Add(1) // orders the loads below after it
+		if c.closed.Load() {
+			st.other.Add(1)
+			st.exits.Add(1)
+			return dst[:n], false, false, true
+		}
+		var r peekResult
+		dst, r = c.peek(s, h, k, dst[:n])
+		st.exits.Add(1) // orders peek's loads before the load of seq below
+		if s.seq.Load() != v || r == peekRetry {
+			st.other.Add(1)
+			continue
+		}
+		switch r {
+		case peekHit:
+			return dst, true, false, true
+		case peekMiss:
+			st.misses.Add(1)
+			st.other.Add(1)
+			return dst[:n], false, false, true
+		case peekExpired:
+			st.other.Add(1) // expire counts the miss
+			return dst[:n], false, true, true
+		}
+		st.other.Add(1) // peekLocked
+		break
+	}
+	return dst[:n], false, false, false
+}
+
+// peek looks k up in s without its lock, appends its value to dst and
+// marks it read. Any value it returns is to be kept only if the shard's
+// seq did not change meanwhile.
+func (c *Cache) peek(s *shard, h uint64, k, dst []byte) ([]byte, peekResult) {
+	tp, sp := s.tab.Load(), s.segView.Load()
+	if tp == nil || sp == nil {
+		return dst, peekRetry
+	}
+	slots, segs := *tp, *sp
+	size := uintptr(c.segSize)
+	tag := tagOf(h)
+	i := homeOf(h, len(slots))
+	for range len(slots) {
+		p := &slots[i]
+		v := atomic.LoadUint64(p)
+		if v == slotEmpty {
+			return dst, peekMiss
+		}
+		if v != slotTomb && v>>tagShift == tag {
+			id := int(slotSeg(v))
+			off := uintptr(v&(1<<offBits-1)) << 3
+			if id >= len(segs) || off+headerSize > size {
+				return dst, peekRetry
+			}
+			base := atomic.LoadUintptr(&segs[id].addr)
+			if base == 0 {
+				return dst, peekRetry
+			}
+			a := base + off
+			hdr := *(*uint64)(ptr(a))
+			f := uint8(hdr >> 48)
+			ko := uintptr(headerSize)
+			if f&flagTTL != 0 {
+				ko += 8
+			}
+			if f&flagExt != 0 {
+				ko += 8
+			}
+			if kl := int(hdr >> 32 & 0xffff); kl == len(k) {
+				if off+ko+uintptr(kl) > size {
+					return dst, peekRetry
+				}
+				if bytes.Equal(unsafe.Slice((*byte)(ptr(a+ko)), kl), k) {
+					return c.peeked(p, v, a, hdr, a+ko+uintptr(kl), size-off-ko-uintptr(kl), dst)
+				}
+			}
+		}
+		if i++; i == len(slots) {
+			i = 0
+		}
+	}
+	return dst, peekRetry
+}
+
+// peeked copies the value of the record at a, whose key matched, for
+// peek: hdr is the header peek read (read once: the offsets it checked
+// follow from it), the value begins at val with room bytes left in its
+// segment. It marks the slot at p, which held v, read.
+func (c *Cache) peeked(p *uint64, v uint64, a uintptr, hdr uint64, val, room uintptr, dst []byte) ([]byte, peekResult) {
+	f := uint8(hdr >> 48)
+	switch {
+	case f&flagDead != 0:
+		return dst, peekRetry
+	case f&flagExt != 0:
+		return dst, peekLocked
+	case f&flagTTL != 0:
+		if x := *(*int64)(ptr(a + headerSize)); x <= c.now() {
+			return dst, peekExpired
+		}
+	}
+	vl := uintptr(uint32(hdr))
+	if vl > room {
+		return dst, peekRetry
+	}
+	dst = append(dst, unsafe.Slice((*byte)(ptr(val)), vl)...)
+	if slotFreq(v) != freqMax {
+		atomic.CompareAndSwapUint64(p, v, v+1<<freqShift)
+	}
+	return dst, peekHit
+}
