@@ -60,33 +60,37 @@ var (
 // many entries it has, so the garbage collector never scans the entries. All
 // methods are safe for concurrent use, Close included.
 type Cache struct {
+	// Set by New, read by every call; with closed, on lines no call writes
+	// (the pad below), so that Gets on all cores keep them cached.
 	heap        *offheap.Heap
 	own         bool // the cache made heap and closes it
 	seed        maphash.Seed
 	shards      []shard
 	shardMask   uint64
 	shardBudget int64 // bytes each shard may hold at most
-	// budget is the bytes each shard may hold now: shardBudget, less
-	// where the heap's slack has grown.
-	budget     atomic.Int64
-	maxEntry   int64 // the largest entry's bytes
-	segSize    int   // a segment's bytes
-	maxBytes   int64
-	defaultTTL time.Duration
-	epoch      time.Time
-	classes    []int64  // the heap's size classes, ascending
-	small      []uint32 // classSize for n <= smallSizes, by (n+7)/8
-	closed     atomic.Bool
-	// freedBytes is the bytes rebuilds and compaction freed since the
-	// last Trim.
-	freedBytes atomic.Int64
-	closeMu    sync.Mutex
-	compactor  compactor
+	maxEntry    int64 // the largest entry's bytes
+	segSize     int   // a segment's bytes
+	maxBytes    int64
+	defaultTTL  time.Duration
+	epoch       time.Time
+	classes     []int64  // the heap's size classes, ascending
+	small       []uint32 // classSize for n <= smallSizes, by (n+7)/8
 	// lockFree is set where Get reads without the shard's lock (see
 	// readers.go): a cache that owns its heap, in a build that is neither
 	// a race build nor checked; readers counts those reads.
 	lockFree bool
 	readers  *readers
+	closed   atomic.Bool // written once, by Close
+	_        [64]byte
+
+	// budget is the bytes each shard may hold now: shardBudget, less
+	// where the heap's slack has grown.
+	budget atomic.Int64
+	// freedBytes is the bytes rebuilds and compaction freed since the
+	// last Trim.
+	freedBytes atomic.Int64
+	closeMu    sync.Mutex
+	compactor  compactor
 }
 
 // New creates a cache. It returns an error, and no cache, for a MaxBytes

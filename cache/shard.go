@@ -16,26 +16,33 @@ import (
 )
 
 // shard is one lock and what it guards, padded to a multiple of a cache
-// line so that two shards' locks never share one.
+// line so that two shards' locks never share one. The lock-free reads'
+// fields come first, on a line of their own: a writer's lock and counters
+// then do not take that line from the cores reading it.
 type shard struct {
+	shardRead
+	_ [64 - unsafe.Sizeof(shardRead{})]byte
 	shardState
 	_ [(64 - unsafe.Sizeof(shardState{})%64) % 64]byte
 }
 
 var _ = [1]struct{}{}[unsafe.Sizeof(shard{})%64]
 
+// shardRead is what a lock-free read (readers.go) reads of the shard.
+type shardRead struct {
+	// seq is odd while a writer changes the shard (lock, unlock).
+	seq atomic.Uint64
+	// tab and segView are copies of index.slots' and segs' slice headers,
+	// published when the table or segs moves.
+	tab     atomic.Pointer[[]uint64]
+	segView atomic.Pointer[[]segInfo]
+}
+
 type shardState struct {
 	// mu is held for reading by Get, View and Has, which change nothing
 	// but a slot's policy bits (atomically) and the hit and miss counts
 	// (atomic), and for writing by every other call.
 	mu sync.RWMutex
-	// seq is odd while a writer changes the shard (lock, unlock), for
-	// the reads that take no lock (readers.go).
-	seq atomic.Uint64
-	// tab and segView are copies of index.slots' and segs' slice headers
-	// for those reads, published when the table or segs moves.
-	tab     atomic.Pointer[[]uint64]
-	segView atomic.Pointer[[]segInfo]
 	// Guarded by mu.
 	closed   bool
 	index    table
