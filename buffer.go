@@ -41,17 +41,32 @@ var (
 )
 
 // NewBuffer returns an empty Buffer on h with room for at least size bytes;
-// a size of 0 takes no block until the first write. It panics, as Alloc
-// does, for a negative size or when the heap cannot hold the block.
+// a size of 0 takes no block until the first write. It panics with the
+// error TryNewBuffer returns.
 func (h *Heap) NewBuffer(size int) *Buffer {
-	if size < 0 {
-		panic(fmt.Errorf("%w: NewBuffer(%d): negative size", ErrSize, size))
-	}
-	b := &Buffer{h: h, size: size}
-	if size > 0 {
-		b.Grow(size)
+	b, err := h.TryNewBuffer(size)
+	if err != nil {
+		panic(err)
 	}
 	return b
+}
+
+// TryNewBuffer is NewBuffer returning the error instead of panicking:
+// errors.Is(err, ErrLimit) or ErrAddressSpace when the heap cannot hold the
+// block, ErrClosed on a closed heap, ErrSize for a negative or too large
+// size.
+func (h *Heap) TryNewBuffer(size int) (*Buffer, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("%w: NewBuffer(%d): negative size", ErrSize, size)
+	}
+	if h.closed.Load() {
+		return nil, closedError("NewBuffer")
+	}
+	b := &Buffer{h: h, size: size}
+	if err := b.TryGrow(size); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // Len is the number of unread bytes: len(b.Bytes()).
@@ -84,14 +99,20 @@ func (b *Buffer) Truncate(n int) {
 }
 
 // Grow makes room for at least n more bytes, so that writing them takes no
-// new block. It panics if n is negative, and as Alloc does.
+// new block. It panics with the error TryGrow returns.
 func (b *Buffer) Grow(n int) {
-	if n < 0 {
-		panic(fmt.Sprintf("offheap: Buffer.Grow(%d): negative count", n))
-	}
-	if err := b.room(n); err != nil {
+	if err := b.TryGrow(n); err != nil {
 		panic(err)
 	}
+}
+
+// TryGrow is Grow returning Write's errors instead of panicking, and
+// ErrSize for a negative n; the buffer is then as it was.
+func (b *Buffer) TryGrow(n int) error {
+	if n < 0 {
+		return fmt.Errorf("%w: Buffer.Grow(%d): negative count", ErrSize, n)
+	}
+	return b.room(n)
 }
 
 // room makes room for n more bytes past b.w, and leaves the buffer as it was
@@ -165,9 +186,11 @@ func (b *Buffer) release() {
 	b.blk, b.r, b.w = nil, 0, 0
 }
 
-// Write appends p to the buffer. Its error is non-nil only when the heap
-// cannot hold the larger block (errors.Is ErrLimit, or ErrClosed); the
-// buffer is then as it was. p may be the buffer's own bytes.
+// Write appends p to the buffer. Its error is non-nil only when the buffer
+// needs a larger block and cannot have it: errors.Is(err, ErrLimit) or
+// ErrAddressSpace when the heap cannot hold it, ErrClosed on a closed heap,
+// ErrSize past the largest block; the buffer is then as it was. p may be
+// the buffer's own bytes.
 func (b *Buffer) Write(p []byte) (int, error) {
 	if len(p) > len(b.blk)-b.w {
 		return growWrite(b, p)
@@ -224,8 +247,8 @@ func (b *Buffer) WriteRune(r rune) (int, error) {
 }
 
 // ReadFrom appends what r reads until io.EOF and returns how many bytes it
-// appended. It returns any other error of r, and a full heap's error, after
-// the bytes read before it. r may read from the buffer's own bytes. It
+// appended. It returns any other error of r, and Write's errors, after the
+// bytes read before it. r may read from the buffer's own bytes. It
 // panics if r returns a count out of range.
 func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
 	var total int64

@@ -1,6 +1,7 @@
 package offheap_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -356,4 +357,28 @@ func ExampleBuffer_Free() {
 	fmt.Println(buf.Len(), buf.Cap(), h.Stats().LiveBlocks)
 	// Output:
 	// 0 0 0
+}
+
+// TryGrow and TryNewBuffer return the error Grow and NewBuffer would panic
+// with; the Buffer keeps its bytes and its block.
+func ExampleBuffer_TryGrow() {
+	h, _ := offheap.NewHeap(offheap.Options{Limit: 8 << 20})
+	defer func() {
+		if err := h.Close(); err != nil {
+			fmt.Println(err) // a leak, or a write after free found at Close
+		}
+	}()
+
+	buf := h.NewBuffer(0)
+	defer buf.Free()
+	buf.WriteString("kept")
+	err := buf.TryGrow(64 << 20)
+	fmt.Println(errors.Is(err, offheap.ErrLimit), buf.String())
+	_, err = h.TryNewBuffer(64 << 20)
+	fmt.Println(errors.Is(err, offheap.ErrLimit))
+	fmt.Println(buf.TryGrow(1<<20), buf.Cap() >= 1<<20) // this one fits
+	// Output:
+	// true kept
+	// true
+	// <nil> true
 }
