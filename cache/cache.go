@@ -339,14 +339,16 @@ func (c *Cache) Delete(k []byte) {
 		return
 	}
 	i, found := s.find(h, k)
+	check := false
 	if found {
 		s.counts.deletes++
 		c.removeAt(s, i)
 		c.afterRemove(s)
+		check = c.countRemovals(s, 1)
 	}
 	s.unlock()
-	if found {
-		c.removed(1)
+	if check {
+		c.checkHeap()
 	}
 	c.relocateStep()
 }

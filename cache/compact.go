@@ -33,13 +33,14 @@ package cache
 // check that finds the stocks holding more than an eighth of the bytes in
 // use (old index tables, mostly).
 //
-// The bound. The cache also counts removals (Delete, eviction, expiry, a
-// replaced value); once the count since the last check reaches an eighth of
-// the entries at that check (at least 1024), the next call reads the heap's
-// Stats and, when the cache owns its heap, adjusts the shards' budget
-// (fitBudget): the heap's footprint, slack included, is held under MaxBytes
-// by evicting more where the slack grows, down to three quarters of the
-// nominal budget.
+// The bound. Each shard also counts its removals (Delete, eviction,
+// expiry, a replaced value), under its lock; once a shard's count since it
+// last reported reaches its share of an eighth of the entries at the last
+// check (at least 1024 in all), the call reads the heap's Stats and, when
+// the cache owns its heap, adjusts the shards' budget (fitBudget): the
+// heap's footprint, slack included, is held under MaxBytes by evicting
+// more where the slack grows, down to three quarters of the nominal
+// budget.
 
 import (
 	"sync"
@@ -58,8 +59,7 @@ const (
 // orders the checks and the steps of a pass; a call that finds it held
 // skips its step.
 type compactor struct {
-	removed   atomic.Int64 // removals since the last check
-	threshold atomic.Int64 // removals that trigger the next check
+	threshold atomic.Int64 // removals, over all shards, between two checks
 	active    atomic.Bool  // a pass is under way
 	mu        sync.Mutex
 	// Guarded by mu.
@@ -126,21 +126,31 @@ func (c *Cache) compactStep(s *shard) {
 	c.freed(int64(c.segSize))
 }
 
-// removed counts n removals and, past the threshold, checks the heap's
-// footprint against MaxBytes.
-func (c *Cache) removed(n int) {
-	p := &c.compactor
-	if p.removed.Add(int64(n)) < max(p.threshold.Load(), minCheckGap) {
-		return
+// countRemovals counts n removals in s, whose lock the caller holds, and
+// reports whether the heap check (checkHeap) is due: once the shard's
+// removals since it last reported reach its share of the threshold. Each
+// shard counts its own under its lock, so that writers on different
+// shards share no counter's cache line.
+func (c *Cache) countRemovals(s *shard, n int) bool {
+	s.removals += n
+	if int64(s.removals)*int64(len(c.shards)) < max(c.compactor.threshold.Load(), minCheckGap) {
+		return false
 	}
+	s.removals = 0
+	return true
+}
+
+// checkHeap checks the heap's footprint against MaxBytes, unless another
+// call is checking it.
+func (c *Cache) checkHeap() {
+	p := &c.compactor
 	if !p.mu.TryLock() {
 		return
 	}
 	defer p.mu.Unlock()
-	if c.closed.Load() || p.removed.Load() < max(p.threshold.Load(), minCheckGap) {
+	if c.closed.Load() {
 		return
 	}
-	p.removed.Store(0)
 	p.threshold.Store(int64(c.Len() / 8))
 	st := c.heap.Stats()
 	if c.own {

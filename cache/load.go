@@ -139,9 +139,10 @@ func (c *Cache) loadShard(s *shard, sc *loadScratch, idx []int32, wall, now int6
 	}
 	removed := int(s.counts.evictions+s.counts.expirations-ev) + replaced
 	c.compactStep(s)
+	check := removed > 0 && c.countRemovals(s, removed)
 	s.unlock()
-	if removed > 0 {
-		c.removed(removed)
+	if check {
+		c.checkHeap()
 	}
 	return nil
 }

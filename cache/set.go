@@ -26,12 +26,14 @@ func (c *Cache) set(k, v []byte, ttl time.Duration) error {
 	replaced, err := c.setLocked(s, h, k, v, rlen, extLen, exp)
 	removed := int(s.counts.evictions+s.counts.expirations-ev) + replaced
 	s.counts.sets++
+	check := false
 	if removed > 0 { // else no record died: an in-place rewrite or an append
 		c.compactStep(s)
+		check = c.countRemovals(s, removed)
 	}
 	s.unlock()
-	if removed > 0 {
-		c.removed(removed)
+	if check {
+		c.checkHeap()
 	}
 	c.relocateStep()
 	return err

@@ -53,6 +53,7 @@ type shardState struct {
 	bytes    int64     // segments, value blocks at class size, the index and the ghost
 	live     int64     // bytes of records not dead
 	expiring int       // live entries with an expiry
+	removals int       // removals since the shard last reported a heap check due (countRemovals)
 	counts   counts    // the shard's share of Stats
 }
 
