@@ -26,6 +26,15 @@ const lockTries = 64
 func (s *shard) lock() {
 	s.mu.Lock()
 	s.seq.Add(1)
+	// The changes that follow must not be seen before seq is odd. On arm64
+	// the Add's store is a release, which orders what comes before it, not
+	// after; a load-acquire after a store-release is ordered after it, and
+	// what follows the load after the load, so this load is the fence a
+	// seqlock's writer needs there (on amd64 it costs a plain load). Its
+	// value is checked so that the compiler keeps it.
+	if s.seq.Load()&1 == 0 {
+		panic("offheap: cache: a shard's seq is even under its write lock: two writers at once")
+	}
 }
 
 // unlock ends lock.
