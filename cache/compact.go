@@ -58,6 +58,7 @@ import (
 	"unsafe"
 
 	"github.com/offheap/offheap"
+	"github.com/offheap/offheap/internal/osmem"
 )
 
 const (
@@ -128,6 +129,7 @@ func (c *Cache) compactStep(s *shard) {
 	if l.tail == best {
 		l.tail = 0 // the live records go to a fresh tail
 	}
+	tail := l.tail
 	for j, id := range l.ids {
 		if id == best {
 			l.dropID(j)
@@ -142,9 +144,31 @@ func (c *Cache) compactStep(s *shard) {
 		}
 		return true
 	})
+	if l.tail != tail {
+		c.releaseTail(s, li)
+	}
 	c.dropSegment(s, best)
 	s.counts.compactions++
 	c.freed(int64(c.segSize))
+}
+
+// releaseTail gives the system the whole pages of log li's tail past its
+// used bytes. A compaction opens tails in a shard that is shrinking, and the
+// heap hands out the pages it freed last, still resident: without this, a
+// tail would keep a segment resident however few records it holds, and a
+// shard that shrank to a few segments would keep two (its logs' tails) for
+// the records of one. The pages come back zeroed at the next write.
+func (c *Cache) releaseTail(s *shard, li int) {
+	id := s.logs[li].tail
+	if id == 0 {
+		return
+	}
+	g := &s.segs[id]
+	page := osmem.PageSize
+	from := (g.addr + uintptr(g.used) + page - 1) &^ (page - 1)
+	if to := (g.addr + uintptr(c.segSize)) &^ (page - 1); to > from {
+		_ = osmem.Release(ptr(from), to-from) // on failure the pages stay resident, which is correct
+	}
 }
 
 // removed counts n removals and, past the threshold, checks the heap's
