@@ -5,17 +5,28 @@ package cache
 // pages back instead of keeping every segment a few survivors pin.
 //
 // The rule. A shard's dead bytes are its segments' bytes less its live
-// records' bytes and the unused ends of its logs' tails. After each Set and
-// Delete (and expiry), under the shard's lock, if the dead bytes exceed a
-// sixteenth of the segments' bytes, the segment with the most dead bytes (a
-// tail's unused end is not dead), if at least an eighth of a segment, is
-// rewritten: its live records are copied to its log's tail (a fresh one if
-// it was the tail), their slots pointed at the copies, and the segment
-// freed to the heap. So a call's extra work is bounded by one
-// segment, and a shard whose records were 90% deleted is rewritten by as
-// many calls as it has segments. A large shard's segments are page runs,
-// whose pages go back to the page heap when freed, and to the operating
-// system on the heap's release timer.
+// records' bytes and the unused ends of its logs' tails (never written, so
+// never resident: they are not dead). After each Set and Delete (and
+// expiry) that removes a record, under the shard's lock, if the dead bytes
+// exceed a sixteenth of the records' bytes (live plus dead), the segment
+// with the most dead bytes among those whose dead bytes exceed a sixteenth
+// of their own records' bytes, and a 64th of a segment, is rewritten: its
+// live records are copied to its log's tail (a fresh one if it was the
+// tail), their slots pointed at the copies, and the segment freed to the
+// heap. Some segment qualifies whenever the shard does (its dead fraction
+// is the shard's average, or above), unless its dead bytes are under a 64th
+// of a segment: so, once the calls that follow removals have caught up, a
+// shard's dead bytes are at most a sixteenth of its records' bytes plus a
+// 64th of a segment, whatever its size. The threshold is on the records'
+// bytes, not on the segments': a shard that shrank keeps two mostly unused
+// tails, and counting them would let the dead bytes grow with the tails
+// instead of with what the shard holds. A call's extra work is bounded by
+// one segment, and a rewrite frees at least a sixteenth of what it copies,
+// so the copying is at most 15 bytes per byte removed; a shard whose
+// records were 90% deleted is rewritten by about as many calls as it has
+// segments. A large shard's segments are page runs, whose pages go back to
+// the page heap when freed, and to the operating system on the heap's
+// release timer (or the cache's Trim, see freed).
 // Eviction frees the head segments of the logs whole, so a full cache also
 // reclaims dead bytes as its logs turn over.
 //
@@ -48,9 +59,18 @@ import (
 	"unsafe"
 
 	"github.com/offheap/offheap"
+	"github.com/offheap/offheap/internal/osmem"
 )
 
 const (
+	// compactFrac: a shard is compacted while its dead bytes exceed this
+	// fraction (1/compactFrac) of its records' bytes, live and dead, and a
+	// segment is rewritten only if its own dead bytes do.
+	compactFrac = 16
+	// minGain: a rewrite frees at least 1/minGain of a segment, so that a
+	// shard whose records are few does not rewrite a segment for a record.
+	minGain = 64
+
 	minCheckGap  = 1024
 	sparseFactor = 8 // a pass runs when free span bytes exceed in-use bytes / sparseFactor
 )
@@ -79,22 +99,24 @@ func (c *Cache) dead(s *shard) int64 {
 	return d
 }
 
-// compactStep rewrites the shard's thinnest segment if the shard is past
-// the rule above.
+// compactStep rewrites one of the shard's segments if the shard is past
+// the rule above: of the segments whose dead bytes exceed a compactFrac of
+// their records' bytes and minGain, the one with the most.
 func (c *Cache) compactStep(s *shard) {
-	if d := c.dead(s); d < int64(c.segSize)/8 || d*16 <= s.logs[logSmall].bytes+s.logs[logMain].bytes {
+	d, least := c.dead(s), int64(c.segSize/minGain)
+	if d < least || d*compactFrac <= s.live+d {
 		return
 	}
-	best, bestDead := uint32(0), int32(c.segSize)/8 // a rewrite must gain an eighth of a segment
+	best, bestDead := uint32(0), least-1
 	for li := range s.logs {
 		l := &s.logs[li]
 		for _, id := range l.ids {
 			g := &s.segs[id]
-			d := int32(c.segSize) - g.live
+			used := int64(c.segSize)
 			if id == l.tail {
-				d = g.used - g.live
+				used = int64(g.used)
 			}
-			if d > bestDead {
+			if d := used - int64(g.live); d > bestDead && d*compactFrac > used {
 				best, bestDead = id, d
 			}
 		}
@@ -107,6 +129,7 @@ func (c *Cache) compactStep(s *shard) {
 	if l.tail == best {
 		l.tail = 0 // the live records go to a fresh tail
 	}
+	tail := l.tail
 	for j, id := range l.ids {
 		if id == best {
 			l.dropID(j)
@@ -121,9 +144,31 @@ func (c *Cache) compactStep(s *shard) {
 		}
 		return true
 	})
+	if l.tail != tail {
+		c.releaseTail(s, li)
+	}
 	c.dropSegment(s, best)
 	s.counts.compactions++
 	c.freed(int64(c.segSize))
+}
+
+// releaseTail gives the system the whole pages of log li's tail past its
+// used bytes. A compaction opens tails in a shard that is shrinking, and the
+// heap hands out the pages it freed last, still resident: without this, a
+// tail would keep a segment resident however few records it holds, and a
+// shard that shrank to a few segments would keep two (its logs' tails) for
+// the records of one. The pages come back zeroed at the next write.
+func (c *Cache) releaseTail(s *shard, li int) {
+	id := s.logs[li].tail
+	if id == 0 {
+		return
+	}
+	g := &s.segs[id]
+	page := osmem.PageSize
+	from := (g.addr + uintptr(g.used) + page - 1) &^ (page - 1)
+	if to := (g.addr + uintptr(c.segSize)) &^ (page - 1); to > from {
+		_ = osmem.Release(ptr(from), to-from) // on failure the pages stay resident, which is correct
+	}
 }
 
 // countRemovals counts n removals in s, whose lock the caller holds, and
