@@ -51,25 +51,42 @@ var noCache cacheState
 const cacheMax = bigClassMin
 
 // NewLocal returns a Local of h for one goroutine at a time (see Local).
-// It panics with an error wrapping ErrClosed on a closed heap. Close it when
-// done.
+// It panics with TryNewLocal's error when the Local cannot be made. Close it
+// when done.
 func (h *Heap) NewLocal() *Local {
+	c, err := h.newLocal("NewLocal")
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// TryNewLocal is NewLocal returning the error instead of panicking:
+// errors.Is(err, ErrClosed) after the heap's Close, or ErrAddressSpace when
+// the system refuses to map the Local's stacks (a mapping of their own, as
+// a magazine has).
+func (h *Heap) TryNewLocal() (*Local, error) {
+	return h.newLocal("TryNewLocal")
+}
+
+// newLocal is NewLocal (call names the method, for the error).
+func (h *Heap) newLocal(call string) (*Local, error) {
 	c := &Local{h: h, st: &noCache, fwd: h.checked()}
 	if c.fwd {
 		if h.closed.Load() {
-			panic(closedError("NewLocal"))
+			return nil, closedError(call)
 		}
-		return c
+		return c, nil
 	}
 	w := weak.Make(c)
-	st, err := h.getCache(w)
+	st, err := h.getCache(w, call)
 	if err != nil {
-		panic(fmt.Errorf("offheap: NewLocal: %w", err))
+		return nil, err
 	}
 	h.startCacheSampling(st)
 	c.st = st
 	c.cleanup = runtime.AddCleanup(c, func(o cacheOwner) { _ = h.dropCache(o.st, o.w) }, cacheOwner{st, w})
-	return c
+	return c, nil
 }
 
 // Alloc is Heap.Alloc through the Local: n zeroed bytes with len and cap n,

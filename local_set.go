@@ -1,6 +1,8 @@
 package offheap
 
 import (
+	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -81,8 +83,9 @@ func cacheBound(depth int) int {
 }
 
 // getCache gives the new Local w points to a state: a spare, one reclaimed
-// from an unreachable Local, or a new mapping.
-func (h *Heap) getCache(w weak.Pointer[Local]) (*cacheState, error) {
+// from an unreachable Local, or a new mapping; call names the method, for
+// the error.
+func (h *Heap) getCache(w weak.Pointer[Local], call string) (*cacheState, error) {
 	cs := &h.caches
 	cs.mu.Lock()
 	if len(cs.spare) == 0 && len(cs.owners) >= max(cs.reclaimAt, minReclaim) {
@@ -92,16 +95,16 @@ func (h *Heap) getCache(w weak.Pointer[Local]) (*cacheState, error) {
 	}
 	defer cs.mu.Unlock()
 	if h.closed.Load() {
-		return nil, closedError("NewLocal")
+		return nil, closedError(call)
 	}
 	var st *cacheState
 	if k := len(cs.spare); k > 0 {
 		st = cs.spare[k-1]
 		cs.spare = cs.spare[:k-1]
 	} else {
-		p, err := osmem.Map(unsafe.Sizeof(cacheState{}))
+		p, err := mapCacheState(unsafe.Sizeof(cacheState{}))
 		if err != nil {
-			return nil, err
+			return nil, stateMapError(call, err)
 		}
 		st = (*cacheState)(p)
 		for c := 1; c < numClasses; c++ {
@@ -116,6 +119,22 @@ func (h *Heap) getCache(w weak.Pointer[Local]) (*cacheState, error) {
 	}
 	cs.owners[st] = w
 	return st, nil
+}
+
+// mapCacheState maps a Local's state: osmem.Map, which a test replaces to
+// see the system refuse it.
+var mapCacheState = osmem.Map
+
+// stateMapError is NewLocal's error when the system refuses the mapping
+// for a Local's state: ErrAddressSpace, as for a region the system refuses,
+// with the system's own error (the errno, which osmem's error wraps).
+func stateMapError(call string, err error) error {
+	if e := errors.Unwrap(err); e != nil {
+		err = e
+	}
+	return fmt.Errorf("%w: %s: the system refused a mapping of %s for the Local's stacks (%w); "+
+		"raise the process's address-space limits (ulimit -v, vm.max_map_count), close Locals no longer in use, or use the Heap",
+		ErrAddressSpace, call, sizeString(uint64(unsafe.Sizeof(cacheState{}))), err)
 }
 
 // reclaimCaches runs a collection and takes back, emptied, the states of
