@@ -32,9 +32,6 @@ const (
 	// assertion beside the struct holds the two equal.
 	spanBytes = 32
 
-	pageShift = 13
-	pageSize  = 1 << pageShift
-
 	// bucketCount is the longest run kept in an exact-length bucket; longer
 	// runs are found by a first-fit scan of one list.
 	bucketCount = 128
