@@ -141,17 +141,6 @@ func (h *Heap) initChecked() {
 	}
 }
 
-// checked reports whether h is in checked mode (Options.Checked or
-// GuardPages, or the offheapchecked build tag): the checker takes every
-// allocation and every Free.
-func (h *Heap) checked() bool { return h.chk != nil && h.chk.all }
-
-// hasChecker reports whether h has a checker: in checked mode, or in a
-// sampled heap (Options.GuardOneIn without Checked), whose checker takes
-// the guard pages' samples and their Frees. Such a heap keeps records of
-// the blocks its checker has, for Lookup, Leaks and MemoryErrors.
-func (h *Heap) hasChecker() bool { return h.chk != nil }
-
 // guardSampled reports whether h samples allocations for guard pages
 // (Options.GuardOneIn, with or without Checked).
 func (h *Heap) guardSampled() bool { c := h.chk; return c != nil && c.rate > 0 }

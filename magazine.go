@@ -100,10 +100,6 @@ const (
 	minClassDepth      = 4
 	bigClassMin        = 32 << 10
 	bigClassBytes      = 128 << 10
-
-	// maxProcs is how many Ps get a magazine. A P with a larger id (GOMAXPROCS
-	// above maxProcs) uses the central lists directly: correct, only slower.
-	maxProcs = 1024
 )
 
 // classCap is how many blocks of class c a magazine of the given depth holds.

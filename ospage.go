@@ -2,10 +2,16 @@ package offheap
 
 import "github.com/offheap/offheap/internal/osmem"
 
-// The operating system's page. The heap's page is 8 KiB on every system
-// (pageSize): size classes, spans, runs and the pagemap count in it. The
-// system's page, the unit of mmap, mprotect, madvise and mincore, is
-// osmem.PageSize, read when the process starts: 4 KiB on amd64 and most
+// The heap's page is 8 KiB on every system: size classes, spans, runs and
+// the pagemap count in it, so every layer reads these two, and they stand
+// at the bottom.
+const (
+	pageShift = 13
+	pageSize  = 1 << pageShift
+)
+
+// The operating system's page, the unit of mmap, mprotect, madvise and
+// mincore, is osmem.PageSize, read when the process starts: 4 KiB on amd64 and most
 // arm64 systems, 16 or 64 KiB on some arm64 kernels. Where it is larger
 // than a heap page, one call on a heap page would reach its neighbours in
 // the same system page (or fail: mprotect and madvise refuse a start that

@@ -15,7 +15,7 @@ func (ph *pageHeap) allocRun(np, align uint32, class uint8) (a uintptr, dirty bo
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
 	if ph.closed {
-		return 0, false, ErrClosed
+		return 0, false, errClosed
 	}
 	first, d, err := ph.alloc(np, align, func(i uint32) uint64 {
 		if i == 0 {
@@ -134,7 +134,7 @@ func (ph *pageHeap) reuseRun(np uint32) error {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
 	if ph.closed { // Close unmapped it
-		return ErrClosed
+		return errClosed
 	}
 	ph.countRun(np)
 	return nil

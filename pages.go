@@ -1,8 +1,6 @@
 package offheap
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -31,9 +29,6 @@ const (
 	// spanBytes is the size of a span struct in the span array; an
 	// assertion beside the struct holds the two equal.
 	spanBytes = 32
-
-	pageShift = 13
-	pageSize  = 1 << pageShift
 
 	// bucketCount is the longest run kept in an exact-length bucket; longer
 	// runs are found by a first-fit scan of one list.
@@ -418,46 +413,7 @@ func (ph *pageHeap) addRun(first, n uint32, r freeRun) {
 	ph.insertRun(first, r)
 }
 
-// The page heap's refusals. They are the values of the Heap's exported
-// errors (ErrLimit, ErrClosed, ErrAddressSpace), so the layers above hand
-// them on unchanged and errors.Is holds for the caller.
-var (
-	errLimit        = errors.New("offheap: heap limit reached")
-	errClosed       = errors.New("offheap: heap is closed")
-	errAddressSpace = errors.New("offheap: out of address space")
-)
-
-// limitError is the limit's refusal, errLimit with its figures: the bytes
-// of the request, those it needed mapped (whole pages: a span, or the
-// block's run), those mapped and the limit.
-type limitError struct {
-	request             int // 0 where the caller has not named it (requested)
-	need, mapped, limit uint64
-}
-
-func (e *limitError) Error() string {
-	what := "a request"
-	if e.request > 0 {
-		what = fmt.Sprintf("an allocation of %d bytes", e.request)
-	}
-	return fmt.Sprintf("%v: %s needs %d bytes more mapped, and %d of the Limit's %d bytes are mapped: "+
-		"free blocks, give the heap a larger Options.Limit, or allocate with TryAlloc and handle ErrLimit",
-		errLimit, what, e.need, e.mapped, e.limit)
-}
-
-// Is makes errors.Is(err, errLimit) hold.
-func (e *limitError) Is(target error) bool { return target == errLimit }
-
 // limitError is the refusal of n pages more, with mu held.
 func (ph *pageHeap) limitError(n uint32) error {
 	return &limitError{need: uint64(n) << pageShift, mapped: ph.mappedPages() << pageShift, limit: ph.limit << pageShift}
-}
-
-// requested names the request of n bytes in err, if it is the limit's
-// refusal, and returns err.
-func requested(err error, n int) error {
-	if le := (*limitError)(nil); errors.As(err, &le) && le.request == 0 {
-		le.request = n
-	}
-	return err
 }

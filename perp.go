@@ -5,6 +5,11 @@ import (
 	"sync/atomic"
 )
 
+// maxProcs is how many Ps get a per-P structure (a magazine, a quarantine
+// ring). A P with a larger id (GOMAXPROCS above maxProcs) goes without:
+// its calls use the central lists directly, correct, only slower.
+const maxProcs = 1024
+
 // perP is a set of per-P structures, each mapped off-heap and touched only
 // by the goroutine pinned to its P: the heap's magazines, and
 // a checked heap's quarantine rings. A P is given

@@ -147,35 +147,11 @@ func mapShadow(n uintptr) (unsafe.Pointer, error) {
 	return p, nil
 }
 
-// addressSpaceError reports that the heap's address space cannot grow: the
-// virtual page space is full, or the system refused more address space. It
-// is errAddressSpace, not errLimit: no Limit was reached.
-type addressSpaceError struct {
-	need uint64 // bytes the allocation needed
-	have uint64 // bytes of address space the heap has
-	most uint64 // bytes of the heap's virtual page space
-	err  error  // the system's refusal, or nil when the virtual space is full
-}
-
 // outOfSpace is the error for an allocation of need bytes that found the
 // virtual page space full (err nil) or the system unwilling.
 func (ph *pageHeap) outOfSpace(need uint64, err error) error {
 	return &addressSpaceError{need: need, have: uint64(ph.reservedBytes), most: uint64(ph.maxPages) << pageShift, err: err}
 }
-
-func (e *addressSpaceError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("offheap: out of address space: %s more would take the heap past %s, the most one heap can span; free memory, or use another heap",
-			sizeString(e.need), sizeString(e.most))
-	}
-	return fmt.Sprintf("offheap: out of address space: the heap spans %s and the system refused %s more (%v); raise the process's address-space limits (ulimit -v, vm.max_map_count) or free memory",
-		sizeString(e.have), sizeString(e.need), e.err)
-}
-
-func (e *addressSpaceError) Unwrap() error { return e.err }
-
-// Is makes errors.Is(e, errAddressSpace) true.
-func (e *addressSpaceError) Is(target error) bool { return target == errAddressSpace }
 
 // regionGrain is the size later regions are rounded up to, so that a heap
 // that grows by small allocations makes few regions.

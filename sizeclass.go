@@ -1,6 +1,9 @@
 package offheap
 
-import "math/bits"
+import (
+	"math"
+	"math/bits"
+)
 
 //go:generate go run ./internal/sizeclassgen
 
@@ -64,3 +67,6 @@ var classInfos = func() (t [numClasses]classInfo) {
 	}
 	return t
 }()
+
+// maxAlloc bounds a single allocation's size.
+const maxAlloc = min(1<<46, math.MaxInt)

@@ -2,7 +2,6 @@ package offheap
 
 import (
 	"fmt"
-	"math"
 	"reflect"
 	"sync"
 	"unsafe"
@@ -168,9 +167,6 @@ func reallocSlice[T any](h *Heap, s []T, n int, fn string) ([]T, error) {
 
 // zeroSized is where New and MakeSlice point for zero-size types.
 var zeroSized [0]byte
-
-// maxAlloc bounds a single allocation's size.
-const maxAlloc = min(1<<46, math.MaxInt)
 
 // pointerFree caches, per type, where it holds a Go pointer: "" for none.
 var pointerFree sync.Map // reflect.Type -> string
