@@ -129,8 +129,11 @@ func (c *Local) AllocUnzeroed(n int) []byte {
 }
 
 // TryAlloc is Alloc returning the error instead of panicking: errors.Is(err,
-// ErrLimit), ErrClosed, ErrSize or ErrAddressSpace. It panics after the
-// Local's Close.
+// ErrLimit) when it would take the heap past Options.Limit, ErrAddressSpace
+// when the heap's address space cannot grow, ErrClosed after the heap's
+// Close, ErrSize for a negative n or one no heap can hold, or an error
+// wrapping a syscall.Errno when the system refuses to map or commit memory.
+// It panics after the Local's Close.
 //
 //go:nosplit
 //go:noinline

@@ -236,7 +236,11 @@ func StaticShared(b []byte) Shared {
 }
 
 // TryNewShared is NewShared returning the error instead of panicking when
-// the memory cannot be had.
+// the memory cannot be had: errors.Is(err, ErrLimit) when it would take the
+// heap past Options.Limit, ErrAddressSpace when the heap's address space
+// cannot grow, ErrClosed after the heap's Close, ErrSize for a negative n
+// or one no heap can hold, or an error wrapping a syscall.Errno when the
+// system refuses to map or commit memory.
 func (h *Heap) TryNewShared(n int, opts ...SharedOption) (s Shared, err error) {
 	if n < 0 || n > maxAlloc {
 		return Shared{}, fmt.Errorf("%w: TryNewShared(%d)", ErrSize, n)

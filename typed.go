@@ -36,7 +36,10 @@ func New[T any](a Allocator) *T {
 }
 
 // TryNew is New returning the error instead of panicking when the memory
-// cannot be had. A T with Go pointers still panics.
+// cannot be had: a.TryAlloc's error (ErrLimit, ErrAddressSpace, ErrClosed,
+// ErrSize for a T no heap can hold, or the system's errno; see
+// Heap.TryAlloc, and Arena.TryAlloc for an Arena's). A T with Go pointers
+// still panics, as does a closed Local.
 func TryNew[T any](a Allocator) (*T, error) {
 	size := mustBePointerFree[T]("TryNew")
 	if size == 0 {
@@ -69,8 +72,11 @@ func MakeSlice[T any](a Allocator, n int) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
-// TryMakeSlice is MakeSlice returning the error instead of panicking,
-// ErrSize for a negative or too large n. A T with Go pointers still panics.
+// TryMakeSlice is MakeSlice returning the error instead of panicking:
+// errors.Is(err, ErrSize) for a negative n or one whose bytes no heap can
+// hold, else a.TryAlloc's error (ErrLimit, ErrAddressSpace, ErrClosed, or
+// the system's errno, as for TryNew). A T with Go pointers still panics, as
+// does a closed Local.
 func TryMakeSlice[T any](a Allocator, n int) ([]T, error) {
 	size := mustBePointerFree[T]("TryMakeSlice")
 	switch {
@@ -124,8 +130,11 @@ func ReallocSlice[T any](h *Heap, s []T, n int) []T {
 	return s
 }
 
-// TryReallocSlice is ReallocSlice returning the error instead of panicking;
-// s is then as it was.
+// TryReallocSlice is ReallocSlice returning the error instead of panicking,
+// s then as it was: errors.Is(err, ErrSize) for a negative n or one whose
+// bytes no heap can hold, else TryRealloc's error (ErrLimit,
+// ErrAddressSpace, ErrClosed, or the system's errno). A T with Go pointers,
+// or an s that is no block of h's, still panics.
 func TryReallocSlice[T any](h *Heap, s []T, n int) ([]T, error) {
 	return reallocSlice(h, s, n, "TryReallocSlice")
 }
