@@ -9,13 +9,11 @@ import (
 	"syscall"
 )
 
-// TryRealloc is Realloc returning the error instead of panicking when the
-// new block cannot be had, b then as it was: errors.Is(err, ErrLimit) when
-// it would take the heap past Options.Limit, ErrAddressSpace when the
-// heap's address space cannot grow, ErrClosed after the heap's Close,
-// ErrSize for a negative n or one no heap can hold, or an error wrapping a
-// syscall.Errno when the system refuses to map or commit memory. Misuse (b
-// no block of this heap, or freed) panics, as in Realloc.
+// TryRealloc is Realloc returning the error, b then as it was: errors.Is(err,
+// ErrLimit) past Options.Limit, ErrAddressSpace when the heap's address
+// space cannot grow, ErrClosed after the heap's Close, ErrSize for a
+// negative n or one no heap can hold, or a wrapped syscall.Errno when the
+// system refuses memory. Misuse panics, as in Realloc.
 func (h *Heap) TryRealloc(b []byte, n int) ([]byte, error) {
 	return h.tryRealloc(b, n, true)
 }

@@ -35,11 +35,9 @@ func New[T any](a Allocator) *T {
 	return (*T)(unsafe.Pointer(unsafe.SliceData(b)))
 }
 
-// TryNew is New returning the error instead of panicking when the memory
-// cannot be had: a.TryAlloc's error (ErrLimit, ErrAddressSpace, ErrClosed,
-// ErrSize for a T no heap can hold, or the system's errno; see
-// Heap.TryAlloc, and Arena.TryAlloc for an Arena's). A T with Go pointers
-// still panics, as does a closed Local.
+// TryNew is New returning a.TryAlloc's error instead of panicking: ErrLimit,
+// ErrAddressSpace, ErrClosed, ErrSize or a syscall.Errno, in the cases
+// Local.TryAlloc gives. A T with Go pointers still panics.
 func TryNew[T any](a Allocator) (*T, error) {
 	size := mustBePointerFree[T]("TryNew")
 	if size == 0 {
@@ -73,10 +71,8 @@ func MakeSlice[T any](a Allocator, n int) []T {
 }
 
 // TryMakeSlice is MakeSlice returning the error instead of panicking:
-// errors.Is(err, ErrSize) for a negative n or one whose bytes no heap can
-// hold, else a.TryAlloc's error (ErrLimit, ErrAddressSpace, ErrClosed, or
-// the system's errno, as for TryNew). A T with Go pointers still panics, as
-// does a closed Local.
+// ErrSize for a negative n or one whose bytes no heap can hold, else
+// a.TryAlloc's, as in TryNew. A T with Go pointers still panics.
 func TryMakeSlice[T any](a Allocator, n int) ([]T, error) {
 	size := mustBePointerFree[T]("TryMakeSlice")
 	switch {
@@ -130,11 +126,9 @@ func ReallocSlice[T any](h *Heap, s []T, n int) []T {
 	return s
 }
 
-// TryReallocSlice is ReallocSlice returning the error instead of panicking,
-// s then as it was: errors.Is(err, ErrSize) for a negative n or one whose
-// bytes no heap can hold, else TryRealloc's error (ErrLimit,
-// ErrAddressSpace, ErrClosed, or the system's errno). A T with Go pointers,
-// or an s that is no block of h's, still panics.
+// TryReallocSlice is ReallocSlice returning the error, s then as it was:
+// ErrSize for a negative n or one whose bytes no heap can hold, else
+// TryRealloc's. Misuse panics, as in ReallocSlice.
 func TryReallocSlice[T any](h *Heap, s []T, n int) ([]T, error) {
 	return reallocSlice(h, s, n, "TryReallocSlice")
 }
