@@ -1,7 +1,6 @@
 package offheap_test
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/offheap/offheap"
@@ -21,18 +20,4 @@ func ExampleMakeSliceUnzeroed() {
 	offheap.FreeSlice(h, xs)
 	// Output:
 	// 1000 499.5
-}
-
-// TryNewLocal reports a closed heap where NewLocal would panic.
-func ExampleHeap_TryNewLocal() {
-	h, _ := offheap.NewHeap(offheap.Options{})
-	l, err := h.TryNewLocal()
-	fmt.Println(err)
-	l.Close()
-	h.Close()
-	_, err = h.TryNewLocal()
-	fmt.Println(errors.Is(err, offheap.ErrClosed))
-	// Output:
-	// <nil>
-	// true
 }
