@@ -81,3 +81,17 @@ func ExampleLocal_TryAlloc() {
 	// Output:
 	// true true
 }
+
+// TryNewLocal reports a closed heap where NewLocal would panic.
+func ExampleHeap_TryNewLocal() {
+	h, _ := offheap.NewHeap(offheap.Options{})
+	l, err := h.TryNewLocal()
+	fmt.Println(err)
+	l.Close()
+	h.Close()
+	_, err = h.TryNewLocal()
+	fmt.Println(errors.Is(err, offheap.ErrClosed))
+	// Output:
+	// <nil>
+	// true
+}

@@ -20,8 +20,7 @@ func (h *Heap) NewLocal() *Local {
 
 // TryNewLocal is NewLocal returning the error instead of panicking:
 // errors.Is(err, ErrClosed) after the heap's Close, or ErrAddressSpace when
-// the system refuses to map the Local's stacks (a mapping of their own, as
-// a magazine has).
+// the system refuses to map the Local's stacks.
 func (h *Heap) TryNewLocal() (*Local, error) {
 	return h.newLocal("TryNewLocal")
 }
@@ -86,8 +85,10 @@ func (c *Local) AllocUnzeroed(n int) []byte {
 }
 
 // TryAlloc is Alloc returning the error instead of panicking: errors.Is(err,
-// ErrLimit), ErrClosed, ErrSize or ErrAddressSpace. It panics after the
-// Local's Close.
+// ErrLimit) past Options.Limit, ErrAddressSpace when the heap's address
+// space cannot grow, ErrClosed after the heap's Close, ErrSize for a
+// negative n or one no heap can hold, or a wrapped syscall.Errno when the
+// system refuses memory. It panics after the Local's Close.
 //
 //go:nosplit
 //go:noinline

@@ -235,8 +235,11 @@ func StaticShared(b []byte) Shared {
 	return Shared{data: p, meta: uint64(len(b)) | flagStatic}
 }
 
-// TryNewShared is NewShared returning the error instead of panicking when
-// the memory cannot be had.
+// TryNewShared is NewShared returning the error instead of panicking:
+// errors.Is(err, ErrLimit) past Options.Limit, ErrAddressSpace when the
+// heap's address space cannot grow, ErrClosed after the heap's Close,
+// ErrSize for a negative n or one no heap can hold, or a wrapped
+// syscall.Errno when the system refuses memory.
 func (h *Heap) TryNewShared(n int, opts ...SharedOption) (s Shared, err error) {
 	if n < 0 || n > maxAlloc {
 		return Shared{}, fmt.Errorf("%w: TryNewShared(%d)", ErrSize, n)

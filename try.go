@@ -6,17 +6,20 @@ package offheap
 import (
 	"errors"
 	"sync/atomic"
+	"syscall"
 )
 
-// TryRealloc is Realloc returning the error instead of panicking when the
-// new block cannot be had; b is then as it was. Misuse panics, as in
-// Realloc.
+// TryRealloc is Realloc returning the error, b then as it was: errors.Is(err,
+// ErrLimit) past Options.Limit, ErrAddressSpace when the heap's address
+// space cannot grow, ErrClosed after the heap's Close, ErrSize for a
+// negative n or one no heap can hold, or a wrapped syscall.Errno when the
+// system refuses memory. Misuse panics, as in Realloc.
 func (h *Heap) TryRealloc(b []byte, n int) ([]byte, error) {
 	return h.tryRealloc(b, n, true)
 }
 
 // TryReallocUnzeroed is ReallocUnzeroed returning the error instead of
-// panicking, as TryRealloc does.
+// panicking: TryRealloc's errors, in the same cases.
 func (h *Heap) TryReallocUnzeroed(b []byte, n int) ([]byte, error) {
 	return h.tryRealloc(b, n, false)
 }
@@ -43,13 +46,19 @@ func recoverAllocError(err *error) {
 }
 
 // allocError reports whether err says memory could not be had, which a Try
-// form returns, rather than misuse, which it panics with.
+// form returns, rather than misuse, which it panics with: one of the
+// allocation errors, or the system's refusal to map or commit memory (its
+// errno, wrapped), which TryAlloc returns as it is. No misuse panic wraps
+// an errno, and every allocation fails before the call changes anything.
 func allocError(err error) bool {
-	return errors.Is(err, ErrLimit) || errors.Is(err, ErrClosed) || errors.Is(err, ErrSize) || errors.Is(err, ErrAddressSpace)
+	var errno syscall.Errno
+	return errors.Is(err, ErrLimit) || errors.Is(err, ErrClosed) || errors.Is(err, ErrSize) ||
+		errors.Is(err, ErrAddressSpace) || errors.As(err, &errno)
 }
 
 // TryAllocUnzeroed is AllocUnzeroed returning the error instead of
-// panicking.
+// panicking: TryAlloc's errors, in the same cases. It panics after the
+// Local's Close.
 //
 //go:nosplit
 //go:noinline
@@ -70,7 +79,7 @@ func (c *Local) TryAllocUnzeroed(n int) ([]byte, error) {
 }
 
 // TryAllocUnzeroed is AllocUnzeroed returning the error instead of
-// panicking.
+// panicking: TryAlloc's errors, in the same cases.
 func (a *Arena) TryAllocUnzeroed(n int) ([]byte, error) {
 	if x := a.allocFast(n); x != 0 {
 		return bytesAt(x, n), nil

@@ -12,6 +12,7 @@ import (
 type Allocator interface {
 	Alloc(n int) []byte
 	TryAlloc(n int) ([]byte, error)
+	TryAllocUnzeroed(n int) ([]byte, error)
 }
 
 // Freer is what Free and FreeSlice give memory back to: the *Heap or a
@@ -34,8 +35,9 @@ func New[T any](a Allocator) *T {
 	return (*T)(unsafe.Pointer(unsafe.SliceData(b)))
 }
 
-// TryNew is New returning the error instead of panicking when the memory
-// cannot be had. A T with Go pointers still panics.
+// TryNew is New returning a.TryAlloc's error instead of panicking: ErrLimit,
+// ErrAddressSpace, ErrClosed, ErrSize or a syscall.Errno, in the cases
+// Local.TryAlloc gives. A T with Go pointers still panics.
 func TryNew[T any](a Allocator) (*T, error) {
 	size := mustBePointerFree[T]("TryNew")
 	if size == 0 {
@@ -49,44 +51,66 @@ func TryNew[T any](a Allocator) (*T, error) {
 }
 
 // MakeSlice allocates a zeroed slice of n T from a, with len and cap n. T must
-// not contain Go pointers (see New).
+// not contain Go pointers (see New). It panics with TryMakeSlice's error.
 func MakeSlice[T any](a Allocator, n int) []T {
-	size := mustBePointerFree[T]("MakeSlice")
-	if n < 0 {
-		panic(fmt.Sprintf("offheap: MakeSlice[%s]: negative length %d", typeName[T](), n))
-	}
-	if n == 0 {
-		return []T{}
-	}
-	if size == 0 {
-		return unsafe.Slice((*T)(unsafe.Pointer(&zeroSized)), n)
-	}
-	if uintptr(n) > uintptr(maxAlloc)/size {
-		panic(fmt.Sprintf("offheap: MakeSlice[%s]: length %d is too large", typeName[T](), n))
-	}
-	b := a.Alloc(n * int(size))
-	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+	return mustSlice(makeSlice[T](a, n, true, "MakeSlice"))
 }
 
-// TryMakeSlice is MakeSlice returning the error instead of panicking,
-// ErrSize for a negative or too large n. A T with Go pointers still panics.
+// TryMakeSlice is MakeSlice returning the error instead of panicking:
+// ErrSize for a negative n or one whose bytes no heap can hold, else
+// a.TryAlloc's, as in TryNew. A T with Go pointers still panics.
 func TryMakeSlice[T any](a Allocator, n int) ([]T, error) {
-	size := mustBePointerFree[T]("TryMakeSlice")
+	return makeSlice[T](a, n, true, "TryMakeSlice")
+}
+
+// MakeSliceUnzeroed is MakeSlice without the zeroing, for a slice the
+// caller fills at once (a copy, a decode, a computed []float64): its
+// elements are whatever the memory last held, as AllocUnzeroed's bytes.
+func MakeSliceUnzeroed[T any](a Allocator, n int) []T {
+	return mustSlice(makeSlice[T](a, n, false, "MakeSliceUnzeroed"))
+}
+
+// TryMakeSliceUnzeroed is MakeSliceUnzeroed returning TryMakeSlice's errors
+// instead of panicking.
+func TryMakeSliceUnzeroed[T any](a Allocator, n int) ([]T, error) {
+	return makeSlice[T](a, n, false, "TryMakeSliceUnzeroed")
+}
+
+// makeSlice is MakeSlice (fn names the call), zeroed or not, returning
+// the error the panicking forms panic with.
+func makeSlice[T any](a Allocator, n int, zero bool, fn string) ([]T, error) {
+	size := mustBePointerFree[T](fn)
 	switch {
 	case n < 0:
-		return nil, fmt.Errorf("%w: TryMakeSlice[%s]: negative length %d", ErrSize, typeName[T](), n)
+		return nil, fmt.Errorf("%w: %s[%s]: negative length %d", ErrSize, fn, typeName[T](), n)
 	case n == 0:
 		return []T{}, nil
 	case size == 0:
 		return unsafe.Slice((*T)(unsafe.Pointer(&zeroSized)), n), nil
 	case uintptr(n) > uintptr(maxAlloc)/size:
-		return nil, fmt.Errorf("%w: TryMakeSlice[%s]: length %d is too large", ErrSize, typeName[T](), n)
+		return nil, fmt.Errorf("%w: %s[%s]: length %d is too large: more than the %s one allocation can hold",
+			ErrSize, fn, typeName[T](), n, sizeString(maxAlloc))
 	}
-	b, err := a.TryAlloc(n * int(size))
+	var b []byte
+	var err error
+	if zero {
+		b, err = a.TryAlloc(n * int(size))
+	} else {
+		b, err = a.TryAllocUnzeroed(n * int(size))
+	}
 	if err != nil {
 		return nil, err
 	}
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n), nil
+}
+
+// mustSlice returns s, or panics with err: the panicking forms of the
+// slice helpers.
+func mustSlice[T any](s []T, err error) []T {
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
 
 // Free returns *p, allocated by New from a heap or one of its Locals, to
@@ -116,15 +140,12 @@ func FreeSlice[T any](f Freer, s []T) {
 // result did (s[:k], not s[1:]). It panics, naming T, for a negative or too
 // large n, and as Realloc does; s is then as it was.
 func ReallocSlice[T any](h *Heap, s []T, n int) []T {
-	s, err := reallocSlice(h, s, n, "ReallocSlice")
-	if err != nil {
-		panic(err)
-	}
-	return s
+	return mustSlice(reallocSlice(h, s, n, "ReallocSlice"))
 }
 
-// TryReallocSlice is ReallocSlice returning the error instead of panicking;
-// s is then as it was.
+// TryReallocSlice is ReallocSlice returning the error, s then as it was:
+// ErrSize for a negative n or one whose bytes no heap can hold, else
+// TryRealloc's. Misuse panics, as in ReallocSlice.
 func TryReallocSlice[T any](h *Heap, s []T, n int) ([]T, error) {
 	return reallocSlice(h, s, n, "TryReallocSlice")
 }
@@ -147,14 +168,9 @@ func reallocSlice[T any](h *Heap, s []T, n int, fn string) ([]T, error) {
 	// that block), so Realloc keeps up to cap(s) elements; those past
 	// len(s) are not s's and are zeroed in the result.
 	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), uintptr(cap(s))*size)
-	var nb []byte
-	if fn == "ReallocSlice" {
-		nb = h.Realloc(b, n*int(size))
-	} else {
-		var err error
-		if nb, err = h.TryRealloc(b, n*int(size)); err != nil {
-			return nil, err
-		}
+	nb, err := h.TryRealloc(b, n*int(size))
+	if err != nil {
+		return nil, err
 	}
 	if n == 0 {
 		return []T{}, nil
