@@ -102,7 +102,7 @@ func (h *Heap) getCache(w weak.Pointer[Local], call string) (*cacheState, error)
 		st = cs.spare[k-1]
 		cs.spare = cs.spare[:k-1]
 	} else {
-		p, err := mapCacheState(unsafe.Sizeof(cacheState{}))
+		p, err := osmem.Map(unsafe.Sizeof(cacheState{}))
 		if err != nil {
 			return nil, stateMapError(call, err)
 		}
@@ -120,10 +120,6 @@ func (h *Heap) getCache(w weak.Pointer[Local], call string) (*cacheState, error)
 	cs.owners[st] = w
 	return st, nil
 }
-
-// mapCacheState maps a Local's state: osmem.Map, which a test replaces to
-// see the system refuse it.
-var mapCacheState = osmem.Map
 
 // stateMapError is NewLocal's error when the system refuses the mapping
 // for a Local's state: ErrAddressSpace, as for a region the system refuses,
