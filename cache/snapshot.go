@@ -242,81 +242,120 @@ func seal(b *block) {
 // would (so a cache smaller than the one saved evicts as it loads). Entries
 // whose expiry has passed are skipped; one too large for this cache
 // (MaxEntryBytes) is skipped too. A stream that is not a snapshot, is cut
-// short or fails its checksum gets an error wrapping ErrSnapshot, and the
-// cache is then emptied (Reset), since its entries cannot be trusted.
+// short or fails its checksum gets an error wrapping ErrSnapshot. The
+// cache is then emptied (Reset) if the load had begun storing entries,
+// since they cannot be trusted, and is left as it was if not (a bad
+// header).
 func (c *Cache) LoadFrom(r io.Reader) error {
 	// A buffer smaller than a block: a block's bytes are mostly read
 	// straight into it, not copied through the buffer.
-	err := c.load(bufio.NewReaderSize(r, 64<<10))
-	if err != nil && !errors.Is(err, ErrClosed) {
+	stored, err := c.load(bufio.NewReaderSize(r, 64<<10))
+	if err != nil && stored && !errors.Is(err, ErrClosed) {
 		c.Reset()
 	}
 	return err
 }
 
-func (c *Cache) load(br *bufio.Reader) error {
+// load loads a snapshot from br; stored says whether it began storing
+// entries.
+func (c *Cache) load(br *bufio.Reader) (stored bool, err error) {
 	var hdr [headerBytes]byte
 	if _, err := io.ReadFull(br, hdr[:]); err != nil {
-		return fmt.Errorf("%w: reading the header: %v", ErrSnapshot, err)
+		return false, fmt.Errorf("%w: reading the header: %v", ErrSnapshot, err)
 	}
-	if string(hdr[:8]) != snapshotMagic {
-		return fmt.Errorf("%w: no snapshot magic", ErrSnapshot)
+	bh, maxBlock, err := c.startLoad(hdr[:])
+	if err != nil {
+		return false, err
 	}
-	version := binary.LittleEndian.Uint32(hdr[8:])
-	if version != snapshotVersion && version != 2 {
-		return fmt.Errorf("%w: version %d, this package reads versions 2 and %d", ErrSnapshot, version, snapshotVersion)
-	}
-	bh := blockHeader
-	if version == 2 {
-		bh = blockHeaderV2
-	}
-	maxBlock := binary.LittleEndian.Uint32(hdr[12:])
-	if maxBlock > 1<<31 {
-		return fmt.Errorf("%w: blocks of up to %d bytes", ErrSnapshot, maxBlock)
-	}
-	c.presize(binary.LittleEndian.Uint64(hdr[16:]))
-
 	nw := workers()
 	free := make(chan []byte, nw+1)
 	for range nw + 1 {
 		free <- nil
 	}
 	work := make(chan []byte)
-	errs := make([]error, nw)
-	counts := make([]uint64, nw)
+	lw := c.newLoadWorkers(nw)
 	var wg sync.WaitGroup
 	for wi := range nw {
 		wg.Go(func() {
-			sc := &loadScratch{first: wi * len(c.shards) / nw}
 			for buf := range work {
-				if errs[wi] == nil {
-					var n uint64
-					n, errs[wi] = c.loadBlock(buf, bh, int(maxBlock), sc)
-					counts[wi] += n
-				}
+				lw.block(wi, buf, bh, maxBlock)
 				free <- buf
 			}
 		})
 	}
-	err := readBlocks(br, bh, maxBlock, free, work)
+	err = readBlocks(br, bh, maxBlock, free, work)
 	close(work)
 	wg.Wait()
 	if err != nil {
-		return err
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
+		return true, err
 	}
 	var tr [8]byte
 	if _, err := io.ReadFull(br, tr[:]); err != nil {
-		return fmt.Errorf("%w: cut short in the trailer: %v", ErrSnapshot, err)
+		return true, fmt.Errorf("%w: cut short in the trailer: %v", ErrSnapshot, err)
+	}
+	return true, lw.finish(binary.LittleEndian.Uint64(tr[:]))
+}
+
+// startLoad checks a snapshot's header, presizes the cache for it and
+// returns its block header's length and its largest block's.
+func (c *Cache) startLoad(hdr []byte) (bh int, maxBlock uint32, err error) {
+	if string(hdr[:8]) != snapshotMagic {
+		return 0, 0, fmt.Errorf("%w: no snapshot magic", ErrSnapshot)
+	}
+	version := binary.LittleEndian.Uint32(hdr[8:])
+	if version != snapshotVersion && version != 2 {
+		return 0, 0, fmt.Errorf("%w: version %d, this package reads versions 2 and %d", ErrSnapshot, version, snapshotVersion)
+	}
+	bh = blockHeader
+	if version == 2 {
+		bh = blockHeaderV2
+	}
+	maxBlock = binary.LittleEndian.Uint32(hdr[12:])
+	if maxBlock > 1<<31 {
+		return 0, 0, fmt.Errorf("%w: blocks of up to %d bytes", ErrSnapshot, maxBlock)
+	}
+	c.presize(binary.LittleEndian.Uint64(hdr[16:]))
+	return bh, maxBlock, nil
+}
+
+// loadWorkers is the state of a load's workers: each its scratch memory,
+// its first error and the records it counted.
+type loadWorkers struct {
+	c      *Cache
+	sc     []loadScratch
+	errs   []error
+	counts []uint64
+}
+
+func (c *Cache) newLoadWorkers(nw int) *loadWorkers {
+	lw := &loadWorkers{c: c, sc: make([]loadScratch, nw), errs: make([]error, nw), counts: make([]uint64, nw)}
+	for wi := range lw.sc {
+		lw.sc[wi].first = wi * len(c.shards) / nw
+	}
+	return lw
+}
+
+// block loads block buf as worker wi, unless the worker has failed.
+func (lw *loadWorkers) block(wi int, buf []byte, bh int, maxBlock uint32) {
+	if lw.errs[wi] == nil {
+		n, err := lw.c.loadBlock(buf, bh, int(maxBlock), &lw.sc[wi])
+		lw.errs[wi] = err
+		lw.counts[wi] += n
+	}
+}
+
+// finish returns the workers' errors, or an error if they loaded other
+// than the trailer's count of records.
+func (lw *loadWorkers) finish(want uint64) error {
+	if err := errors.Join(lw.errs...); err != nil {
+		return err
 	}
 	var count uint64
-	for _, n := range counts {
+	for _, n := range lw.counts {
 		count += n
 	}
-	if n := binary.LittleEndian.Uint64(tr[:]); n != count {
-		return fmt.Errorf("%w: %d records read, the trailer says %d", ErrSnapshot, count, n)
+	if want != count {
+		return fmt.Errorf("%w: %d records read, the trailer says %d", ErrSnapshot, count, want)
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/offheap/offheap/cache"
@@ -66,5 +68,99 @@ func BenchmarkLoadFromNew(b *testing.B) {
 			b.Fatal(err)
 		}
 		untimedClose(b, d)
+	}
+}
+
+// snapPattern is random bytes that the file benchmarks' values are sliced
+// from, as cmd/offheap's cache-snapshot shape slices its values.
+var snapPattern = func() []byte {
+	r := rand.New(rand.NewPCG(3, 4))
+	b := make([]byte, 1<<17)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}()
+
+// snapFile saves a cache of n entries of 16-byte keys and 64-256 byte
+// values to a file in a temporary directory and returns its path and the
+// MaxBytes the cache had.
+func snapFile(b *testing.B, n int) (string, int64) {
+	maxBytes := int64(max(64<<20, n*(16+256)*2))
+	c := untimedNew(b, maxBytes)
+	defer c.Close()
+	for i := range n {
+		h := uint64(i) * 0x9E3779B97F4A7C15
+		vl := 64 + int((h>>29)%193)
+		off := (i * 64) % (len(snapPattern) - vl + 1)
+		c.Set(fmt.Appendf(nil, "%016x", i), snapPattern[off:off+vl])
+	}
+	path := filepath.Join(b.TempDir(), "snap")
+	if err := c.SaveToFile(path); err != nil {
+		b.Fatal(err)
+	}
+	return path, maxBytes
+}
+
+// BenchmarkSaveToFile saves 1M entries (cmd/offheap's cache-snapshot
+// shape) to a file.
+func BenchmarkSaveToFile(b *testing.B) {
+	path, maxBytes := snapFile(b, 1<<20)
+	c := untimedNew(b, maxBytes)
+	defer c.Close()
+	if err := c.LoadFromFile(path); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if err := c.SaveToFile(path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoadFromFile loads the snapshot of BenchmarkSaveToFile into a
+// new cache each time, New included, as the shape times it.
+func BenchmarkLoadFromFile(b *testing.B) {
+	path, maxBytes := snapFile(b, 1<<20)
+	var cs []*cache.Cache
+	b.ResetTimer()
+	for range b.N {
+		c, err := cache.New(cache.Options{MaxBytes: maxBytes})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.LoadFromFile(path); err != nil {
+			b.Fatal(err)
+		}
+		cs = append(cs, c)
+		if len(cs) == 4 { // closed in fours, with the timer stopped
+			b.StopTimer()
+			for _, c := range cs {
+				c.Close()
+			}
+			cs = cs[:0]
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	for _, c := range cs {
+		c.Close()
+	}
+}
+
+// BenchmarkLoadFromFileReset loads the snapshot of BenchmarkSaveToFile
+// into one cache, Reset between loads, whose memory the heap has faulted in
+// already.
+func BenchmarkLoadFromFileReset(b *testing.B) {
+	path, maxBytes := snapFile(b, 1<<20)
+	c := untimedNew(b, maxBytes)
+	defer c.Close()
+	b.ResetTimer()
+	for range b.N {
+		c.Reset()
+		if err := c.LoadFromFile(path); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -8,8 +8,13 @@ package cache
 // through a single writer.
 
 import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
@@ -93,12 +98,90 @@ func (c *Cache) saveFile(f *os.File) error {
 	return err
 }
 
-// LoadFromFile loads the snapshot at path (LoadFrom).
+// LoadFromFile loads the snapshot at path, as LoadFrom does. Where the
+// file can be mapped, its blocks are loaded from the mapping, with no copy
+// through buffers, and a file cut short is refused before any entry is
+// loaded, leaving the cache as it was; a file changed while it is loaded
+// gets an error wrapping ErrSnapshot, not a fault.
 func (c *Cache) LoadFromFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return c.LoadFrom(f)
+	data, unmap := mapFile(f)
+	if data == nil {
+		return c.LoadFrom(f)
+	}
+	defer unmap()
+	stored, err := c.loadMapped(data)
+	if err != nil && stored && !errors.Is(err, ErrClosed) {
+		c.Reset()
+	}
+	return err
+}
+
+// loadMapped loads the snapshot in data, a mapped file: it finds the
+// blocks first, then its workers take them in turn; stored says whether
+// they began storing entries. A fault reading the mapping (the file cut
+// short under it) is returned as an error.
+func (c *Cache) loadMapped(data []byte) (stored bool, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: the file changed as it was read: %v", ErrSnapshot, r)
+		}
+	}()
+	if len(data) < headerBytes {
+		return false, fmt.Errorf("%w: reading the header: %v", ErrSnapshot, io.ErrUnexpectedEOF)
+	}
+	bh, maxBlock, err := c.startLoad(data[:headerBytes])
+	if err != nil {
+		return false, err
+	}
+	var blocks [][]byte
+	off := headerBytes
+	for {
+		if len(data)-off < 4 {
+			return false, fmt.Errorf("%w: cut short after %d blocks", ErrSnapshot, len(blocks))
+		}
+		size := binary.LittleEndian.Uint32(data[off:])
+		if size == snapshotEnd {
+			off += 4
+			break
+		}
+		if size > maxBlock {
+			return false, fmt.Errorf("%w: block %d of %d bytes, over the header's %d", ErrSnapshot, len(blocks), size, maxBlock)
+		}
+		end := off + bh + int(size)
+		if end > len(data) {
+			return false, fmt.Errorf("%w: cut short in block %d", ErrSnapshot, len(blocks))
+		}
+		blocks = append(blocks, data[off:end:end])
+		off = end
+	}
+	if len(data)-off < 8 {
+		return false, fmt.Errorf("%w: cut short in the trailer", ErrSnapshot)
+	}
+	want := binary.LittleEndian.Uint64(data[off:])
+	stored = true
+	nw := min(workers(), len(blocks))
+	lw := c.newLoadWorkers(max(nw, 1))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for wi := range nw {
+		wg.Go(func() {
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			defer func() {
+				if r := recover(); r != nil {
+					lw.errs[wi] = fmt.Errorf("%w: the file changed as it was read: %v", ErrSnapshot, r)
+				}
+			}()
+			for i := next.Add(1) - 1; i < int64(len(blocks)); i = next.Add(1) - 1 {
+				lw.block(wi, blocks[i], bh, maxBlock)
+			}
+		})
+	}
+	wg.Wait()
+	return true, lw.finish(want)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -85,12 +86,72 @@ func TestSnapshotCorrupt(t *testing.T) {
 		"empty":     nil,
 	} {
 		d := newCache(t, 1<<20)
+		d.Set([]byte("before"), []byte("the load"))
 		err := d.LoadFrom(bytes.NewReader(bad))
 		if !errors.Is(err, cache.ErrSnapshot) {
 			t.Errorf("%s: LoadFrom = %v, want ErrSnapshot", name, err)
 		}
-		if d.Len() != 0 {
-			t.Errorf("%s: %d entries kept after a failed load", name, d.Len())
+		want := 0 // entries stored before the damage showed are dropped
+		if name == "magic" || name == "empty" {
+			want = 1 // the header's damage shows first: nothing is lost
+		}
+		if d.Len() != want {
+			t.Errorf("%s: %d entries after a failed load, want %d", name, d.Len(), want)
+		}
+	}
+}
+
+// TestSnapshotFileCorrupt loads damaged snapshot files, which LoadFromFile
+// maps: each gets ErrSnapshot. One whose damage shows before any entry is
+// stored (a bad header, a file cut short anywhere: the blocks are found
+// first) leaves the cache as it was; a bad checksum or count empties it.
+// The whole file, the positive control, loads.
+func TestSnapshotFileCorrupt(t *testing.T) {
+	c := newCache(t, 1<<20)
+	for i := range 3000 {
+		c.Set(binary.LittleEndian.AppendUint32(nil, uint32(i)), fmt.Appendf(nil, "value %d", i*i))
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "good")
+	if err := c.SaveToFile(path); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(name string, b []byte) (*cache.Cache, error) {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d := newCache(t, 1<<20)
+		d.Set([]byte("before"), []byte("the load"))
+		return d, d.LoadFromFile(p)
+	}
+	if d, err := load("whole", good); err != nil || d.Len() != c.Len()+1 {
+		t.Fatalf("the whole file: LoadFromFile = %v, %d entries, want nil, %d", err, d.Len(), c.Len()+1)
+	}
+	bad := map[string][]byte{
+		"flipped": append(append([]byte{}, good[:len(good)/2]...), append([]byte{good[len(good)/2] ^ 1}, good[len(good)/2+1:]...)...),
+		"count":   append(append([]byte{}, good[:len(good)-8]...), 1, 0, 0, 0, 0, 0, 0, 0),
+		"version": append(append(append([]byte{}, good[:8]...), 9, 0, 0, 0), good[12:]...),
+		"empty":   nil,
+	}
+	for _, cut := range []int{3, 24, 25, 40, len(good) / 3, len(good) - 12, len(good) - 1} {
+		bad[fmt.Sprint("cut at ", cut)] = good[:cut]
+	}
+	for name, b := range bad {
+		d, err := load(name, b)
+		if !errors.Is(err, cache.ErrSnapshot) {
+			t.Errorf("%s: LoadFromFile = %v, want ErrSnapshot", name, err)
+		}
+		want := 1 // the entry set before the load
+		if name == "flipped" || name == "count" {
+			want = 0
+		}
+		if d.Len() != want {
+			t.Errorf("%s: %d entries after a failed load, want %d", name, d.Len(), want)
 		}
 	}
 }
