@@ -25,6 +25,9 @@ func init() {
 		Metrics: []bench.Metric{
 			{Name: metricSave, Doc: "the save, in ms"},
 			{Name: metricLoad, Doc: "the load, in ms"},
+			{Name: metricSaveCPU, Doc: "CPU time (user and system, all threads) the save took, in ms: the work, less the machine's other load than wall time"},
+			{Name: metricLoadCPU, Doc: "CPU time the load took, in ms"},
+			{Name: metricLoadFaults, Doc: "page faults the load took with no I/O, in thousands: fresh memory's first touches (an arm that reuses memory its earlier caches faulted in takes few)"},
 			{Name: metricKept, Doc: "entries the cache still holds at the end of the fill or the churn, in percent of the Sets' keys", HigherIsBetter: true},
 		},
 		Verdicts: snapVerdicts,
@@ -33,8 +36,11 @@ func init() {
 
 // The cache-snapshot shape's columns.
 const (
-	metricSave = "save-ms"
-	metricLoad = "load-ms"
+	metricSave       = "save-ms"
+	metricLoad       = "load-ms"
+	metricSaveCPU    = "save-cpu-ms"
+	metricLoadCPU    = "load-cpu-ms"
+	metricLoadFaults = "load-kfaults"
 )
 
 func runSnapshot(t *bench.Trial, arm kvarms.Arm) (bench.Sample, error) {
@@ -55,14 +61,17 @@ func runSnapshot(t *bench.Trial, arm kvarms.Arm) (bench.Sample, error) {
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "snapshot")
+	cpu0, _, _ := procUsage()
 	t0 := time.Now()
 	if err := c.(kvarms.Saver).SaveToFile(path); err != nil {
 		return bench.Sample{}, fmt.Errorf("%s: SaveToFile: %w", arm.Name, err)
 	}
 	save := time.Since(t0)
+	cpu1, flt1, _ := procUsage()
 	t0 = time.Now()
 	loaded, err := arm.Load(path, o)
 	load := time.Since(t0)
+	cpu2, flt2, usage := procUsage()
 	if err != nil {
 		return bench.Sample{}, fmt.Errorf("%s: loading the snapshot: %w", arm.Name, err)
 	}
@@ -72,6 +81,11 @@ func runSnapshot(t *bench.Trial, arm kvarms.Arm) (bench.Sample, error) {
 		metricSave: float64(save.Microseconds()) / 1000,
 		metricLoad: float64(load.Microseconds()) / 1000,
 		metricKept: 100 * float64(kept) / float64(n),
+	}
+	if usage {
+		m[metricSaveCPU] = float64((cpu1 - cpu0).Microseconds()) / 1000
+		m[metricLoadCPU] = float64((cpu2 - cpu1).Microseconds()) / 1000
+		m[metricLoadFaults] = float64(flt2-flt1) / 1000
 	}
 	return bench.Sample{Ops: int64(n), Elapsed: save + load, Metrics: m}, nil
 }
