@@ -5,7 +5,10 @@ package cache
 // (an atomic add) once its block is sealed: so the file's blocks are in the
 // order they were sealed, not shard by shard, which the format allows (a
 // block is whole in itself), and the writes run in parallel with no copy
-// through a single writer.
+// through a single writer. LoadFromFile maps the file, where the system
+// allows, and its workers load the blocks from the mapping: no read into
+// buffers, and the whole file's framing is checked before any entry is
+// stored.
 
 import (
 	"encoding/binary"
