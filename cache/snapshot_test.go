@@ -155,3 +155,17 @@ func TestSnapshotFileCorrupt(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotEmptyFile saves an empty cache and loads the file, which has
+// no blocks, into a cache whose entry it keeps.
+func TestSnapshotEmptyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "empty")
+	if err := newCache(t, 1<<20).SaveToFile(path); err != nil {
+		t.Fatal(err)
+	}
+	d := newCache(t, 1<<20)
+	d.Set([]byte("before"), []byte("the load"))
+	if err := d.LoadFromFile(path); err != nil || d.Len() != 1 {
+		t.Fatalf("LoadFromFile = %v with %d entries, want nil with 1", err, d.Len())
+	}
+}
