@@ -5,24 +5,25 @@ package cache
 // pages back instead of keeping every segment a few survivors pin.
 //
 // The rule. A shard's dead bytes are its segments' bytes less its live
-// records' bytes and the unused ends of its logs' tails (never written, so
-// never resident: they are not dead). After each Set and Delete (and
-// expiry) that removes a record, under the shard's lock, if the dead bytes
-// exceed a sixteenth of the records' bytes (live plus dead), the segment
-// with the most dead bytes among those whose dead bytes exceed a sixteenth
-// of their own records' bytes, and a 64th of a segment, is rewritten: its
-// live records are copied to its log's tail (a fresh one if it was the
-// tail), their slots pointed at the copies, and the segment freed to the
-// heap. Some segment qualifies whenever the shard does (its dead fraction
-// is the shard's average, or above), unless its dead bytes are under a 64th
-// of a segment: so, once the calls that follow removals have caught up, a
+// records' bytes and the unused ends of its logs' tails (not written yet;
+// the tails a compaction opens have those pages released, releaseTail, so
+// they are not resident either). After each Set and Delete (and expiry)
+// that removes a record, under the shard's lock, if the dead bytes exceed a
+// sixteenth of the records' bytes (live plus dead), the segment with the
+// most dead bytes among those whose dead bytes exceed a sixteenth of their
+// own records' bytes, and a 64th of a segment, is rewritten: its live
+// records are copied to its log's tail (a fresh one if it was the tail),
+// their slots pointed at the copies, and the segment freed to the heap.
+// Some segment qualifies whenever the shard does (its dead fraction is the
+// shard's average, or above), unless its dead bytes are under a 64th of a
+// segment: so, once the calls that follow removals have caught up, a
 // shard's dead bytes are at most a sixteenth of its records' bytes plus a
 // 64th of a segment, whatever its size. The threshold is on the records'
 // bytes, not on the segments': a shard that shrank keeps two mostly unused
 // tails, and counting them would let the dead bytes grow with the tails
 // instead of with what the shard holds. A call's extra work is bounded by
-// one segment, and a rewrite frees at least a sixteenth of what it copies,
-// so the copying is at most 15 bytes per byte removed; a shard whose
+// one segment, and a rewrite copies less than 15 times the dead bytes it
+// frees, so the copying is under 15 bytes per byte removed; a shard whose
 // records were 90% deleted is rewritten by about as many calls as it has
 // segments. A large shard's segments are page runs, whose pages go back to
 // the page heap when freed, and to the operating system on the heap's

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/offheap/offheap"
 	"github.com/offheap/offheap/cmd/offheap/internal/bench"
 	"github.com/offheap/offheap/cmd/offheap/internal/kvarms"
 )
@@ -30,6 +31,8 @@ func init() {
 			{Name: metricKept, Doc: "entries the cache still holds at the end of the fill or the churn, in percent of the Sets' keys", HigherIsBetter: true},
 			{Name: metricRSSMax, Doc: "the largest RSS growth over the budget sampled during the churn"},
 			{Name: metricResLive, Doc: "after deleting 90% of the keys: RSS growth over the key and value bytes still held"},
+			{Name: metricHeapLive, Doc: "the same, counting only the resident bytes of the cache's own heap (offheap-kv): res/live-del " +
+				"less what the process adds (the heap's metadata, the Go runtime's growth)"},
 		},
 		Verdicts: memVerdicts,
 	}, runMem, func(a kvarms.Arm) bool { return a.Name != "nocache" })
@@ -41,6 +44,7 @@ const (
 	metricKept     = "kept-pct"
 	metricRSSMax   = "rss/max"
 	metricResLive  = "res/live-del"
+	metricHeapLive = "heap/live-del"
 )
 
 const (
@@ -170,6 +174,11 @@ func runMemChurn(t *bench.Trial, arm kvarms.Arm) (bench.Sample, error) {
 	m := map[string]float64{metricRSSMax: worst, metricKept: 100 * float64(kept) / float64(n)}
 	if live > 0 {
 		m[metricResLive] = p.grown() / float64(live)
+		if h, ok := c.(interface{ Heap() *offheap.Heap }); ok {
+			if res, err := h.Heap().ResidentBytes(); err == nil {
+				m[metricHeapLive] = float64(res) / float64(live)
+			}
+		}
 	}
 	return bench.Sample{Ops: int64(sets), Elapsed: el, Metrics: m}, nil
 }
