@@ -284,29 +284,3 @@ func (s Shared) Refs() int {
 	}
 	return int(max(c, 0))
 }
-
-// count is the handle's count word: the 8 bytes before the data.
-func (s Shared) count() *int64 { return (*int64)(unsafe.Add(s.data, -8)) }
-
-// dead reports whether count c is a released handle's: 0 or below
-// (countDead, the heap's double-free key, or the zero of a page given back
-// to the system). Nothing writes to a dead handle's block, whose page the
-// page heap may count clean: a stale Retain's or Release's write there would
-// reach a later Alloc that trusts the page to read as zeros. Every add to a
-// count or a Hot handle's slot or mode word of a handle that may be stale
-// tests the count first; only a block reused by another allocation, whose
-// count word holds someone else's bytes, can still be written.
-func dead(c int64) bool { return c <= 0 }
-
-// block is the address h.Alloc returned for the handle.
-func (s Shared) block() uintptr { return uintptr(s.data) - sharedHdr }
-
-func (s Shared) live() bool { _, ok := sharedRecs.Load(s.block()); return ok }
-func (s Shared) describe() (string, uintptr) {
-	return fmt.Sprintf("the %d-byte Shared at %#x", s.meta&sharedLenMask, uintptr(s.data)), s.block()
-}
-
-// plain reports whether s takes the inline paths of Retain and Release.
-func (s Shared) plain() bool {
-	return s.meta&sharedKinds == flagHeap
-}
