@@ -2,12 +2,15 @@ package offheap
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
+	"weak"
 )
 
-// A Local's state: the type and its stacks, which the per-heap set of
-// Locals (local_set.go), the census and the sampler read; the calls that
-// use a Local live in local.go.
+// A Local's state: the type, its stacks, and the heap's registry of them
+// (cacheSet), which the census, the sampler, the double-free check and
+// Close read; the calls that use a Local live in local.go, and the
+// registry's upkeep in local_set.go.
 
 // A Local is a stock of free blocks that one goroutine holds for itself (a
 // worker of a pool, a connection's loop): its Alloc and Free reach the stock
@@ -51,3 +54,38 @@ var noCache cacheState
 // take microseconds to fill, beside which the heap's magazine costs
 // nothing, and holding them would take the Local's bound past a few MiB.
 const cacheMax = bigClassMin
+
+// cacheSet is a heap's registry of Local states.
+//
+// The collector sees a Local's Go object (a few words), not its state or
+// the blocks the state holds, so it feels no pressure from Locals dropped
+// unclosed: a program that makes them faster than collections come would
+// map a state, and keep a stock of blocks, for each. So the registry knows
+// each open Local's state by the Local's weak pointer (owners), and when
+// NewLocal finds no spare state and reclaimAt states in use, it runs a
+// collection and takes back the states of the Locals it found unreachable
+// (reclaimCaches) before it maps another. reclaimAt then doubles the states
+// still in use, at least minReclaim, so that a program that keeps many
+// Locals open pays a collection per doubling, as a growing heap does. A
+// reclaimed Local's cleanup, which may run later, finds its state owned by
+// another (or by none) and leaves it.
+type cacheSet struct {
+	mu        sync.Mutex
+	all       []*cacheState                       // every state mapped: the census, the double-free check, Close
+	spare     []*cacheState                       // states of closed Locals, emptied, for the next NewLocal
+	owners    map[*cacheState]weak.Pointer[Local] // the states of open Locals (and of unreachable ones not yet reclaimed)
+	reclaimAt int                                 // len(owners) from which getCache reclaims before it maps
+	list      atomic.Pointer[[]*cacheState]       // all, for InUse without mu (only grows, as perP's)
+	caps      [numClasses]uint32                  // a new state's stack caps, fixed at NewHeap
+	closed    struct {                            // the census of every state, saved by the heap's Close
+		hits  uint64
+		class [numClasses]struct{ hits, frees uint64 }
+	}
+}
+
+// cacheOwner is a Local's cleanup's argument: its state and its weak
+// pointer, which says whether the state is still its own.
+type cacheOwner struct {
+	st *cacheState
+	w  weak.Pointer[Local]
+}

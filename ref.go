@@ -33,7 +33,6 @@ package offheap
 
 import (
 	"fmt"
-	"sync/atomic"
 )
 
 // Ref is a handle to a block of a Heap (or a prefix of one) with no Go
@@ -45,31 +44,6 @@ type Ref struct {
 	off uint64 // compact offset, high tag half in the top 16 bits
 	n   uint64 // length, low tag half in the top 16 bits
 }
-
-const (
-	refShift = 48
-	refMax   = 1 << refShift // offsets and lengths are below refMax
-)
-
-// refKey is a heap's tag, placed where a Ref carries it: the tag's high half
-// in the top bits of off and its low half in the top bits of n.
-type refKey struct{ off, n uint64 }
-
-// refTags numbers heaps for their Refs' tags.
-var refTags atomic.Uint32
-
-// newRefKey gives a new heap the next tag, skipping 0 so that the zero Ref
-// matches no heap.
-func newRefKey() refKey {
-	t := refTags.Add(1)
-	if t == 0 {
-		t = refTags.Add(1)
-	}
-	return refKey{uint64(t>>16) << refShift, uint64(t&0xffff) << refShift}
-}
-
-// tag is the key's 32-bit tag, for messages.
-func (k refKey) tag() uint32 { return uint32(k.off>>refShift)<<16 | uint32(k.n>>refShift) }
 
 // IsZero reports whether r is the zero Ref, which names no block: the value
 // a map lookup returns for a missing key.
