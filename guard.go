@@ -92,17 +92,7 @@ import (
 // (GuardPages or GuardOneIn) into a *MemoryError, UseAfterFree or
 // OutOfBounds, with the stacks of the allocation, the free and the access;
 // for any other value it returns nil. A fault panics only where
-// debug.SetPanicOnFault(true) is set:
-//
-//	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-//	defer func() {
-//		r := recover()
-//		if me := offheap.FaultError(r); me != nil {
-//			log.Fatal(me) // both stacks and the access
-//		} else if r != nil {
-//			panic(r)
-//		}
-//	}()
+// debug.SetPanicOnFault(true) is set (ExampleFaultError recovers one).
 func FaultError(recovered any) *MemoryError {
 	f, ok := recovered.(interface{ Addr() uintptr })
 	if _, isErr := recovered.(runtime.Error); !ok || !isErr {

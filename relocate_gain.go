@@ -27,26 +27,14 @@ type ClassGain struct {
 }
 
 // RelocateGain returns what a RelocateAll pass offered every live block
-// would give back: the spans it would empty, whose pages go back to the
-// page heap (a class keeps up to 64 KiB of empty spans for reuse until
-// Trim), and the moves that would take. A pass moves a block out of a span
-// at most half full into the fullest span with room, and empties the
-// emptiest spans first only when it is offered their blocks first, so the
-// figure is the most a pass can give back; a pass offered every live block
-// of a class gives back that much, less the spans whose blocks it found
-// only after the spans with room filled. Blocks the program freed count as
-// live for their span while a magazine, a depot or a Local holds them,
-// as they do for Relocate: call Trim first for a figure of the program's
-// own blocks. RelocateGain is the rule's measure: Gain.Bytes against
+// would give back: the bytes of the spans it would empty and the moves
+// that would take, the most a pass can give back. Gain.Bytes against
 // Stats.InUseBytes says whether a pass pays, Bytes over Moves whether a
-// class's moves do.
-//
-// RelocateGain takes each class's central lock while it reads the class's
-// spans, one load per span with room, and skips without a lock the classes
-// whose summary says no block can move; the rest it computes without a
-// lock. A checked heap gives nothing back by relocation, and reports no
-// gain. It is safe for concurrent use with every other call on the heap;
-// on a closed heap it returns a zero Gain.
+// class's moves do. Freed blocks a magazine, depot or Local holds count as
+// live: call Trim first. A checked or closed heap reports no gain. It is
+// safe for concurrent use; it takes each class's lock only to read the
+// spans of a class with a block to move.
+
 func (h *Heap) RelocateGain() Gain {
 	var g Gain
 	if h.checked() || !h.enter() {
