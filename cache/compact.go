@@ -25,9 +25,9 @@ package cache
 // one segment, and a rewrite copies less than 15 times the dead bytes it
 // frees, so the copying is under 15 bytes per byte removed; a shard whose
 // records were 90% deleted is rewritten by about as many calls as it has
-// segments. A large shard's segments are page runs, whose pages go back to
-// the page heap when freed, and to the operating system on the heap's
-// release timer (or the cache's Trim, see freed).
+// segments. The rewritten segment's whole pages go back to the operating
+// system as it is freed (release), so a shrinking cache's resident memory
+// follows its records call by call, with no Trim.
 // Eviction frees the head segments of the logs whole, so a full cache also
 // reclaims dead bytes as its logs turn over.
 //
@@ -148,26 +148,37 @@ func (c *Cache) compactStep(s *shard) {
 	if l.tail != tail {
 		c.releaseTail(s, li)
 	}
+	g := &s.segs[best]
+	release(g.addr, g.addr+uintptr(c.segSize))
 	c.dropSegment(s, best)
 	s.counts.compactions++
-	c.freed(int64(c.segSize))
 }
 
 // releaseTail gives the system the whole pages of log li's tail past its
-// used bytes. A compaction opens tails in a shard that is shrinking, and the
-// heap hands out the pages it freed last, still resident: without this, a
-// tail would keep a segment resident however few records it holds, and a
-// shard that shrank to a few segments would keep two (its logs' tails) for
-// the records of one. The pages come back zeroed at the next write.
+// used bytes. A compaction opens tails in a shrinking shard, and the heap
+// hands out the pages it freed last, still resident: without this, a tail
+// would keep a segment resident however few records it holds, and a shard
+// that shrank to a few segments would keep two (its logs' tails) for the
+// records of one. The pages come back zeroed at the next write.
 func (c *Cache) releaseTail(s *shard, li int) {
-	id := s.logs[li].tail
-	if id == 0 {
-		return
+	if id := s.logs[li].tail; id != 0 {
+		g := &s.segs[id]
+		release(g.addr+uintptr(g.used), g.addr+uintptr(c.segSize))
 	}
-	g := &s.segs[id]
+}
+
+// release gives the system the whole pages between from and to, memory the
+// cache holds and does not need resident. A compaction releases the segment
+// it rewrote before freeing it, so that a shrinking cache's memory follows
+// its records at once, without a Trim (which stops the world) or the
+// heap's release timer; a segment that shares its span with others (a
+// small shard's) gives its pages back too, where freeing it would keep the
+// span. The heap counts the pages as free, not released, until it
+// releases them itself; a block reused before then reads zeros.
+func release(from, to uintptr) {
 	page := osmem.PageSize
-	from := (g.addr + uintptr(g.used) + page - 1) &^ (page - 1)
-	if to := (g.addr + uintptr(c.segSize)) &^ (page - 1); to > from {
+	from = (from + page - 1) &^ (page - 1)
+	if to &^= page - 1; to > from {
 		_ = osmem.Release(ptr(from), to-from) // on failure the pages stay resident, which is correct
 	}
 }
