@@ -15,7 +15,7 @@ package cache
 // (bits 0-15 pick the shard, 48-63 are the tag). A table holds live plus
 // tombstone slots below four fifths of its length (two thirds after a rebuild), and is rebuilt (grown,
 // shrunk or cleared of tombstones) from the keys when it crosses that or
-// when its live slots fall below an eighth of it.
+// when its live slots fall below a quarter of it.
 
 import (
 	"sync/atomic"
@@ -149,9 +149,11 @@ func (t *table) remove(i int) {
 // fifths used, so it must be rebuilt first.
 func (t *table) full() bool { return (t.used+1)*5 > len(t.slots)*4 }
 
-// sparse reports whether the table is eight times longer than its live
-// slots need, and worth shrinking.
-func (t *table) sparse() bool { return len(t.slots) > t.min && t.live*8 < len(t.slots) }
+// sparse reports whether the table is four times longer than its live
+// slots, and worth shrinking: a rebuild leaves it two thirds used, so a
+// shrunk table grows again only after its live slots have more than
+// doubled.
+func (t *table) sparse() bool { return len(t.slots) > t.min && t.live*4 < len(t.slots) }
 
 // tableLen is the length of t for n live slots: about two thirds used, a
 // multiple of 8, and at least t.min.
