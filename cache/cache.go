@@ -272,14 +272,14 @@ func (c *Cache) Get(dst, k []byte) ([]byte, bool) {
 	}
 	s.rlock()
 	if s.closed {
-		s.mu.RUnlock()
+		s.mu.Unlock()
 		return dst, false
 	}
 	e, ok, expired := c.lookup(s, h, k)
 	if ok {
 		dst = append(dst, e.value()...)
 	}
-	s.mu.RUnlock()
+	s.mu.Unlock()
 	if expired {
 		c.expire(s, h, k)
 	}
@@ -295,16 +295,16 @@ func (c *Cache) View(k []byte, f func(v []byte)) bool {
 	s := c.shardOf(h)
 	s.rlock()
 	if s.closed {
-		s.mu.RUnlock()
+		s.mu.Unlock()
 		return false
 	}
 	e, ok, expired := c.lookup(s, h, k)
 	if ok {
-		defer s.mu.RUnlock() // f may panic: the lock goes with it
+		defer s.mu.Unlock() // f may panic: the lock goes with it
 		f(e.value())
 		return true
 	}
-	s.mu.RUnlock()
+	s.mu.Unlock()
 	if expired {
 		c.expire(s, h, k)
 	}
@@ -317,7 +317,7 @@ func (c *Cache) Has(k []byte) bool {
 	h := c.hash(k)
 	s := c.shardOf(h)
 	s.rlock()
-	defer s.mu.RUnlock()
+	defer s.mu.Unlock()
 	if s.closed {
 		return false
 	}

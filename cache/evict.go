@@ -36,9 +36,9 @@ import (
 )
 
 // touch marks live slot i as read: its counter goes up by one, to at most
-// 3. It runs under the shard's read lock, so other readers may touch the
-// slot too: the counter is raised with a compare-and-swap, at most once a
-// read, and a slot at 3 is not written.
+// 3. Reads that take no lock touch slots too (read.go): the counter is
+// raised with a compare-and-swap, at most once a read, and a slot at 3 is
+// not written.
 func (t *table) touch(i int) {
 	p := &t.slots[i]
 	v := atomic.LoadUint64(p)

@@ -80,7 +80,7 @@ func freeSlots(h *offheap.Heap, s []uint64) {
 
 // find returns the slot holding k, or, if none does, the first free slot
 // (empty or tombstone) of k's probe sequence, with found false. It runs under
-// the shard's lock, for reading or writing.
+// the shard's lock.
 func (s *shard) find(h uint64, k []byte) (i int, found bool) {
 	t := &s.index
 	tag := tagOf(h)

@@ -12,7 +12,7 @@ import (
 
 // readTries is how many times a lock-free read starts over after a write
 // to its shard overlapped it, and seqSpins how many loads of an odd seq it
-// waits through before that, ahead of taking the read lock.
+// waits through before that, ahead of taking the lock.
 const (
 	readTries = 4
 	seqSpins  = 64
@@ -30,7 +30,7 @@ const (
 )
 
 // getFast is Get without the lock. done is false where the caller must
-// take the read lock and look again. The read's hit or miss is counted in
+// take the lock and look again. The read's hit or miss is counted in
 // its stripe, unless done is false or expired true.
 func (c *Cache) getFast(s *shard, h uint64, k, dst []byte) (out []byte, ok, expired, done bool) {
 	st := c.readers.stripe()

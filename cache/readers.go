@@ -1,7 +1,7 @@
 package cache
 
 // Reads without a lock. A cache that owns its heap serves Get without
-// taking its shard's lock: a sync.RWMutex's read lock is a write to the
+// taking its shard's lock: taking a lock, even a sync.RWMutex's read lock, is a write to the
 // lock's cache line, so two cores reading the same shard pass that line
 // between them on every Get, and a read that meets a Set waits for it.
 // Instead, writers make each shard a sequence lock: a writer adds one to

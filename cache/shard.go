@@ -39,10 +39,10 @@ type shardRead struct {
 }
 
 type shardState struct {
-	// mu is held for reading by Get, View and Has, which change nothing
-	// but a slot's policy bits (atomically) and the hit and miss counts
-	// (atomic), and for writing by every other call.
-	mu sync.RWMutex
+	// mu is held by every call but a lock-free Get (lock.go). A read under
+	// it changes nothing but a slot's policy bits (atomically: lock-free
+	// reads set them too) and the hit and miss counts (atomic).
+	mu sync.Mutex
 	// Guarded by mu.
 	closed   bool
 	index    table
@@ -145,14 +145,14 @@ func (c *Cache) freed(n int64) {
 	}
 }
 
-// lookup finds k in the shard, which is locked for reading, and marks it
+// lookup finds k in the shard, which the caller has locked, and marks it
 // read. It returns found false for a miss, and expired true for an entry
 // whose time has passed, which the caller removes with expire after
-// letting go of the read lock.
+// letting go of the lock.
 func (c *Cache) lookup(s *shard, h uint64, k []byte) (e entry, found, expired bool) {
 	i, found := s.find(h, k)
 	if !found {
-		s.counts.misses.Add(1)
+		s.counts.misses++
 		return 0, false, false
 	}
 	e = s.entryAt(atomic.LoadUint64(&s.index.slots[i]))
@@ -160,7 +160,7 @@ func (c *Cache) lookup(s *shard, h uint64, k []byte) (e entry, found, expired bo
 		return 0, false, true
 	}
 	s.index.touch(i)
-	s.counts.hits.Add(1)
+	s.counts.hits++
 	return e, true, false
 }
 
@@ -169,7 +169,7 @@ func (c *Cache) lookup(s *shard, h uint64, k []byte) (e entry, found, expired bo
 func (c *Cache) expire(s *shard, h uint64, k []byte) {
 	s.lock()
 	defer s.unlock()
-	s.counts.misses.Add(1)
+	s.counts.misses++
 	if s.closed {
 		return
 	}

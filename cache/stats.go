@@ -1,13 +1,10 @@
 package cache
 
-import "sync/atomic"
-
-// counts is a shard's share of Stats. hits and misses are counted under the
-// read lock, atomically; the others under the write lock.
+// counts is a shard's share of Stats, counted under the shard's lock (the
+// lock-free Gets count theirs in the readers' stripes).
 type counts struct {
-	hits, misses                          atomic.Uint64
-	evictions, expirations, sets, deletes uint64
-	compactions                           uint64
+	hits, misses, evictions, expirations uint64
+	sets, deletes, compactions           uint64
 }
 
 // Stats is a snapshot of a cache's counters and size.
@@ -32,8 +29,8 @@ func (c *Cache) Stats() Stats {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		st.Hits += s.counts.hits.Load()
-		st.Misses += s.counts.misses.Load()
+		st.Hits += s.counts.hits
+		st.Misses += s.counts.misses
 		st.Sets += s.counts.sets
 		st.Deletes += s.counts.deletes
 		st.Evictions += s.counts.evictions
