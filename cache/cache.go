@@ -262,12 +262,15 @@ func (c *Cache) Get(dst, k []byte) ([]byte, bool) {
 	h := c.hash(k)
 	s := c.shardOf(h)
 	if c.lockFree {
-		out, ok, expired, done := c.getFast(s, h, k, dst)
-		if expired {
+		out, r := c.readFast(s, h, k, dst, true)
+		switch r {
+		case peekHit:
+			return out, true
+		case peekMiss, peekClosed:
+			return out, false
+		case peekExpired:
 			c.expire(s, h, k)
-		}
-		if done {
-			return out, ok
+			return out, false
 		}
 	}
 	s.rlock()
@@ -316,6 +319,11 @@ func (c *Cache) View(k []byte, f func(v []byte)) bool {
 func (c *Cache) Has(k []byte) bool {
 	h := c.hash(k)
 	s := c.shardOf(h)
+	if c.lockFree {
+		if _, r := c.readFast(s, h, k, nil, false); r != peekRetry && r != peekLocked {
+			return r == peekHit
+		}
+	}
 	s.rlock()
 	defer s.mu.Unlock()
 	if s.closed {

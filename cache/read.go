@@ -23,16 +23,20 @@ type peekResult uint8
 
 const (
 	peekRetry   peekResult = iota // the shard changed under the read: start over
-	peekHit                       // the value is appended to dst
+	peekHit                       // found: the value is appended to dst if it was asked for
 	peekMiss                      // no entry for the key
 	peekExpired                   // the entry's time has passed
 	peekLocked                    // the value is in a block of its own: read it under the lock
+	peekClosed                    // the cache is closed
 )
 
-// getFast is Get without the lock. done is false where the caller must
-// take the lock and look again. The read's hit or miss is counted in
-// its stripe, unless done is false or expired true.
-func (c *Cache) getFast(s *shard, h uint64, k, dst []byte) (out []byte, ok, expired, done bool) {
+// readFast runs peek without the lock, between two loads of the shard's
+// seq, until it holds or readTries have failed; it returns peekRetry or
+// peekLocked where the caller must take the lock and look again. value
+// says whether to copy the value to dst and mark the entry read (Get), or
+// only to find it (Has). A Get's hit counts in the stripe as a read ended
+// and nothing else, its miss as a miss; every other outcome as other.
+func (c *Cache) readFast(s *shard, h uint64, k, dst []byte, value bool) ([]byte, peekResult) {
 	st := c.readers.stripe()
 	n := len(dst)
 	for range readTries {
@@ -47,36 +51,31 @@ func (c *Cache) getFast(s *shard, h uint64, k, dst []byte) (out []byte, ok, expi
 		if c.closed.Load() {
 			st.other.Add(1)
 			st.exits.Add(1)
-			return dst[:n], false, false, true
+			return dst[:n], peekClosed
 		}
 		var r peekResult
-		dst, r = c.peek(s, h, k, dst[:n])
+		dst, r = c.peek(s, h, k, dst[:n], value)
 		st.exits.Add(1) // orders peek's loads before the load of seq below
 		if s.seq.Load() != v || r == peekRetry {
 			st.other.Add(1)
 			continue
 		}
-		switch r {
-		case peekHit:
-			return dst, true, false, true
-		case peekMiss:
+		switch {
+		case r == peekHit && value:
+			return dst, r
+		case r == peekMiss && value:
 			st.misses.Add(1)
-			st.other.Add(1)
-			return dst[:n], false, false, true
-		case peekExpired:
-			st.other.Add(1) // expire counts the miss
-			return dst[:n], false, true, true
 		}
-		st.other.Add(1) // peekLocked
-		break
+		st.other.Add(1)
+		return dst[:n], r
 	}
-	return dst[:n], false, false, false
+	return dst[:n], peekRetry
 }
 
-// peek looks k up in s without its lock, appends its value to dst and
-// marks it read. Any value it returns is to be kept only if the shard's
-// seq did not change meanwhile.
-func (c *Cache) peek(s *shard, h uint64, k, dst []byte) ([]byte, peekResult) {
+// peek looks k up in s without its lock and, if value, appends its value
+// to dst and marks it read. What it returns is to be kept only if the
+// shard's seq did not change meanwhile.
+func (c *Cache) peek(s *shard, h uint64, k, dst []byte, value bool) ([]byte, peekResult) {
 	tp, sp := s.tab.Load(), s.segView.Load()
 	if tp == nil || sp == nil {
 		return dst, peekRetry
@@ -116,7 +115,7 @@ func (c *Cache) peek(s *shard, h uint64, k, dst []byte) ([]byte, peekResult) {
 					return dst, peekRetry
 				}
 				if bytes.Equal(unsafe.Slice((*byte)(ptr(a+ko)), kl), k) {
-					return c.peeked(p, v, a, hdr, a+ko+uintptr(kl), size-off-ko-uintptr(kl), dst)
+					return c.peeked(p, v, a, hdr, a+ko+uintptr(kl), size-off-ko-uintptr(kl), dst, value)
 				}
 			}
 		}
@@ -127,21 +126,21 @@ func (c *Cache) peek(s *shard, h uint64, k, dst []byte) ([]byte, peekResult) {
 	return dst, peekRetry
 }
 
-// peeked copies the value of the record at a, whose key matched, for
-// peek: hdr is the header peek read (read once: the offsets it checked
-// follow from it), the value begins at val with room bytes left in its
-// segment. It marks the slot at p, which held v, read.
-func (c *Cache) peeked(p *uint64, v uint64, a uintptr, hdr uint64, val, room uintptr, dst []byte) ([]byte, peekResult) {
+// peeked finishes peek on the record at a, whose key matched: hdr is the
+// header peek read (read once: the offsets it checked follow from it), the
+// value begins at val with room bytes left in its segment, and p is the
+// slot, which held v.
+func (c *Cache) peeked(p *uint64, v uint64, a uintptr, hdr uint64, val, room uintptr, dst []byte, value bool) ([]byte, peekResult) {
 	f := uint8(hdr >> 48)
 	switch {
 	case f&flagDead != 0:
 		return dst, peekRetry
+	case f&flagTTL != 0 && *(*int64)(ptr(a + headerSize)) <= c.now():
+		return dst, peekExpired
+	case !value:
+		return dst, peekHit
 	case f&flagExt != 0:
 		return dst, peekLocked
-	case f&flagTTL != 0:
-		if x := *(*int64)(ptr(a + headerSize)); x <= c.now() {
-			return dst, peekExpired
-		}
 	}
 	vl := uintptr(uint32(hdr))
 	if vl > room {

@@ -84,7 +84,7 @@ func TestLockFreeReads(t *testing.T) {
 	for try := 0; try < 10 && controlBad == 0; try++ {
 		f, b := lockFreeChurn(t, ops, func(c *Cache, k, buf []byte) ([]byte, bool) {
 			h := c.hash(k)
-			out, r := c.peek(c.shardOf(h), h, k, buf)
+			out, r := c.peek(c.shardOf(h), h, k, buf, true)
 			return out, r == peekHit
 		})
 		controlFound += f
