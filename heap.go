@@ -283,14 +283,6 @@ func (h *Heap) reserve(limit int64, size uintptr, shadowed bool) error {
 	return nil
 }
 
-// metaBytes is the size of the metadata reservation for a virtual space of
-// pages pages: a pagemap word per page, then a span struct for each
-// minSpanPages pages (and id 0, never used).
-func metaBytes(pages uint64) uintptr {
-	n := uintptr(pages)*8 + uintptr(pages/minSpanPages+2)*unsafe.Sizeof(span{})
-	return (n + osmem.PageSize - 1) &^ (osmem.PageSize - 1)
-}
-
 // The process-wide heap: its options until it is made, then the heap.
 var defaultHeap struct {
 	mu   sync.Mutex

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/offheap/offheap/internal/osmem"
 )
 
 // The page heap owns the heap's address space: regions reserved with mmap,
@@ -90,6 +92,14 @@ type pageHeap struct {
 	largeAllocs, largeFrees atomic.Uint64
 	largePages              atomic.Uint64
 	mapped                  atomic.Uint64
+}
+
+// metaBytes is the size of the metadata reservation for a virtual space of
+// pages pages: a pagemap word per page, then a span struct for each
+// minSpanPages pages (and id 0, never used).
+func metaBytes(pages uint64) uintptr {
+	n := uintptr(pages)*8 + uintptr(pages/minSpanPages+2)*spanBytes
+	return (n + osmem.PageSize - 1) &^ (osmem.PageSize - 1)
 }
 
 func (ph *pageHeap) entry(page uint32) *uint64 {
