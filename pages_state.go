@@ -124,6 +124,30 @@ func (ph *pageHeap) publishMapped() {
 	}
 }
 
+// runCounts is the runs of their own (large blocks, arena chunks,
+// samples) allocated and freed, and the pages of those in use: atomics,
+// read without mu in that order.
+func (ph *pageHeap) runCounts() (allocs, frees, pages uint64) {
+	return ph.largeAllocs.Load(), ph.largeFrees.Load(), ph.largePages.Load()
+}
+
+// census adds the page heap's part of Stats to s, read together under mu:
+// the runs of their own (Large, their Frees and their bytes in use), and
+// the bytes mapped and released, which stay 0 once the heap is closed.
+func (ph *pageHeap) census(s *Stats) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	allocs, frees, pages := ph.runCounts()
+	s.Large = allocs
+	s.Allocs += allocs
+	s.Frees += frees
+	s.InUseBytes += pages << pageShift
+	if !ph.closed {
+		s.MappedBytes = uint64(ph.mappedPages()) << pageShift
+		s.ReleasedBytes = uint64(ph.released) << pageShift
+	}
+}
+
 // mappedChanged, when set, runs after any page heap's mapped bytes change,
 // with that heap's mu held: the layers above follow the census through it
 // (LimitGoMemory moves the Go runtime's limit). It is set once, by an init
