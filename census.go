@@ -69,17 +69,7 @@ func (h *Heap) Stats() Stats {
 		s.Frees += cs.Frees
 		s.InUseBytes += cs.InUse * uint64(cs.Size)
 	}
-	ph := &h.pages
-	ph.mu.Lock()
-	s.Large = ph.largeAllocs.Load()
-	s.Allocs += s.Large
-	s.Frees += ph.largeFrees.Load()
-	s.InUseBytes += ph.largePages.Load() << pageShift
-	if !ph.closed {
-		s.MappedBytes = uint64(ph.mappedPages()) << pageShift
-		s.ReleasedBytes = uint64(ph.released) << pageShift
-	}
-	ph.mu.Unlock()
+	h.pages.census(&s)
 	if h.chk != nil {
 		// Checked mode: blocks in the quarantine are freed as far as the
 		// program is concerned.
@@ -154,9 +144,9 @@ func (h *Heap) InUse() (bytes, blocks uint64) {
 			net[c] -= q[c]
 		}
 	}
-	ph := &h.pages
-	n := int64(ph.largeAllocs.Load() - ph.largeFrees.Load() - largeQ)
-	b := int64(ph.largePages.Load()-pagesQ) << pageShift
+	allocs, frees, pages := h.pages.runCounts()
+	n := int64(allocs - frees - largeQ)
+	b := int64(pages-pagesQ) << pageShift
 	for c := 1; c < numClasses; c++ {
 		n += int64(net[c])
 		b += int64(net[c]) * int64(classSize[c])

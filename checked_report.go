@@ -9,10 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
-
-	"github.com/offheap/offheap/internal/openheaps"
 )
 
 // ErrorKind says what a MemoryError caught.
@@ -378,45 +375,6 @@ func (c *checker) leaks() []Leak {
 	})
 	slices.SortFunc(leaks, func(x, y Leak) int { return cmp.Compare(x.Addr, y.Addr) })
 	return leaks
-}
-
-// The registry of checked heaps, for ForeignFree and for offheaptest
-// (openheaps.Checked).
-var registry struct {
-	mu    sync.Mutex
-	heaps []*checker
-}
-
-func init() {
-	openheaps.Checked = func() []openheaps.Heap {
-		registry.mu.Lock()
-		defer registry.mu.Unlock()
-		hs := make([]openheaps.Heap, len(registry.heaps))
-		for i, c := range registry.heaps {
-			hs[i] = openheaps.Heap{Heap: c.h, Sampled: !c.all}
-		}
-		return hs
-	}
-	openheaps.Default = func() any {
-		if h := defaultHeap.h.Load(); h != nil {
-			return h
-		}
-		return nil
-	}
-}
-
-func register(c *checker) {
-	registry.mu.Lock()
-	registry.heaps = append(registry.heaps, c)
-	registry.mu.Unlock()
-}
-
-func unregister(c *checker) {
-	registry.mu.Lock()
-	if i := slices.Index(registry.heaps, c); i >= 0 {
-		registry.heaps = slices.Delete(registry.heaps, i, i+1)
-	}
-	registry.mu.Unlock()
 }
 
 // lookupHeap returns the checked heap whose address range holds a, or nil.

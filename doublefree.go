@@ -2,7 +2,6 @@ package offheap
 
 import (
 	"fmt"
-	"math/rand/v2"
 )
 
 // Double frees of small blocks in fast mode, caught nearly for free, the way
@@ -46,13 +45,6 @@ import (
 // are the central lock's. A block between a magazine and the central list
 // (a refill or spill in progress) is in neither and goes unseen: a double
 // free racing with that is missed, and a live block is never reported.
-
-// newKey draws a heap's key: below -2^62 as an int64 (the top bit set, the
-// next clear), so that a count word holding it is hugely negative, and odd,
-// so that zeroing the block's first bytes changes it.
-func newKey() uint64 {
-	return rand.Uint64()&^(1<<62) | 1<<63 | 1
-}
 
 // doubleFree is the panic of a fast heap's Free, or Realloc, of the block
 // of size bytes at a that freeable found free.

@@ -54,6 +54,13 @@ import (
 // span. Checked mode and GuardOneIn see writes after free where they
 // happen.
 
+// newKey draws a heap's key: below -2^62 as an int64 (the top bit set, the
+// next clear), so that a count word holding it is hugely negative, and odd,
+// so that zeroing the block's first bytes changes it.
+func newKey() uint64 {
+	return rand.Uint64()&^(1<<62) | 1<<63 | 1
+}
+
 // listKeys are a heap's secret keys for its free lists' links, random at
 // NewHeap.
 type listKeys struct {

@@ -39,7 +39,7 @@ func (s *perP[T]) get(pid int) *T {
 }
 
 // install gives P pid a structure if it has none: a spare, or a new one
-// from make. On a closed heap it installs nothing and returns ErrClosed:
+// from make. On a closed heap it installs nothing and returns errClosed:
 // Close takes the set out of service under mu, after it marks the heap
 // closed. Called unpinned: it may block on mu and on make's mmap.
 func (s *perP[T]) install(pid int, closed *atomic.Bool, make func() (*T, error)) error {
@@ -49,7 +49,7 @@ func (s *perP[T]) install(pid int, closed *atomic.Bool, make func() (*T, error))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if closed.Load() {
-		return ErrClosed
+		return errClosed
 	}
 	if s.at[pid].Load() != nil {
 		return nil
