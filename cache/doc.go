@@ -38,15 +38,18 @@
 //     2-bit counter in the index slot giving a read entry more passes, and
 //     a ghost of recently evicted keys admits a returning key to main
 //     (docs/DESIGN.md, The cache package, has the measured hit ratios).
-//   - Safety: every read copies (Get) or calls its function (View) under the
-//     shard's lock, and segments are freed only under it, so a read racing a
-//     Delete, an eviction or Close never touches freed memory. Close may race
-//     other calls: they then behave as on a closed cache (documented per
-//     method), and never fault. Bad input (a key over 65535 bytes, an entry
+//   - Safety: a Get or Has on a cache with a heap of its own takes no lock:
+//     it reads, checks that no writer changed the shard meanwhile, and
+//     otherwise reads again, so it never returns bytes a writer was changing
+//     and never waits for one; every other read copies (Get) or calls its
+//     function (View) under the shard's lock. Close may race other calls:
+//     they then behave as on a closed cache (documented per method), and
+//     never fault. Bad input (a key over 65535 bytes, an entry
 //     over MaxEntryBytes) is refused without losing any other entry.
 //   - Visibility: the segments are heap blocks, so the heap's census, its
 //     pprof profile, the race detector and checked mode (-tags offheapchecked)
-//     all see them (per segment, not per entry); Stats has the cache's own counters, and offheapexpvar and
+//     all see them (per segment, not per entry; those builds read under the
+//     lock); Stats has the cache's own counters, and offheapexpvar and
 //     offheapprom export them.
 //
 // Keys and values are copied in and out: no slice passed to or returned by
