@@ -16,20 +16,27 @@ import (
 )
 
 // shard is one lock and what it guards, padded to a multiple of a cache
-// line so that two shards' locks never share one. The lock-free reads'
-// fields come first, on a line of their own: a writer's lock and counters
-// then do not take that line from the cores reading it.
+// line so that two shards' locks never share one. The lock and what the
+// lock-free reads load of the shard share the first line: every call that
+// takes the lock to change the shard also changes seq, so a writer then
+// takes one line from the reading cores, not two; the rest, which writers
+// change and lock-free reads never load, is on lines of its own.
 type shard struct {
-	shardRead
-	_ [64 - unsafe.Sizeof(shardRead{})]byte
+	shardHead
+	_ [64 - unsafe.Sizeof(shardHead{})]byte
 	shardState
-	_ [(64 - unsafe.Sizeof(shardState{})%64) % 64]byte
+	_ [64 - unsafe.Sizeof(shardState{})%64]byte // never empty: a struct ending in a zero-size field grows
 }
 
 var _ = [1]struct{}{}[unsafe.Sizeof(shard{})%64]
 
-// shardRead is what a lock-free read (readers.go) reads of the shard.
-type shardRead struct {
+// shardHead is the shard's lock and what a lock-free read (readers.go)
+// loads of the shard.
+type shardHead struct {
+	// mu is held by every call but a lock-free Get or Has (lock.go). A
+	// read under it changes nothing but a slot's policy bits (atomically:
+	// lock-free reads set them too) and the hit and miss counts.
+	mu sync.Mutex
 	// seq is odd while a writer changes the shard (lock, unlock).
 	seq atomic.Uint64
 	// tab and segView are copies of index.slots' and segs' slice headers,
@@ -39,10 +46,6 @@ type shardRead struct {
 }
 
 type shardState struct {
-	// mu is held by every call but a lock-free Get (lock.go). A read under
-	// it changes nothing but a slot's policy bits (atomically: lock-free
-	// reads set them too) and the hit and miss counts (atomic).
-	mu sync.Mutex
 	// Guarded by mu.
 	closed   bool
 	index    table
