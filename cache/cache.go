@@ -320,7 +320,7 @@ func (c *Cache) Has(k []byte) bool {
 	h := c.hash(k)
 	s := c.shardOf(h)
 	if c.lockFree {
-		if _, r := c.readFast(s, h, k, nil, false); r != peekRetry && r != peekLocked {
+		if _, r := c.readFast(s, h, k, nil, false); r != peekRetry {
 			return r == peekHit
 		}
 	}

@@ -6,13 +6,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 )
 
 // lockFreeChurn runs a writer that replaces and deletes small values, so
 // that records die, segments are evicted, compacted and reused and tables
 // rebuilt, against readers calling read for each key; it returns how many
-// reads found a value and how many of those were wrong.
-func lockFreeChurn(t *testing.T, ops int, read func(c *Cache, k, buf []byte) ([]byte, bool)) (found, bad int64) {
+// reads found a value and how many of those were wrong. Values are 8 to
+// 8+extra bytes: with extra 48 they live in the segments, with 600 most
+// of them in blocks of their own (a shard of 1 KiB segments here).
+func lockFreeChurn(t *testing.T, ops, extra int, read func(c *Cache, k, buf []byte) ([]byte, bool)) (found, bad int64) {
 	c, err := New(Options{MaxBytes: MinBytes, Shards: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +37,7 @@ func lockFreeChurn(t *testing.T, ops int, read func(c *Cache, k, buf []byte) ([]
 			if r.IntN(8) == 0 {
 				c.Delete(k)
 			} else {
-				c.Set(k, patterned(id, uint32(n), r.IntN(48)))
+				c.Set(k, patterned(id, uint32(n), r.IntN(extra)))
 			}
 		}
 	})
@@ -61,10 +64,12 @@ func lockFreeChurn(t *testing.T, ops int, read func(c *Cache, k, buf []byte) ([]
 }
 
 // TestLockFreeReads: Gets that take no lock, racing a writer that keeps
-// changing the shard under them, return only whole values of their key.
-// The positive control reads the same way without checking the shard's
-// seq afterwards (peek alone), and must see values torn or not its key's:
-// the churn does reach the memory the reads are in.
+// changing the shard under them, return only whole values of their key,
+// from a segment or from a block of their own. The positive control reads
+// the same way without checking the shard's seq after the copy (peek
+// alone; for a block, the copy made once the address is known good), and
+// must see values torn or not its key's: the churn does reach the memory
+// the reads are in.
 func TestLockFreeReads(t *testing.T) {
 	if !lockFreeBuild {
 		t.Skip("race and checked builds read under the lock")
@@ -73,25 +78,38 @@ func TestLockFreeReads(t *testing.T) {
 	if testing.Short() {
 		ops = 30000
 	}
-	found, bad := lockFreeChurn(t, ops, func(c *Cache, k, buf []byte) ([]byte, bool) {
-		return c.Get(buf, k)
-	})
-	if bad != 0 || found == 0 {
-		t.Fatalf("Get without the lock: %d of %d values found were wrong", bad, found)
-	}
-	// The control: peek's reads kept whatever the seq says.
-	var controlBad, controlFound int64
-	for try := 0; try < 10 && controlBad == 0; try++ {
-		f, b := lockFreeChurn(t, ops, func(c *Cache, k, buf []byte) ([]byte, bool) {
-			h := c.hash(k)
-			out, r := c.peek(c.shardOf(h), h, k, buf, true)
-			return out, r == peekHit
+	for _, extra := range []int{48, 600} {
+		found, bad := lockFreeChurn(t, ops, extra, func(c *Cache, k, buf []byte) ([]byte, bool) {
+			return c.Get(buf, k)
 		})
-		controlFound += f
-		controlBad += b
+		if bad != 0 || found == 0 {
+			t.Fatalf("values of up to %d bytes: Get without the lock: %d of %d values found were wrong", 8+extra, bad, found)
+		}
+		// The control: peek's reads kept whatever the seq says.
+		var controlBad, controlFound int64
+		for try := 0; try < 10 && controlBad == 0; try++ {
+			f, b := lockFreeChurn(t, ops, extra, func(c *Cache, k, buf []byte) ([]byte, bool) {
+				h := c.hash(k)
+				s := c.shardOf(h)
+				v := s.seq.Load()
+				out, r, ext, n := c.peek(s, h, k, buf, true)
+				if r != peekExt {
+					return out, r == peekHit
+				}
+				// A block's address is followed only once the seq shows it
+				// is the record's; the control skips the check after the
+				// copy.
+				if v&1 != 0 || s.seq.Load() != v {
+					return out, false
+				}
+				return append(out, unsafe.Slice((*byte)(ptr(ext)), n)...), true
+			})
+			controlFound += f
+			controlBad += b
+		}
+		if controlBad == 0 {
+			t.Fatalf("values of up to %d bytes: control: %d reads without the seq check found no wrong value: the churn does not reach the reads", 8+extra, controlFound)
+		}
+		t.Logf("values of up to %d bytes: Get: %d values, all right; control without the seq check: %d of %d wrong", 8+extra, found, controlBad, controlFound)
 	}
-	if controlBad == 0 {
-		t.Fatalf("control: %d reads without the seq check found no wrong value: the churn does not reach the reads", controlFound)
-	}
-	t.Logf("Get: %d values, all right; control without the seq check: %d of %d wrong", found, controlBad, controlFound)
 }

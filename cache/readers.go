@@ -21,9 +21,11 @@ package cache
 //     back with madvise, which leaves them readable as zeros, and it is
 //     neither checked nor guarded nor ever asked to Realloc), so such a read
 //     returns bytes, never faults; the second load of seq then discards them.
-//   - A value in a block of its own (a large one) is not read this way:
-//     its address comes from the record, which may be stale. Such a Get
-//     takes the lock.
+//   - A value in a block of its own (a large one) is read in two steps:
+//     its address comes from the record, which may be stale, so it is
+//     followed only once a load of seq has shown the record to be current;
+//     the copy is then checked as any other read (the block may have been
+//     freed meanwhile, its memory still mapped).
 //   - The one write a reader makes, the eviction policy's bit in the slot
 //     (touch), is a compare-and-swap that succeeds only where the slot still
 //     holds what the reader read, in a table that is not freed while any

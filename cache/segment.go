@@ -6,8 +6,9 @@ package cache
 // two logs (the small and the main log of the eviction policy, evict.go)
 // and points a slot at it; a record replaced, deleted or evicted is marked
 // dead in place, and its bytes come back when its segment is evicted from
-// its log's head or compacted. A value too large for a quarter
-// of a segment keeps a heap block of its own, which its record points at.
+// its log's head or compacted. A record over 4 KiB (extFrom), or over a
+// quarter of a small segment, keeps its value in a heap block of its own,
+// which the record points at.
 //
 // Segment numbers index the shard's segs (Go memory, one element per
 // segment, not per entry); a freed number is reused. The segment's unused

@@ -42,12 +42,20 @@ func (c *Cache) set(k, v []byte, ttl time.Duration) error {
 // recordSizes is the record length for key k and value v, with an expiry
 // if ttl, and the class size of the value's own block, if it needs one
 // (else 0); or ErrTooLarge, wrapped, if the cache cannot hold the entry.
+// extFrom is the largest record whose value is kept in its segment: a
+// larger value gets a heap block of its own (or, in a shard of small
+// segments, one over a quarter of a segment). Eviction and compaction copy
+// records forward, so a large value kept inline is copied each time its
+// entry is kept past its segment's turn; in a block of its own only its
+// record moves.
+const extFrom = 4 << 10
+
 func (c *Cache) recordSizes(k, v []byte, ttl bool) (rlen int, extLen int64, err error) {
 	if len(k) > maxKeyLen {
 		return 0, 0, fmt.Errorf("%w: a key of %d bytes (at most %d)", ErrTooLarge, len(k), maxKeyLen)
 	}
 	rlen = recordLen(len(k), len(v), ttl, false)
-	if rlen > c.segSize/4 {
+	if rlen > min(c.segSize/4, extFrom) {
 		rlen = recordLen(len(k), len(v), ttl, true)
 		extLen = c.classSize(len(v))
 	}
