@@ -2,7 +2,7 @@ package cache
 
 // The lock-free read (readers.go says why it is safe): peek finds and
 // copies a value with no lock held, reading only through bounds-checked
-// offsets; getFast runs it between two loads of the shard's seq.
+// offsets; readFast runs it between two loads of the shard's seq.
 
 import (
 	"bytes"
@@ -36,10 +36,10 @@ const (
 // own is copied in a second step, once the first has shown its address and
 // length to be the record's (the block may be freed meanwhile, and the
 // copy is then discarded as any other: the heap keeps its memory mapped
-// until Close, which waits for the reads in flight). value
-// says whether to copy the value to dst and mark the entry read (Get), or
-// only to find it (Has). A Get's hit counts in the stripe as a read ended
-// and nothing else, its miss as a miss; every other outcome as other.
+// until Close, which waits for the reads in flight). value says whether to
+// copy the value to dst and mark the entry read (Get), or only to find it
+// (Has). A Get's hit counts in the stripe as a read ended and nothing
+// else, its miss as a miss; every other outcome as other.
 func (c *Cache) readFast(s *shard, h uint64, k, dst []byte, value bool) ([]byte, peekResult) {
 	st := c.readers.stripe()
 	n := len(dst)
@@ -94,8 +94,9 @@ func (c *Cache) readFast(s *shard, h uint64, k, dst []byte, value bool) ([]byte,
 }
 
 // peek looks k up in s without its lock and, if value, appends its value
-// to dst and marks it read. What it returns is to be kept only if the
-// shard's seq did not change meanwhile.
+// to dst (or, for a value in a block of its own, returns peekExt with the
+// block's address and the value's length) and marks it read. What it
+// returns is to be kept only if the shard's seq did not change meanwhile.
 func (c *Cache) peek(s *shard, h uint64, k, dst []byte, value bool) ([]byte, peekResult, uintptr, uintptr) {
 	tp, sp := s.tab.Load(), s.segView.Load()
 	if tp == nil || sp == nil {
