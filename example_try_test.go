@@ -84,3 +84,38 @@ func ExampleHeap_TryNewShared() {
 	// true
 	// 16 1
 }
+
+// TryNewBuffer refuses a Buffer the Limit has no room for, and returns
+// the error instead of panicking.
+func ExampleHeap_TryNewBuffer() {
+	h, _ := offheap.NewHeap(offheap.Options{Limit: 8 << 20})
+	defer h.Close()
+
+	_, err := h.TryNewBuffer(64 << 20)
+	fmt.Println(errors.Is(err, offheap.ErrLimit))
+	buf, err := h.TryNewBuffer(256)
+	fmt.Println(buf.Cap() >= 256, err)
+	buf.Free()
+	// Output:
+	// true
+	// true <nil>
+}
+
+// TryMakeSliceUnzeroed is MakeSliceUnzeroed that returns the error: fill
+// every element before reading it.
+func ExampleTryMakeSliceUnzeroed() {
+	h, _ := offheap.NewHeap(offheap.Options{Limit: 8 << 20})
+	defer h.Close()
+
+	_, err := offheap.TryMakeSliceUnzeroed[float64](h, 4<<20) // 32 MiB
+	fmt.Println(errors.Is(err, offheap.ErrLimit))
+	s, err := offheap.TryMakeSliceUnzeroed[float64](h, 4)
+	for i := range s {
+		s[i] = float64(i) / 2
+	}
+	fmt.Println(s, err)
+	offheap.FreeSlice(h, s)
+	// Output:
+	// true
+	// [0 0.5 1 1.5] <nil>
+}
