@@ -33,7 +33,7 @@ type Options struct {
 
 	// Shards is the number of shards, each a lock, an index, logs of
 	// segments and a share of MaxBytes: a power of two up to 65536. 0
-	// chooses one from MaxBytes (a shard per 4 MiB, from 1 to 256). An entry
+	// chooses one from MaxBytes (a shard per 2 MiB, from 1 to 256). An entry
 	// may take at most half a shard's share (MaxEntryBytes), so fewer
 	// shards admit larger values.
 	Shards int
@@ -102,9 +102,9 @@ func New(opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("offheap: cache: Options.MaxBytes is %d: it must be at least MinBytes (%d)", opts.MaxBytes, MinBytes)
 	}
 	n := opts.Shards
-	if n == 0 { // a shard per 4 MiB, a power of two, at most 256
+	if n == 0 { // a shard per 2 MiB, a power of two, at most 256
 		n = 1
-		if q := uint64(opts.MaxBytes >> 22); q > 0 {
+		if q := uint64(opts.MaxBytes >> 21); q > 0 {
 			n = 1 << min(8, bits.Len64(q)-1)
 		}
 	}
@@ -176,11 +176,21 @@ func (c *Cache) initShard(s *shard) error {
 // other segments pin.
 const bigSegment = 256<<10 + 8<<10
 
-// segmentSize is the segment size for a shard's budget: bigSegment, or,
-// for a small shard, the power of two from 1 to 64 KiB that cuts it in 32.
+// spanSegment is the segment size of a shard of 768 KiB to 3 MiB (the
+// default's 2 MiB shards among them): 64 KiB, the smallest size class whose
+// span is one block, so that a segment freed frees its span too.
+const spanSegment = 64 << 10
+
+// segmentSize is the segment size for a shard's budget: bigSegment or
+// spanSegment where the shard holds at least 12 of them, so that evicting
+// a segment evicts at most a twelfth of the shard, or, for a small shard,
+// the power of two from 1 to 64 KiB that cuts it in 32.
 func segmentSize(budget int64) int {
-	if budget >= 12*bigSegment {
+	switch {
+	case budget >= 12*bigSegment:
 		return bigSegment
+	case budget >= 12*spanSegment:
+		return spanSegment
 	}
 	n := 1 << 10
 	for n < 64<<10 && int64(n)*2*32 <= budget {

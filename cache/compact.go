@@ -48,7 +48,8 @@ package cache
 // The bound. Each shard also counts its removals (Delete, eviction,
 // expiry, a replaced value), under its lock; once a shard's count since it
 // last reported reaches its share of an eighth of the entries at the last
-// check (at least 1024 in all), the call reads the heap's Stats and, when
+// check (at least 1024 in all), it reports, and the call that makes a
+// round of reports as many as the shards reads the heap's Stats and, when
 // the cache owns its heap, adjusts the shards' budget (fitBudget): the
 // heap's footprint, slack included, is held under MaxBytes by evicting
 // more where the slack grows, down to three quarters of the nominal
@@ -80,8 +81,9 @@ const (
 // orders the checks and the steps of a pass; a call that finds it held
 // skips its step.
 type compactor struct {
-	threshold atomic.Int64 // removals, over all shards, between two checks
-	active    atomic.Bool  // a pass is under way
+	threshold atomic.Int64  // removals, over all shards, between two checks
+	reports   atomic.Uint64 // shards' reports that their share was reached
+	active    atomic.Bool   // a pass is under way
 	mu        sync.Mutex
 	// Guarded by mu.
 	shard int      // the shard the pass is in
@@ -184,17 +186,21 @@ func release(from, to uintptr) {
 }
 
 // countRemovals counts n removals in s, whose lock the caller holds, and
-// reports whether the heap check (checkHeap) is due: once the shard's
-// removals since it last reported reach its share of the threshold. Each
-// shard counts its own under its lock, so that writers on different
-// shards share no counter's cache line.
+// reports whether the heap check (checkHeap) is due. A shard reports once
+// its removals since it last reported reach its share of the threshold,
+// and every len(shards)th report is due: one check per threshold's worth
+// of removals over all shards, however many shards there are. Each shard
+// counts its own under its lock, so that writers on different shards share
+// a cache line once per report, not once per removal.
 func (c *Cache) countRemovals(s *shard, n int) bool {
 	s.removals += n
 	if int64(s.removals)*int64(len(c.shards)) < max(c.compactor.threshold.Load(), minCheckGap) {
 		return false
 	}
 	s.removals = 0
-	return true
+	// The shards reach their shares at about the same time: one check for
+	// each round of reports, not one for each shard.
+	return c.compactor.reports.Add(1)%uint64(len(c.shards)) == 0
 }
 
 // checkHeap checks the heap's footprint against MaxBytes, unless another

@@ -106,18 +106,22 @@ func TestCompactionBoundsDead(t *testing.T) {
 // releases the freed segments' pages before the heap hands them out as
 // tails, and that heap does not release free pages on a timer either. The
 // positive control checks that the same probe finds the written pages of
-// every segment resident.
+// every segment resident. Four shards of 3.75 MiB have page-run segments
+// (bigSegment), many pages long even with 64 KiB pages.
 func TestCompactionReleasesTails(t *testing.T) {
 	h, err := offheap.NewHeap(offheap.Options{ReleaseDelay: 1000 * time.Hour})
 	if err != nil {
 		t.Skip(err)
 	}
 	defer h.Close()
-	c, err := New(Options{MaxBytes: 16 << 20, Heap: h})
+	c, err := New(Options{MaxBytes: 16 << 20, Shards: 4, Heap: h})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	if c.segSize != bigSegment {
+		t.Fatalf("segments of %d bytes, want %d", c.segSize, bigSegment)
+	}
 	keys := churn(c)
 	// The tails the churn's Sets opened reuse the pages evictions freed, as
 	// they should in a full cache: only the tails compactions open count.

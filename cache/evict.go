@@ -124,7 +124,7 @@ func (c *Cache) move(s *shard, i, li int) bool {
 	if c.reserve(s, li, n) != nil {
 		return false
 	}
-	a, loc := s.place(li, n)
+	a, loc := s.place(li, n, e.flags()&flagExt != 0)
 	copy(unsafe.Slice((*byte)(ptr(a)), n), unsafe.Slice((*byte)(ptr(uintptr(e))), n))
 	e.markDead()
 	s.segs[slotSeg(v)].live -= int32(n)

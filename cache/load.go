@@ -127,6 +127,7 @@ func (c *Cache) loadShard(s *shard, sc *loadScratch, idx []int32, wall, now int6
 	sc.sink = warm
 	ev := s.counts.evictions + s.counts.expirations
 	replaced := 0
+	s.loading = true
 	for _, i := range idx {
 		r := &recs[i]
 		var exp int64
@@ -137,6 +138,7 @@ func (c *Cache) loadShard(s *shard, sc *loadScratch, idx []int32, wall, now int6
 		replaced += n
 		s.counts.sets++
 	}
+	s.loading = false
 	removed := int(s.counts.evictions+s.counts.expirations-ev) + replaced
 	c.compactStep(s)
 	check := removed > 0 && c.countRemovals(s, removed)

@@ -118,7 +118,7 @@ func (c *Cache) setLocked(s *shard, h uint64, k, v []byte, rlen int, extLen, exp
 		ext = b
 		s.bytes += extLen
 	}
-	a, loc := s.place(li, rlen)
+	a, loc := s.place(li, rlen, ext != nil)
 	writeRecord(a, k, v, ext, exp)
 	if exp != 0 {
 		s.expiring++

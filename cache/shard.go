@@ -48,6 +48,7 @@ type shardHead struct {
 type shardState struct {
 	// Guarded by mu.
 	closed   bool
+	loading  bool // a load is storing a run: the segments it opens are populated (newSegment)
 	index    table
 	segs     []segInfo // by segment number
 	freeIDs  []uint32  // segment numbers free for reuse

@@ -73,14 +73,7 @@ func protect(p unsafe.Pointer, n uintptr, prot int) error {
 // Release gives the pages of [p, p+n) back to the operating system. The range
 // stays mapped: the next touch gets a fresh zero page.
 func Release(p unsafe.Pointer, n uintptr) error {
-	m, err := pages(p, n)
-	if err == nil {
-		err = unix.Madvise(unsafe.Slice((*byte)(p), m), unix.MADV_DONTNEED)
-	}
-	if err != nil {
-		return fmt.Errorf("offheap: madvise %#x+%d: %w", uintptr(p), n, err)
-	}
-	return nil
+	return madvise(p, n, unix.MADV_DONTNEED, "")
 }
 
 // NoHugePages asks the kernel to back [p, p+n) with small pages only
@@ -90,14 +83,7 @@ func Release(p unsafe.Pointer, n uintptr) error {
 // a Release of part of it would give nothing back. A kernel built without
 // transparent huge pages refuses the call, and has nothing to refuse.
 func NoHugePages(p unsafe.Pointer, n uintptr) error {
-	m, err := pages(p, n)
-	if err == nil {
-		err = unix.Madvise(unsafe.Slice((*byte)(p), m), unix.MADV_NOHUGEPAGE)
-	}
-	if err != nil {
-		return fmt.Errorf("offheap: madvise(MADV_NOHUGEPAGE) %#x+%d: %w", uintptr(p), n, err)
-	}
-	return nil
+	return madvise(p, n, unix.MADV_NOHUGEPAGE, "(MADV_NOHUGEPAGE)")
 }
 
 // Unmap removes [p, p+n) from the address space.
@@ -160,3 +146,24 @@ func MaxMappings() int {
 
 // defaultMaxMappings is Linux's default vm.max_map_count.
 const defaultMaxMappings = 65530
+
+// Populate makes the pages of [p, p+n) resident and writable now, in one
+// call (MADV_POPULATE_WRITE), rather than a fault per page at first
+// touch: for memory about to be written whole. A kernel before 5.14
+// refuses it; the pages then fault in as they are touched.
+func Populate(p unsafe.Pointer, n uintptr) error {
+	return madvise(p, n, unix.MADV_POPULATE_WRITE, "(MADV_POPULATE_WRITE)")
+}
+
+// madvise gives the kernel advice for the pages of [p, p+n); name is how
+// an error names the advice.
+func madvise(p unsafe.Pointer, n uintptr, advice int, name string) error {
+	m, err := pages(p, n)
+	if err == nil {
+		err = unix.Madvise(unsafe.Slice((*byte)(p), m), advice)
+	}
+	if err != nil {
+		return fmt.Errorf("offheap: madvise%s %#x+%d: %w", name, uintptr(p), n, err)
+	}
+	return nil
+}

@@ -64,3 +64,6 @@ func Renew(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }
 // MaxMappings is Linux's default limit, for want of one: nothing is mapped
 // on this system.
 func MaxMappings() int { return 65530 }
+
+// Populate returns ErrUnsupported: the pages fault in as they are touched.
+func Populate(p unsafe.Pointer, n uintptr) error { return ErrUnsupported }
