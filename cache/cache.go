@@ -33,7 +33,8 @@ type Options struct {
 
 	// Shards is the number of shards, each a lock, an index, logs of
 	// segments and a share of MaxBytes: a power of two up to 65536. 0
-	// chooses one from MaxBytes (a shard per 2 MiB, from 1 to 256). An entry
+	// chooses one from MaxBytes (a shard per 4 MiB, at least 16 of 2 MiB
+	// where MaxBytes allows, at most 256). An entry
 	// may take at most half a shard's share (MaxEntryBytes), so fewer
 	// shards admit larger values.
 	Shards int
@@ -102,11 +103,8 @@ func New(opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("offheap: cache: Options.MaxBytes is %d: it must be at least MinBytes (%d)", opts.MaxBytes, MinBytes)
 	}
 	n := opts.Shards
-	if n == 0 { // a shard per 2 MiB, a power of two, at most 256
-		n = 1
-		if q := uint64(opts.MaxBytes >> 21); q > 0 {
-			n = 1 << min(8, bits.Len64(q)-1)
-		}
+	if n == 0 {
+		n = defaultShards(opts.MaxBytes)
 	}
 	if n < 1 || n > 1<<16 || n&(n-1) != 0 {
 		return nil, fmt.Errorf("offheap: cache: Options.Shards is %d: it must be 0 or a power of two up to 65536", opts.Shards)
@@ -157,6 +155,21 @@ func New(opts Options) (*Cache, error) {
 	return c, nil
 }
 
+// defaultShards is the number of shards for a cache of maxBytes: a shard
+// per 4 MiB, up to 256, so that each has page-run segments (bigSegment);
+// but at least 16 while each keeps 2 MiB, so that writers on different
+// cores of a small cache rarely want the same lock. A power of two.
+// Smaller shards measured worse on the cache's other figures: hit ratio,
+// resident/live after deletes, and a big cache's Get p999 (docs/DESIGN.md,
+// The cache package).
+func defaultShards(maxBytes int64) int {
+	q := max(maxBytes>>22, min(maxBytes>>21, 16))
+	if q < 1 {
+		return 1
+	}
+	return 1 << min(8, bits.Len64(uint64(q))-1)
+}
+
 func (c *Cache) initShard(s *shard) error {
 	n := c.firstTable()
 	slots, err := allocSlots(c.heap, n)
@@ -176,8 +189,8 @@ func (c *Cache) initShard(s *shard) error {
 // other segments pin.
 const bigSegment = 256<<10 + 8<<10
 
-// spanSegment is the segment size of a shard of 768 KiB to 3 MiB (the
-// default's 2 MiB shards among them): 64 KiB, the smallest size class whose
+// spanSegment is the segment size of a shard of 768 KiB to 3 MiB (a small
+// cache's 2 MiB shards among them): 64 KiB, the smallest size class whose
 // span is one block, so that a segment freed frees its span too.
 const spanSegment = 64 << 10
 

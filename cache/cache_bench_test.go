@@ -16,7 +16,12 @@ const benchKeys = 1 << 16
 
 // newBenchCache is a cache of maxBytes, closed at the benchmark's end.
 func newBenchCache(b *testing.B, maxBytes int64) *cache.Cache {
-	c, err := cache.New(cache.Options{MaxBytes: maxBytes})
+	return newBenchCacheOptions(b, cache.Options{MaxBytes: maxBytes})
+}
+
+// newBenchCacheOptions is a cache of opts, closed at the benchmark's end.
+func newBenchCacheOptions(b *testing.B, opts cache.Options) *cache.Cache {
+	c, err := cache.New(opts)
 	if err != nil {
 		b.Fatal(err)
 	}

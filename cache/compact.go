@@ -147,11 +147,18 @@ func (c *Cache) compactStep(s *shard) {
 		}
 		return true
 	})
-	if l.tail != tail {
-		c.releaseTail(s, li)
+	// A shard at its budget opens a segment again soon, and the heap hands
+	// out the one freed last: giving its pages back would cost a release
+	// now and a fault per page then, with the shard locked both times.
+	// Only a shard well under its budget, one that is shrinking, gives
+	// them back at once.
+	if s.bytes <= c.budget.Load()*3/4 {
+		if l.tail != tail {
+			c.releaseTail(s, li)
+		}
+		g := &s.segs[best]
+		release(g.addr, g.addr+uintptr(c.segSize))
 	}
-	g := &s.segs[best]
-	release(g.addr, g.addr+uintptr(c.segSize))
 	c.dropSegment(s, best)
 	s.counts.compactions++
 }
@@ -170,8 +177,9 @@ func (c *Cache) releaseTail(s *shard, li int) {
 }
 
 // release gives the system the whole pages between from and to, memory the
-// cache holds and does not need resident. A compaction releases the segment
-// it rewrote before freeing it, so that a shrinking cache's memory follows
+// cache holds and does not need resident. A compaction in a shrinking
+// shard releases the segment it rewrote before freeing it, so that a
+// shrinking cache's memory follows
 // its records at once, without a Trim (which stops the world) or the
 // heap's release timer; a segment that shares its span with others (a
 // small shard's) gives its pages back too, where freeing it would keep the
