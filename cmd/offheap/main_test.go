@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -211,5 +214,44 @@ func TestBenchCacheShapes(t *testing.T) {
 		if !names[want] {
 			t.Errorf("no verdict %s in %v", want, names)
 		}
+	}
+}
+
+// TestReadmeTallies: the READMEs quote the verdict counts of the run in
+// docs/bench-2core.txt; they must be that run's. Positive control: a
+// tally one off is caught.
+func TestReadmeTallies(t *testing.T) {
+	run, err := os.ReadFile(filepath.Join("..", "..", "docs", "bench-2core.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally := regexp.MustCompile(`(\d+) targets? met, (\d+) missed(?:, (\d+)(?: not judged| too close to judge))?`)
+	want := tally.FindAllStringSubmatch(string(run), -1)
+	if len(want) == 0 {
+		t.Fatal("docs/bench-2core.txt has no tally")
+	}
+	last := want[len(want)-1][1:]
+	same := func(text string) (string, bool) {
+		m := tally.FindStringSubmatch(strings.Join(strings.Fields(text), " "))
+		if m == nil {
+			return "no tally", false
+		}
+		return strings.Join(m[1:], "/"), slices.Equal(m[1:], last)
+	}
+	for _, f := range []string{"README.md", filepath.Join("..", "..", "README.md")} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := same(string(b)); !ok {
+			t.Errorf("%s quotes %s; docs/bench-2core.txt's run is %s", f, got, strings.Join(last, "/"))
+		}
+	}
+	if _, ok := same(want[len(want)-1][0]); !ok {
+		t.Error("the run's own tally does not pass")
+	}
+	met, _ := strconv.Atoi(last[0])
+	if _, ok := same(fmt.Sprintf("%d targets met, %s missed, %s not judged", met+1, last[1], last[2])); ok {
+		t.Error("positive control: a tally one off passed")
 	}
 }
