@@ -179,12 +179,12 @@ func (c *Cache) releaseTail(s *shard, li int) {
 // release gives the system the whole pages between from and to, memory the
 // cache holds and does not need resident. A compaction in a shrinking
 // shard releases the segment it rewrote before freeing it, so that a
-// shrinking cache's memory follows
-// its records at once, without a Trim (which stops the world) or the
-// heap's release timer; a segment that shares its span with others (a
-// small shard's) gives its pages back too, where freeing it would keep the
-// span. The heap counts the pages as free, not released, until it
-// releases them itself; a block reused before then reads zeros.
+// shrinking cache's memory follows its records at once, without a Trim
+// (which stops the world) or the heap's release timer; a segment that
+// shares its span with others (a small shard's) gives its pages back too,
+// where freeing it would keep the span. The heap counts the pages as free,
+// not released, until it releases them itself; a block reused before then
+// reads zeros.
 func release(from, to uintptr) {
 	page := osmem.PageSize
 	from = (from + page - 1) &^ (page - 1)
