@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Runs the root package's tests on a real Linux kernel with 16 KiB pages:
-# Debian's arm64-16k kernel booted under qemu-system-aarch64 (TCG, -cpu max),
-# with an initramfs holding a static linux/arm64 test binary and .ci/vminit
-# as init. The arguments given go to the test binary (-test.short
-# -test.timeout=13m when none) by way of the kernel command line. Exits
-# with the tests' status, and fails when the machine ends without
-# reporting one or without 16 KiB pages.
+# Runs the root package's and the cache package's tests on a real Linux
+# kernel with 16 KiB pages: Debian's arm64-16k kernel booted under
+# qemu-system-aarch64 (TCG, -cpu max), with an initramfs holding static
+# linux/arm64 test binaries and .ci/vminit as init. The arguments given go
+# to each test binary (-test.short -test.timeout=13m when none) by way of
+# the kernel command line. Exits with the first failing binary's status,
+# and fails when the machine ends without reporting one or without 16 KiB
+# pages.
 #
 # Installs qemu-system-arm from the release's backports when no
 # qemu-system-aarch64 of version 10 or later is there. The kernel, the newest
@@ -57,11 +58,12 @@ mkdir "$work/root"
 export CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 go build -o "$work/root/init" ./.ci/vminit
 go test -c -o "$work/root/offheap.test" .
+go test -c -o "$work/root/cache.test" ./cache
 unset CGO_ENABLED GOOS GOARCH
 (cd "$work/root" && find . | cpio -o -H newc -R 0:0 --quiet) >"$work/initrd.cpio"
 
 [ $# -gt 0 ] || set -- -test.short -test.timeout=13m
-echo "booting $kernel: /offheap.test $*"
+echo "booting $kernel: /offheap.test, /cache.test $*"
 start=$SECONDS
 # -test.timeout (13 minutes when no arguments are given; a test binary has
 # none of its own) ends a hung test with its stacks before the VM's own

@@ -1,10 +1,11 @@
 //go:build linux
 
 // Command vminit is the init (PID 1) of the virtual machine that
-// .ci/vm16k.sh boots: it mounts /proc, /sys, /dev and /tmp, runs
-// /offheap.test with the arguments the kernel passes to init (those after
-// "--" on the kernel command line), prints the test binary's exit status in
-// a line the script looks for, and powers the machine off.
+// .ci/vm16k.sh boots: it mounts /proc, /sys, /dev and /tmp, runs each test
+// binary of testBinaries in turn with the arguments the kernel passes to
+// init (those after "--" on the kernel command line), prints the first
+// failing binary's exit status (or 0) in a line the script looks for, and
+// powers the machine off.
 //
 // It uses the standard library only, so that it adds nothing to the root
 // module's requirements, and never returns: PID 1 exiting panics the kernel.
@@ -19,8 +20,10 @@ import (
 	"syscall"
 )
 
-// testBinary is where .ci/vm16k.sh puts the test binary in the initramfs.
-const testBinary = "/offheap.test"
+// testBinaries are where .ci/vm16k.sh puts the test binaries in the
+// initramfs: the root package's and the cache package's, whose memory
+// figures depend on the page size.
+var testBinaries = []string{"/offheap.test", "/cache.test"}
 
 // prefix starts every line vminit prints, so that the script can tell them
 // from the kernel's and the tests' output.
@@ -56,9 +59,19 @@ func run() int {
 		}
 	}
 	fmt.Printf("%spage size %d\n", prefix, os.Getpagesize())
-	args := os.Args[1:]
-	fmt.Printf("%srunning %s %s\n", prefix, testBinary, strings.Join(args, " "))
-	cmd := exec.Command(testBinary, args...)
+	for _, bin := range testBinaries {
+		if status := runTests(bin, os.Args[1:]); status != 0 {
+			return status
+		}
+	}
+	return 0
+}
+
+// runTests runs the test binary bin with args and returns its exit status,
+// or 255 when it could not be run or died of a signal.
+func runTests(bin string, args []string) int {
+	fmt.Printf("%srunning %s %s\n", prefix, bin, strings.Join(args, " "))
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = "/"
 	cmd.Env = []string{"PATH=/", "HOME=/tmp", "TMPDIR=/tmp"}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
@@ -70,7 +83,7 @@ func run() int {
 	case errors.As(err, &ee) && ee.ExitCode() >= 0:
 		return ee.ExitCode()
 	default:
-		fmt.Printf("%s%s: %v\n", prefix, testBinary, err)
+		fmt.Printf("%s%s: %v\n", prefix, bin, err)
 		return 255
 	}
 }
