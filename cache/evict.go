@@ -1,12 +1,14 @@
 package cache
 
 // Eviction: S3-FIFO (Yang et al., SOSP 2023) in log form. Each shard has a
-// small log, about a tenth of its segments, and a main log. A new entry is
+// small log, about a tenth of its bytes, and a main log. A new entry is
 // appended to the small log, unless the ghost (below) remembers its key,
 // when it goes straight to main. A read raises the entry's 2-bit counter in
 // its slot. When the shard needs room, the head segment of the small log
-// (while that log holds more than a tenth of the shard's segments) or of the
-// main log is evicted as a whole: each live record in it
+// (while that log holds more than a tenth of the shard's bytes, counting the
+// values its records keep in blocks of their own) or of the main log is
+// evicted, record by record from where the last eviction stopped, until
+// the room is made or the segment ends: each live record in it
 //
 //   - has expired: removed (an expiration);
 //   - is in the small log and was read: copied to the main log's tail, its
@@ -16,11 +18,15 @@ package cache
 //   - otherwise: removed (an eviction); its key's hash is added to the ghost
 //     if it leaves the small log.
 //
-// then the segment goes back to the heap. So a scan's entries, read once,
-// leave through the small log and never push the main log's entries out,
-// and an entry read since it was last passed survives its next pass. Work
-// per eviction is bounded: each pass over the main log lowers every counter
-// it copies, so a shard frees a segment after at most four passes.
+// and at its end the segment goes back to the heap. A record whose value
+// is in a block of its own gives that block's room back as it goes, so in
+// a shard of large values, whose few-byte records share one segment, an
+// eviction takes about the room it needs, not the whole log. So a scan's
+// entries, read once, leave through the small log and never push the main
+// log's entries out, and an entry read since it was last passed survives
+// its next pass. Work per eviction is bounded: each pass over the main log
+// lowers every counter it copies, so a shard frees a segment after at most
+// four passes.
 //
 // The ghost is two generations of a Bloom filter with two bits a key, each
 // generation taking as many keys as the table has slots halved, then the
@@ -51,48 +57,51 @@ func (t *table) touch(i int) {
 // returns false if they cannot (the shard has nothing left to evict).
 func (c *Cache) makeRoom(s *shard, need int64) bool {
 	for budget := c.budget.Load(); s.bytes+need > budget; {
-		if !c.evictOne(s) {
+		if !c.evictOne(s, budget-need) {
 			return false
 		}
 	}
 	return true
 }
 
-// evictOne evicts the head segment of the small or the main log, and
-// reports whether there was one.
-func (c *Cache) evictOne(s *shard) bool {
+// evictOne evicts from the head segment of the small or the main log until
+// the shard's bytes are at most fit or the segment is freed, and reports
+// whether there was one. The logs' sizes count the values kept in blocks
+// of their own: in a shard of such values, whose records are a few bytes
+// each, a log may be a single segment, and its proportions and its
+// evictions are those of its values.
+func (c *Cache) evictOne(s *shard, fit int64) bool {
 	small, main := &s.logs[logSmall], &s.logs[logMain]
 	switch {
-	case len(small.ids) > 0 && (small.bytes*10 > small.bytes+main.bytes || len(main.ids) == 0):
-		c.evictHead(s, logSmall)
+	case len(small.ids) > 0 && (small.size()*10 > small.size()+main.size() || len(main.ids) == 0):
+		c.evictHead(s, logSmall, fit)
 	case len(main.ids) > 0:
-		c.evictHead(s, logMain)
+		c.evictHead(s, logMain, fit)
 	default:
 		return false
 	}
 	return true
 }
 
-// evictHead evicts log li's head segment (see the top of the file).
-func (c *Cache) evictHead(s *shard, li int) {
+// evictHead evicts log li's head segment record by record from where the
+// last call stopped (see the top of the file), until the shard's bytes are
+// at most fit, which a record's value in a block of its own can bring
+// about, or until the segment's end, when the segment is freed.
+func (c *Cache) evictHead(s *shard, li int, fit int64) {
 	l := &s.logs[li]
 	id := l.ids[0]
-	l.dropID(0)
-	if l.tail == id {
-		l.tail = 0 // copies forward must not land in the segment being freed
-	}
 	var now int64
 	if s.expiring > 0 {
 		now = c.now()
 	}
-	s.records(id, func(e entry, off int) bool {
+	l.head = s.recordsFrom(id, l.head, func(e entry, off int) bool {
 		h := c.hash(e.key())
 		i := s.findLoc(h, locOf(id, off))
 		v := s.index.slots[i]
 		if x := e.expiry(); x != 0 && x <= now {
 			s.counts.expirations++
 			c.removeAt(s, i)
-			return true
+			return s.bytes > fit
 		}
 		if f := slotFreq(v); f > 0 {
 			if li == logSmall {
@@ -109,8 +118,16 @@ func (c *Cache) evictHead(s *shard, li int) {
 		}
 		s.counts.evictions++
 		c.removeAt(s, i)
-		return true
+		return s.bytes > fit
 	})
+	// The head may be the tail too: then Sets, and copies forward within
+	// main, append after the records passed, and are passed in their turn.
+	// The segment is freed once every record in it has been passed, none
+	// appended since (a tail freed so is closed: the next append opens one).
+	if l.head < int(s.segs[id].used) {
+		return
+	}
+	l.dropID(0)
 	c.dropSegment(s, id)
 }
 
@@ -123,6 +140,11 @@ func (c *Cache) move(s *shard, i, li int) bool {
 	n := e.size()
 	if c.reserve(s, li, n) != nil {
 		return false
+	}
+	if b := e.ext(); b != nil {
+		cs := c.classSize(len(b))
+		s.logs[s.segs[slotSeg(v)].log].ext -= cs
+		s.logs[li].ext += cs
 	}
 	a, loc := s.place(li, n, e.flags()&flagExt != 0)
 	copy(unsafe.Slice((*byte)(ptr(a)), n), unsafe.Slice((*byte)(ptr(uintptr(e))), n))

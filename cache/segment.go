@@ -44,14 +44,26 @@ type segLog struct {
 	ids   []uint32
 	tail  uint32
 	bytes int64 // the segments' bytes
+	ext   int64 // the blocks of its live records' values kept apart (flagExt), at class size
+	// head is how far eviction has gone into the head segment, ids[0]:
+	// the offset of the first record it has not passed (evictHead).
+	head int
 }
+
+// size is the log's bytes for the policy's proportions: its segments and
+// the values its records keep in blocks of their own.
+func (l *segLog) size() int64 { return l.bytes + l.ext }
 
 // dropID removes the j-th segment number from the log, in place: the
 // slice keeps its array, so that the appends that follow allocate nothing
-// once the log has reached its largest length.
+// once the log has reached its largest length. Dropping the head ends
+// eviction's walk of it.
 func (l *segLog) dropID(j int) {
 	copy(l.ids[j:], l.ids[j+1:])
 	l.ids = l.ids[:len(l.ids)-1]
+	if j == 0 {
+		l.head = 0
+	}
 }
 
 // entryAt is the record slot value v points at.
@@ -134,12 +146,15 @@ func (c *Cache) kill(s *shard, v uint64) {
 	if e.expiry() != 0 {
 		s.expiring--
 	}
+	g := &s.segs[slotSeg(v)]
 	if b := e.ext(); b != nil {
-		s.bytes -= c.classSize(len(b))
+		cs := c.classSize(len(b))
+		s.bytes -= cs
+		s.logs[g.log].ext -= cs
 		c.heap.Free(b)
 	}
 	e.markDead()
-	s.segs[slotSeg(v)].live -= int32(n)
+	g.live -= int32(n)
 	s.live -= int64(n)
 }
 
@@ -161,16 +176,24 @@ func (c *Cache) dropSegment(s *shard, id uint32) {
 // records calls f with each record of segment id that is not dead, in log
 // order, until f returns false.
 func (s *shard) records(id uint32, f func(e entry, off int) bool) {
+	s.recordsFrom(id, 0, f)
+}
+
+// recordsFrom is records from offset from, a record's start. It returns
+// the offset after the last record it passed: the segment's used bytes
+// where f never returned false.
+func (s *shard) recordsFrom(id uint32, from int, f func(e entry, off int) bool) int {
 	// f may open segments, which moves segs: read the segment's fields once.
 	addr, used := s.segs[id].addr, int(s.segs[id].used)
-	for off := 0; off < used; {
+	for off := from; off < used; {
 		e := entry(addr + uintptr(off))
 		n := e.size()
 		if !e.dead() && !f(e, off) {
-			return
+			return off + n
 		}
 		off += n
 	}
+	return used
 }
 
 // clearLogs frees every segment and value block of s and empties its logs.

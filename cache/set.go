@@ -119,6 +119,7 @@ func (c *Cache) setLocked(s *shard, h uint64, k, v []byte, rlen int, extLen, exp
 		s.bytes += extLen
 	}
 	a, loc := s.place(li, rlen, ext != nil)
+	s.logs[li].ext += extLen
 	writeRecord(a, k, v, ext, exp)
 	if exp != 0 {
 		s.expiring++
