@@ -14,7 +14,8 @@ import (
 // Spans of small blocks and large blocks are runs of pages. Every page of
 // the earlier regions has been committed (made readable and writable); in
 // the current region, the last one made, the pages below the frontier have,
-// and the pages above it are untouched reservation.
+// and the pages above it are untouched: readable and writable up to
+// committedTo (commitAbove commits ahead), reservation beyond.
 //
 // A free run is a maximal run of free committed pages; it never spans two
 // regions. Each free page is either dirty (it held data and still costs
@@ -62,6 +63,7 @@ type pageHeap struct {
 	mu            sync.Mutex
 	clock         func() int64          // nanoseconds since the heap was made
 	frontier      uint32                // pages of the current region committed so far
+	committedTo   uint32                // pages of the current region readable and writable: frontier or more (commitAbove)
 	committed     uint64                // pages committed, all regions
 	released      uint64                // committed free pages that are clean
 	reservedBytes uintptr               // bytes of all regions

@@ -420,3 +420,57 @@ func TestLimitAboveMemory(t *testing.T) {
 		h.Free(b)
 	}
 }
+
+// rwBytes is the bytes of /proc/self/maps's readable and writable mappings
+// within [base, base+size).
+func rwBytes(t *testing.T, base, size uintptr) uintptr {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skipf("no /proc/self/maps: %v", err)
+	}
+	var n uintptr
+	for line := range strings.Lines(string(b)) {
+		var lo, hi uintptr
+		var perms string
+		if _, err := fmt.Sscanf(line, "%x-%x %s", &lo, &hi, &perms); err != nil {
+			t.Fatalf("parsing %q: %v", line, err)
+		}
+		if lo < base+size && base < hi && strings.HasPrefix(perms, "rw") {
+			n += min(hi, base+size) - max(lo, base)
+		}
+	}
+	return n
+}
+
+// TestCommitAhead: a growing heap commits its region ahead of what it hands
+// out, an eighth of what it has committed and at least commitAhead, so
+// that a run at a time does not make an mprotect (which stalls the
+// process's page faults) each; and no further, so that the address space
+// it commits stays within that of what it uses. Positive control: the
+// first region's read-write mappings are found at all.
+func TestCommitAhead(t *testing.T) {
+	skipRace(t, "a race build's regions are Go memory, committed whole")
+	h := newTestHeap(t, Options{})
+	r := h.pages.regions.Load().byPage[0]
+	var held [][]byte
+	for i := range 100 {
+		held = append(held, h.Alloc(300<<10)) // page runs, one after another
+		st := h.Stats()
+		// Committed: mapped, and the clean pages an alignment skipped.
+		used := uintptr(st.MappedBytes + st.ReleasedBytes)
+		rw := rwBytes(t, r.base, r.bytes)
+		if rw < used {
+			t.Fatalf("after %d runs: %d bytes read-write, %d committed", i+1, rw, used)
+		}
+		if limit := used + max(used/8, commitAhead<<pageShift) + osPageBytes; rw > limit {
+			t.Fatalf("after %d runs: %d bytes read-write, more than %d committed and the commit ahead allow (%d)", i+1, rw, used, limit)
+		}
+		if i == 0 && rw < commitAhead<<pageShift {
+			t.Fatalf("after the first run: %d bytes read-write, want the %d of a commit ahead", rw, commitAhead<<pageShift)
+		}
+	}
+	for _, b := range held {
+		h.Free(b)
+	}
+}

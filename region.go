@@ -213,7 +213,7 @@ func (ph *pageHeap) addRegion(n uint32) error {
 	}
 	ph.regions.Store(rs.with(r))
 	ph.reservedBytes += r.bytes
-	ph.frontier = 0
+	ph.frontier, ph.committedTo = 0, 0
 	return nil
 }
 
