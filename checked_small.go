@@ -35,24 +35,22 @@ func checkedClass(n int) uint8 {
 func (c *checker) allocSmall(n int, zero bool, st stackID) ([]byte, error) {
 	cl := checkedClass(n)
 	h := c.h
-	pid := pin.Pin()
-	if m := h.mag(pid); m != nil {
-		if a := m.take(cl); a != 0 {
-			c.fillSmall(a, n, cl, st, zero)
-			pin.Unpin()
-			return bytesAt(a, n), nil
-		}
+	var a uintptr
+	if m := h.mag(pin.Pin()); m != nil {
+		a = m.take(cl)
 	}
-	pin.Unpin()
-	a, err := h.smallBlock(cl)
-	if err != nil {
-		panicCorrupt(err)
-		return nil, err
-	}
-	pin.Pin()
-	if h.closed.Load() {
+	if a == 0 {
 		pin.Unpin()
-		return nil, ErrClosed
+		var err error
+		if a, err = h.smallBlock(cl); err != nil {
+			panicCorrupt(err)
+			return nil, err
+		}
+		pin.Pin()
+		if h.closed.Load() {
+			pin.Unpin()
+			return nil, ErrClosed
+		}
 	}
 	c.fillSmall(a, n, cl, st, zero)
 	pin.Unpin()
