@@ -1,6 +1,7 @@
 package shapes
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/offheap/offheap/cmd/offheap/internal/bench"
@@ -131,6 +132,41 @@ func TestNeedsIdleCore(t *testing.T) {
 		}
 		if v := needsIdleCore(bench.Verdict{Pass: pass}, report(1), makeIdleCore); v.Inconclusive {
 			t.Errorf("pass %v, control 2x: %+v", pass, v)
+		}
+	}
+}
+
+// TestProdConsFlat: the heap's mapped bytes may not grow from the first
+// half of prodcons to the second by more than a quarter, unless by no more
+// than flatSlackMiB, a few spans carved a little later; a heap that grows
+// by megabytes misses at whichever worker count it does.
+func TestProdConsFlat(t *testing.T) {
+	report := func(halves ...[2]float64) *bench.Report {
+		r := &bench.Report{}
+		var ws []int
+		for i, h := range halves {
+			w := 1 << i
+			ws = append(ws, w)
+			r.Summaries = append(r.Summaries, bench.Summary{Shape: "prodcons", Row: "offheap", Workers: w, Runs: 6, MinNs: 20,
+				Metrics: map[string]float64{"mapped-1st-MiB": h[0], "mapped-2nd-MiB": h[1]}})
+		}
+		r.Shapes = append(r.Shapes, bench.ShapeInfo{Name: "prodcons", Workers: ws})
+		return r
+	}
+	for _, tc := range []struct {
+		halves  [][2]float64
+		pass    bool
+		workers string
+	}{
+		{[][2]float64{{0.039, 0.051}, {0.12, 0.12}}, true, "1"},  // 1.30x, 12 KiB more: span noise
+		{[][2]float64{{0.039, 0.039}, {0.12, 0.13}}, true, "2"},  // 1.08x
+		{[][2]float64{{0.039, 0.12}, {0.12, 0.12}}, false, "1"},  // 3x, 83 KiB more
+		{[][2]float64{{0.12, 0.12}, {0.12, 2.5}}, false, "2"},    // grows by megabytes at 2 workers
+		{[][2]float64{{0.039, 0.051}, {0.12, 0.30}}, false, "2"}, // the miss is reported, not the noise
+	} {
+		v := prodConsFlat(report(tc.halves...))
+		if v.Pass != tc.pass || !strings.Contains(v.Measured, "at "+tc.workers+" worker") {
+			t.Errorf("halves %v: pass %v, %q; want pass %v at %s worker(s)", tc.halves, v.Pass, v.Measured, tc.pass, tc.workers)
 		}
 	}
 }
