@@ -114,18 +114,26 @@ func BenchmarkMixed(b *testing.B) {
 	for i := range trace {
 		trace[i] = trace[i]<<1 | uint32(min(1, i%10)) // one op in ten a Set (bit 0 clear)
 	}
+	runTrace(b, trace, func(x uint32, dst []byte) []byte {
+		k := keys[x>>1][:]
+		if x&1 == 0 {
+			c.Set(k, k[8:])
+			return dst
+		}
+		dst, _ = c.Get(dst, k)
+		return dst
+	})
+}
+
+// runTrace times op over trace on every goroutine, each from a point of
+// its own, with a buffer of its own for Get to append to.
+func runTrace(b *testing.B, trace []uint32, op func(x uint32, dst []byte) []byte) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		var dst []byte
 		i := rand.IntN(len(trace))
 		for pb.Next() {
-			x := trace[i%len(trace)]
-			k := keys[x>>1][:]
-			if x&1 == 0 {
-				c.Set(k, k[8:])
-			} else {
-				dst, _ = c.Get(dst[:0], k)
-			}
+			dst = op(trace[i%len(trace)], dst[:0])
 			i++
 		}
 	})
@@ -146,17 +154,11 @@ func BenchmarkBlock(b *testing.B) {
 	}
 	block := make([]byte, 64<<10)
 	trace := zipfTrace(r, 1.01, n, 1<<16)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		var dst []byte
-		i := rand.IntN(len(trace))
-		for pb.Next() {
-			x := trace[i%len(trace)]
-			var ok bool
-			if dst, ok = c.Get(dst[:0], keys[x][:]); !ok {
-				c.Set(keys[x][:], block[:sizes[x]])
-			}
-			i++
+	runTrace(b, trace, func(x uint32, dst []byte) []byte {
+		dst, ok := c.Get(dst, keys[x][:])
+		if !ok {
+			c.Set(keys[x][:], block[:sizes[x]])
 		}
+		return dst
 	})
 }
