@@ -130,6 +130,10 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 	case n == 0:
 		return []byte{}, nil
 	}
+	var cl uint8 // a small request's class; 0 for a large one
+	if n <= maxSmall {
+		cl = sizeClass(n)
+	}
 	// A refusal by the limit is tried once more after the heap gets back
 	// the free memory it keeps.
 	var rc reclaimTry
@@ -137,13 +141,13 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 	var guard, prof bool
 	switch {
 	case c != nil && c.all: // the checker takes them all
-	case c == nil && !h.mags.on && n <= maxSmall:
+	case c == nil && !h.mags.on && cl != 0:
 		// Magazines off: every Alloc comes here, and reads its central
 		// list's mark without a call.
-		cen := &h.central[sizeClass(n)]
+		cen := &h.central[cl]
 		prof = cen.profDue.Load() && cen.takeSample(h.prof)
 	default:
-		guard, prof = h.sampleDue(n) // sampling.go
+		guard, prof = h.sampleDue(n, cl) // sampling.go
 	}
 	if c != nil && (c.all || guard) {
 		// The checker's allocations (all in checked mode, the sampled ones
@@ -159,15 +163,14 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 		var b []byte
 		var err error
 		switch {
-		case n > maxSmall:
+		case cl == 0:
 			b, err = h.allocBig(n, zero)
 		default:
-			c := sizeClass(n)
 			var a uintptr
 			if h.mags.on { // smallBlock, written out: a call fewer (BenchmarkPair64, arm=offheap-nomag)
-				a, err = h.refill(c)
+				a, err = h.refill(cl)
 			} else {
-				a, err = h.central[c].getOne(h)
+				a, err = h.central[cl].getOne(h)
 			}
 			if err == nil {
 				if !h.prepare(a, n, zero) {

@@ -2,8 +2,6 @@ package offheap
 
 import (
 	"fmt"
-	"math"
-	"math/bits"
 
 	"github.com/offheap/offheap/internal/osmem"
 )
@@ -124,9 +122,3 @@ func (h *Heap) freeLarge(a uintptr, class uint8) {
 // virtual page space less the first region and the gap page after it, the
 // longest run a later region can have.
 func (h *Heap) mostBytes() uint64 { return uint64(h.pages.maxPages-h.pages.pages0-1) << pageShift }
-
-// pagesFor is the number of pages n bytes need, or false if that overflows.
-func pagesFor(n int) (uint32, bool) {
-	p := (uint64(n) + pageSize - 1) >> pageShift
-	return uint32(p), p <= math.MaxUint32 && bits.Len64(p) < 32
-}

@@ -120,17 +120,7 @@ func (p *profiler) gap(c uint8) uint64 {
 // large block, an arena's chunk) is sampled: with probability
 // 1-exp(-size/rate) for its block of size bytes.
 func (p *profiler) draw(n int) bool {
-	return rand.Float64() < -math.Expm1(-float64(sampleSize(n))/p.rate)
-}
-
-// sampleSize is the size the profile counts an allocation of n bytes at: its
-// block's, a size class or whole pages, as Stats counts it.
-func sampleSize(n int) int {
-	if n <= maxSmall {
-		return int(classSize[sizeClass(n)])
-	}
-	np, _ := pagesFor(n)
-	return int(np) << pageShift
+	return rand.Float64() < -math.Expm1(-float64(roundedSize(n))/p.rate)
 }
 
 // record adds the sampled block at a, allocated at st.
@@ -184,7 +174,7 @@ func (h *Heap) allocSampled(n int, zero bool, st stackID, kind sampleKind) ([]by
 	if !zero && n > 8 {
 		*(*uint64)(ptr(a + 8)) = 0 // as every block: no key where the program finds it
 	}
-	h.prof.record(a, sampleSize(n), st, kind)
+	h.prof.record(a, roundedSize(n), st, kind)
 	return bytesAt(a, n), nil
 }
 
@@ -272,7 +262,7 @@ func (p *profiler) dropStash(ph *pageHeap) {
 
 // sampleArenaRun samples the arena run of n bytes at a, allocated at st.
 func (h *Heap) sampleArenaRun(a uintptr, n int, st stackID) {
-	h.prof.record(a, sampleSize(n), st, kindArena)
+	h.prof.record(a, roundedSize(n), st, kindArena)
 }
 
 // releaseArenaRun takes the arena run at a out of the profile, if it was

@@ -54,7 +54,7 @@ func (h *Heap) reallocLarge(b []byte, n int, zero bool, old uint8, onp uint32) [
 	if !ok {
 		panic(fmt.Errorf("%w: %d bytes is more than a heap can hold", ErrSize, n))
 	}
-	guard, prof := h.sampleDue(n)
+	guard, prof := h.sampleDue(n, 0)
 	var st stackID
 	if guard || prof {
 		var s stack // the heap's own frames are dropped when it is printed
@@ -84,7 +84,7 @@ func (h *Heap) reallocLarge(b []byte, n int, zero bool, old uint8, onp uint32) [
 				}
 			}
 			if prof {
-				h.prof.record(a, sampleSize(n), st, kindHeap)
+				h.prof.record(a, roundedSize(n), st, kindHeap)
 			}
 			h.pages.collapseRun(a, np) // HugePages: hugepages.go
 			return bytesAt(a, n)
@@ -118,7 +118,7 @@ func (h *Heap) reallocLarge(b []byte, n int, zero bool, old uint8, onp uint32) [
 		}
 	}
 	if prof {
-		h.prof.record(na, sampleSize(n), st, kindHeap)
+		h.prof.record(na, roundedSize(n), st, kindHeap)
 	}
 	h.pages.collapseRun(na, np)
 	if old == 0 { // a small block, or no block of this heap at all

@@ -27,22 +27,21 @@ import (
 	"github.com/offheap/offheap/internal/pin"
 )
 
-// sampleDue reports whether the allocation of n bytes that reached a fast
-// heap's slow path is sampled for guard pages and for the profile, and
-// draws the next sample of each sampler that takes it from the magazine's
-// count.
-func (h *Heap) sampleDue(n int) (guard, prof bool) {
+// sampleDue reports whether the allocation of n bytes, of class cl (0 if
+// large), that reached a fast heap's slow path is sampled for guard pages
+// and for the profile, and draws the next sample of each sampler that
+// takes it from the magazine's count.
+func (h *Heap) sampleDue(n int, cl uint8) (guard, prof bool) {
 	p := h.prof
 	guardOn := h.guardSampled()
 	if !guardOn && p == nil {
 		return false, false
 	}
-	if n > maxSmall {
+	if cl == 0 {
 		guard = guardOn && h.guardTick()
 		prof = p != nil && p.draw(n)
 		return guard, prof
 	}
-	cl := sizeClass(n)
 	counted := false
 	if h.mags.on {
 		pid := pin.Pin()

@@ -19,6 +19,24 @@ func sizeClass(n int) uint8 {
 	return sizeToClass128[(n-1024+127)>>7]
 }
 
+// pagesFor is the number of pages n bytes need, or false if that overflows:
+// the rounding of a request over maxSmall.
+func pagesFor(n int) (uint32, bool) {
+	p := (uint64(n) + pageSize - 1) >> pageShift
+	return uint32(p), p <= math.MaxUint32 && bits.Len64(p) < 32
+}
+
+// roundedSize is the size of the block an allocation of n bytes takes in a
+// fast heap: its size class's, or whole pages. The profile counts a sample
+// at it, as Stats counts every block.
+func roundedSize(n int) int {
+	if n <= maxSmall {
+		return int(classSize[sizeClass(n)])
+	}
+	np, _ := pagesFor(n)
+	return int(np) << pageShift
+}
+
 // The spans of this process: the span tier is the OS page:
 // tier 0 up to 8 KiB, 1 for 16 KiB, 2 for 32 KiB, 3 for 64 KiB and above.
 var (
