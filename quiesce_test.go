@@ -13,8 +13,12 @@ import (
 // shows that quiesce, called meanwhile, returns only after it unpinned.
 // The positive control is a wait that does not stop the world: it returns
 // while the goroutine is still pinned. There the goroutine stays pinned
-// until the test has looked (not for a time, which a loaded machine could
-// outlast), so the control does not depend on timing.
+// until the test has looked or a while has passed, and the control tries
+// again when the goroutine left first: a stop of the world that something
+// else starts meanwhile (a collection) waits for the pinned goroutine as
+// quiesce does, and the test goroutine with it, so one try can see the
+// goroutine leave first; a wait that returns at once is seen doing so in
+// one of the tries, and a wait that stops the world in none.
 func TestQuiesceWaitsForPinned(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("needs 2 Ps: a pinned goroutine keeps the only P to itself")
@@ -45,8 +49,10 @@ func TestQuiesceWaitsForPinned(t *testing.T) {
 	if !run(quiesce, 30*time.Millisecond) {
 		t.Fatal("quiesce returned while a goroutine was still pinned")
 	}
-	if run(func() {}, time.Minute) {
-		t.Fatal("control: the goroutine left its pinned section before the test looked: the test cannot tell a wait that works")
+	for try := 1; run(func() {}, 100*time.Millisecond); try++ {
+		if try == 50 {
+			t.Fatal("control: in each of 50 tries the goroutine left its pinned section before the test looked: the test cannot tell a wait that works")
+		}
 	}
 }
 
