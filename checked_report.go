@@ -282,7 +282,8 @@ func (c *checker) unknownFree(a uintptr) *MemoryError {
 			}
 			if info, ok := c.info(start); ok {
 				return &MemoryError{Kind: InvalidFree, Addr: a, Size: info.Size, AllocStack: info.AllocStack,
-					detail: fmt.Sprintf("not the start of a block: it is %s into the block at %#x", count(int(a-start), "byte"), start)}
+					detail: fmt.Sprintf("not the start of a block: it is %s into the block at %#x: pass %s",
+						count(int(a-start), "byte"), start, blockStartOnly)}
 			}
 		}
 		return &MemoryError{Kind: InvalidFree, Addr: a,

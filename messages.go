@@ -37,6 +37,14 @@ const refHint = ": a Ref is of a slice Alloc returned, or a prefix of one (not b
 const appendMoved = "free a block through the heap that allocated it, and grow one with Realloc, " +
 	"not append (append copies a full off-heap slice to the Go heap)"
 
+// checkedStacks is the way out of a refusal that a block's history would
+// explain.
+const checkedStacks = "Options.Checked, or the offheapchecked build tag, reports where each block was allocated and freed"
+
+// blockStartOnly is the way out of a refusal of an address inside a block,
+// after "pass Free" or the like.
+const blockStartOnly = "the slice Alloc returned, or a prefix of it (b[:k]); b[i:] starts no block"
+
 // sizeString formats n bytes in the largest binary unit it fills:
 // "512 B", "1.5 KiB", "64.0 MiB".
 func sizeString(n uint64) string {

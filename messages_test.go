@@ -60,7 +60,7 @@ func TestFreeAppendMoved(t *testing.T) {
 		at := -1
 		for _, w := range []string{"did not allocate", "free a block through the heap that allocated it", "Realloc", "append copies"} {
 			i := strings.Index(msg, w)
-			if i < at {
+			if i < 0 || i < at {
 				t.Errorf("checked=%v: %q does not say %q after what comes before it", checked, msg, w)
 			}
 			at = i
@@ -109,6 +109,34 @@ func TestFreeInsideBlockCounts(t *testing.T) {
 		for name, f := range map[string]func(){"Free": func() { h.Free(b[1:]) }, "Ref": func() { h.Ref(b[1:]) }} {
 			if msg := mustPanic(t, f); !strings.Contains(msg, "it is 1 byte into the") {
 				t.Errorf("checked=%v: %s one byte into a block: %q", opts.Checked, name, msg)
+			}
+		}
+		h.Free(b)
+	}
+}
+
+// TestFreeInsideBlock: a Free or Realloc of a slice that starts inside a
+// block, small or large, says where it points and ends with the way out
+// (the slice Alloc returned), in a fast heap and in a checked one, and
+// leaves the block to its Free.
+func TestFreeInsideBlock(t *testing.T) {
+	for _, checked := range []bool{false, true} {
+		testFreeInsideBlock(t, newTestHeap(t, Options{Checked: checked}))
+	}
+}
+
+func testFreeInsideBlock(t *testing.T, h *Heap) {
+	for _, n := range []int{64, 3 * maxSmall} {
+		b := h.Alloc(n)
+		for op, f := range map[string]func(){"Free": func() { h.Free(b[8:]) }, "Realloc": func() { h.Realloc(b[8:], 2*n) }} {
+			msg := mustPanic(t, f)
+			at := -1
+			for _, w := range []string{"not the start of a block", "8 bytes into", "the slice Alloc returned", "b[i:]"} {
+				i := strings.Index(msg, w)
+				if i < 0 || i < at {
+					t.Errorf("checked=%v, %d bytes, %s: %q does not say %q after what comes before it", h.checked(), n, op, msg, w)
+				}
+				at = i
 			}
 		}
 		h.Free(b)

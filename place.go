@@ -194,7 +194,11 @@ func (p place) wayOut(op string) string {
 		return "an arena's memory is freed all at once, by the arena's Reset or Release"
 	case placeFreed: // Relocate's: Free's and Realloc's is doubleFree
 		return "Relocate frees the block it moves, so relocate a block only while it is live " +
-			"(Options.Checked, or the offheapchecked build tag, reports where it was allocated and first freed)"
+			"(" + checkedStacks + ")"
+	case placeInSmall, placeInRun:
+		return "pass " + op + " " + blockStartOnly
+	case placeTail, placeFreePage, placeUncarved:
+		return "the slice is stale or made up (" + checkedStacks + ")"
 	}
 	return ""
 }
