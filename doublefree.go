@@ -61,11 +61,12 @@ const (
 	blockCorrupt         // not known: its span's free list was written after free
 )
 
-// freeState is the exact check: where the block of class c at a is. It
-// returns blockCorrupt, and the corruption in bad, if the walk of the span's
-// free list found a block written after its Free: the list is abandoned,
-// and whether a was on it is not known.
-func (h *Heap) freeState(a uintptr, c uint8, bad **corruptError) int {
+// freeState is the exact check: where the small block at a is, which
+// placeOf found at p. It returns blockCorrupt, and the corruption in bad,
+// if the walk of the span's free list found a block written after its
+// Free: the list is abandoned, and whether a was on it is not known.
+func (h *Heap) freeState(a uintptr, p place, bad **corruptError) int {
+	c := p.class
 	cen := &h.central[c]
 	cen.mu.Lock()
 	defer cen.mu.Unlock()
@@ -107,10 +108,15 @@ func (h *Heap) freeState(a uintptr, c uint8, bad **corruptError) int {
 	if h.cachedAt(a, c) {
 		return blockFree
 	}
-	page, _ := h.pages.pageOf(a) // a is a block start (freeSlow)
-	e := *h.pages.entry(page)
-	s := h.pages.span(wordSpan(e))
-	if q, _ := blockIn(a, e, &classInfos[c]); q >= uint64(s.carved) {
+	// Spans of class c are made and given back under cen.mu: if a's page
+	// still names the span placeOf found, it stays a's until the unlock;
+	// if not, it went back to the page heap since, with every block free.
+	page, _ := h.pages.pageOf(a)
+	if e := *h.pages.entry(page); wordClass(e) != c || wordSpan(e) != p.span {
+		return blockFree
+	}
+	s := h.pages.span(p.span)
+	if p.index >= s.carved {
 		return blockUncarved
 	}
 	i := s.free

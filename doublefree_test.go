@@ -239,3 +239,35 @@ func TestDoubleFreeCensus(t *testing.T) {
 		})
 	}
 }
+
+// TestFreeStateSpanGone: the exact check of a block whose span went back
+// to the page heap after placeOf looked, and whose span struct another
+// class took since, finds the block free (the span went back with every
+// block free) instead of reading the other class's span as the block's.
+func TestFreeStateSpanGone(t *testing.T) {
+	if buildChecked {
+		t.Skip("a checked heap's blocks wait in its quarantine")
+	}
+	h := newTestHeap(t, Options{MagazineDepth: -1, ProfileBytes: -1})
+	b := h.Alloc(1000)
+	a := addrOf(b)
+	h.enter()
+	p := h.placeOf(a)
+	h.exit()
+	if p.kind != placeSmall {
+		t.Fatalf("placeOf of a live block: %+v", p)
+	}
+	h.Free(b)
+	h.Trim() // the empty span goes back to the page heap
+	other := h.Alloc(16)
+	defer h.Free(other)
+	h.enter()
+	defer h.exit()
+	if now := h.placeOf(addrOf(other)); now.span != p.span {
+		t.Skipf("the 16-byte block's span is %d, not the freed span's %d: nothing to test", now.span, p.span)
+	}
+	var bad *corruptError
+	if got := h.freeState(a, p, &bad); got != blockFree {
+		t.Errorf("freeState of a block whose span went back: %d, want blockFree (%d)", got, blockFree)
+	}
+}

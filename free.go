@@ -78,7 +78,7 @@ func (h *Heap) freeSlow(b []byte) {
 		h.freeSmall(a, p.class)
 	case placeRun:
 		if p.class == classSampled {
-			h.freeSampled(a) // the profile's
+			h.freeSampled(a, p, cap(b)) // the profile's
 		} else {
 			h.freeLarge(a, classLarge)
 		}

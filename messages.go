@@ -18,11 +18,6 @@ func plural(n int, what string) string {
 	return what + "s"
 }
 
-// sharedFree is what Free panics with for the bytes of a Shared.
-func sharedFree(a uintptr) string {
-	return fmt.Sprintf("offheap: Free of %#x, the bytes of a Shared: a Shared is freed by its last Release, not by Free", a)
-}
-
 // arenaFree is what Free panics with for an address of an Arena's memory.
 func arenaFree(a uintptr) string {
 	return fmt.Sprintf("offheap: Free of %#x, which belongs to an Arena: an arena's memory is freed all at once, by the arena's Reset or Release", a)

@@ -58,9 +58,9 @@ func (ph *pageHeap) runAt(a uintptr, class uint8) (uint32, bool) {
 }
 
 // runHolding finds the run of its own that holds address a: its first
-// byte and its class. Under mu, so that the run cannot change meanwhile
-// (the checker's reports, Lookup).
-func (ph *pageHeap) runHolding(a uintptr) (first uintptr, class uint8, ok bool) {
+// byte and its length in pages. Under mu, so that the run cannot change
+// meanwhile (the checker's reports, Lookup).
+func (ph *pageHeap) runHolding(a uintptr) (first uintptr, pages uint32, ok bool) {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
 	page, ok := ph.pageOf(a)
@@ -68,7 +68,7 @@ func (ph *pageHeap) runHolding(a uintptr) (first uintptr, class uint8, ok bool) 
 		return 0, 0, false
 	}
 	e := *ph.entry(page)
-	switch class = wordClass(e); class {
+	switch wordClass(e) {
 	case classLarge, classArena, classGuarded, classSampled:
 	default:
 		return 0, 0, false
@@ -77,7 +77,7 @@ func (ph *pageHeap) runHolding(a uintptr) (first uintptr, class uint8, ok bool) 
 		page--
 		e = *ph.entry(page)
 	}
-	return ph.addr(page), class, true
+	return ph.addr(page), wordPages(e), true
 }
 
 // inUse calls f with the first page and the pagemap word of every span and

@@ -35,11 +35,12 @@ const (
 // small class, classLarge or classSampled), and the block that holds it,
 // its start and usable bytes, where there is one (placeSmall to placeInRun,
 // placeFreed, placeUncarved; placeInRun's start is 0 when the run went
-// away meanwhile), and a small block's span.
+// away meanwhile), and a small block's span and index in it.
 type place struct {
 	kind  placeKind
 	class uint8
 	span  uint32
+	index uint32
 	start uintptr
 	size  uintptr
 }
@@ -62,7 +63,7 @@ func (h *Heap) placeOf(a uintptr) place {
 	case isSmall(c):
 		ci := &classInfos[c]
 		q, into := blockIn(a, e, ci)
-		p := place{kind: placeSmall, class: c, span: wordSpan(e), start: a - uintptr(into), size: uintptr(ci.size)}
+		p := place{kind: placeSmall, class: c, span: wordSpan(e), index: uint32(q), start: a - uintptr(into), size: uintptr(ci.size)}
 		switch {
 		case q >= uint64(ci.blocks):
 			p.kind, p.start, p.size = placeTail, 0, 0
@@ -78,8 +79,8 @@ func (h *Heap) placeOf(a uintptr) place {
 			return place{kind: placeRun, class: c, start: a, size: uintptr(wordPages(e)) << pageShift}
 		}
 		p := place{kind: placeInRun, class: c}
-		if start, _, ok := h.pages.runHolding(a); ok {
-			p.start, p.size = start, uintptr(h.pages.runPages(start))<<pageShift
+		if start, np, ok := h.pages.runHolding(a); ok {
+			p.start, p.size = start, uintptr(np)<<pageShift
 			if sharedBlock(start, a) { // a large or sampled Shared's block
 				p.kind = placeShared
 			}
@@ -111,7 +112,7 @@ func (h *Heap) freeable(a uintptr) place {
 	case placeSmall:
 		if h.keyed(a, p.class) {
 			var bad *corruptError
-			switch h.freeState(a, p.class, &bad) {
+			switch h.freeState(a, p, &bad) {
 			case blockCorrupt:
 				panic(bad.Error())
 			case blockFree:

@@ -28,7 +28,6 @@ package offheap
 
 import (
 	"compress/gzip"
-	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -178,23 +177,20 @@ func (h *Heap) allocSampled(n int, zero bool, st stackID, kind sampleKind) ([]by
 	return bytesAt(a, n), nil
 }
 
-// freeSampled frees the sampled block at a, or panics if a is not the start
-// of one, as freeSlow does for any block. Called between enter and exit.
-func (h *Heap) freeSampled(a uintptr) {
+// freeSampled frees the sampled block at a of n bytes (cap), which
+// freeable found live at p. Called between enter and exit.
+func (h *Heap) freeSampled(a uintptr, p place, n int) {
 	// Out of the profile first: once its pages are free, another sample
 	// may take the address.
-	if h.prof.release(a) {
-		if h.prof.keep(&h.pages, a) || h.pages.freeRun(a, classSampled) {
-			return
-		}
-	} else if h.prof.kept(a) {
-		panic(doubleFree(a, uintptr(h.pages.runPages(a))<<pageShift))
+	if h.prof.release(a) && (h.prof.keep(&h.pages, a, uint32(p.size>>pageShift)) || h.pages.freeRun(a, classSampled)) {
+		return
 	}
-	start, _, _ := h.pages.runHolding(a)
-	if sharedBlock(start, a) {
-		panic(sharedFree(a))
+	// A racing Free of the block took it since freeable looked.
+	p = h.freeable(a)
+	if p.kind == placeRun { // and another sample took the address since
+		p.kind = placeFreed
 	}
-	panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is %s into the block at %#x", a, count(int(a-start), "byte"), start))
+	panic(p.refusal("Free", a, n))
 }
 
 // reuse takes a kept run fit for a sampled block of n bytes, counted
@@ -223,10 +219,10 @@ func (p *profiler) reuse(ph *pageHeap, n int) (uintptr, error) {
 	return a, nil
 }
 
-// keep counts the run of the freed sampled block at a freed and keeps it,
-// if it is short enough and the stash has room, and reports whether it did.
-func (p *profiler) keep(ph *pageHeap, a uintptr) bool {
-	np := ph.runPages(a)
+// keep counts the run of np pages of the freed sampled block at a freed
+// and keeps it, if it is short enough and the stash has room, and reports
+// whether it did.
+func (p *profiler) keep(ph *pageHeap, a uintptr, np uint32) bool {
 	if np > stashPages {
 		return false
 	}

@@ -70,10 +70,11 @@ func TestSampledBlock(t *testing.T) {
 	}
 }
 
-// TestSampledReallocAfterFree: a Realloc of a sampled block already freed
-// panics as a second Free does and changes nothing, though the freed run
-// waits in the profile's stash, where the new block's own sample would take
-// it back and hand the caller a block the stash still holds.
+// TestSampledReallocAfterFree: a Realloc, or a second Free, of a sampled
+// block already freed panics as a double free and changes nothing, though
+// the freed run waits in the profile's stash, where the new block's own
+// sample would take it back and hand the caller a block the stash still
+// holds.
 func TestSampledReallocAfterFree(t *testing.T) {
 	if buildChecked {
 		t.Skip("a checked heap does not profile")
@@ -89,7 +90,7 @@ func TestSampledReallocAfterFree(t *testing.T) {
 		for _, re := range []struct {
 			name string
 			f    func([]byte, int) []byte
-		}{{"Realloc", h.Realloc}, {"ReallocUnzeroed", h.ReallocUnzeroed}} {
+		}{{"Realloc", h.Realloc}, {"ReallocUnzeroed", h.ReallocUnzeroed}, {"Free", func(b []byte, _ int) []byte { h.Free(b); return nil }}} {
 			for _, m := range []int{n, n + 1, 2 * maxSmall} {
 				msg := sharedPanic(func() { re.f(b, m) })
 				if want := fmt.Sprintf("offheap: double free of %#x (", a); !strings.HasPrefix(msg, want) {
