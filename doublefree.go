@@ -111,8 +111,7 @@ func (h *Heap) freeState(a uintptr, p place, bad **corruptError) int {
 	// Spans of class c are made and given back under cen.mu: if a's page
 	// still names the span placeOf found, it stays a's until the unlock;
 	// if not, it went back to the page heap since, with every block free.
-	page, _ := h.pages.pageOf(a)
-	if e := *h.pages.entry(page); wordClass(e) != c || wordSpan(e) != p.span {
+	if now := h.placeOf(a); now.class != c || now.span != p.span {
 		return blockFree
 	}
 	s := h.pages.span(p.span)
