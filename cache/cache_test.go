@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/offheap/offheap/cache"
@@ -71,8 +72,9 @@ func TestBadInput(t *testing.T) {
 	if err := c.TrySet(make([]byte, 70000), nil); !errors.Is(err, cache.ErrTooLarge) {
 		t.Fatalf("TrySet of a 70000-byte key: %v, want ErrTooLarge", err)
 	}
-	if err := c.TrySet([]byte("big"), make([]byte, c.MaxEntryBytes())); !errors.Is(err, cache.ErrTooLarge) {
-		t.Fatalf("TrySet of a value of MaxEntryBytes: %v, want ErrTooLarge", err)
+	if err := c.TrySet([]byte("big"), make([]byte, c.MaxEntryBytes())); !errors.Is(err, cache.ErrTooLarge) ||
+		!strings.Contains(err.Error(), "a larger Options.MaxBytes") {
+		t.Fatalf("TrySet of a value of MaxEntryBytes: %v, want ErrTooLarge and the way out", err)
 	}
 	if err := c.TrySet([]byte("keep"), make([]byte, 1<<20)); !errors.Is(err, cache.ErrTooLarge) {
 		t.Fatalf("TrySet replacing with a value too large: %v, want ErrTooLarge", err)

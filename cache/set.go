@@ -60,7 +60,8 @@ func (c *Cache) recordSizes(k, v []byte, ttl bool) (rlen int, extLen int64, err 
 		extLen = c.classSize(len(v))
 	}
 	if need := extLen + int64(rlen); need > c.maxEntry || rlen > c.segSize || uint64(len(v)) > 1<<32-1 {
-		return 0, 0, fmt.Errorf("%w: an entry of %d bytes (at most MaxEntryBytes, %d, and a key shorter than %d bytes)",
+		return 0, 0, fmt.Errorf("%w: an entry of %d bytes (at most MaxEntryBytes, %d, and a key shorter than %d bytes): "+
+			"a larger Options.MaxBytes, or fewer Options.Shards, raises MaxEntryBytes",
 			ErrTooLarge, need, c.maxEntry, c.segSize-3*headerSize)
 	}
 	return rlen, extLen, nil
@@ -98,7 +99,8 @@ func (c *Cache) setLocked(s *shard, h uint64, k, v []byte, rlen int, extLen, exp
 	}
 	seen := s.counts.evictions + s.counts.expirations
 	if !c.makeRoom(s, need) {
-		return 0, fmt.Errorf("%w: an entry of %d bytes does not fit its shard", ErrTooLarge, need+int64(rlen))
+		return 0, fmt.Errorf("%w: an entry of %d bytes does not fit its shard: a larger Options.MaxBytes, or fewer Options.Shards, "+
+			"gives each shard more", ErrTooLarge, need+int64(rlen))
 	}
 	if refind || s.counts.evictions+s.counts.expirations != seen {
 		// Evictions may have removed k or emptied slots ahead of the
