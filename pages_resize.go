@@ -4,22 +4,6 @@ package offheap
 // grow where it stands, its resize in place under mu, and the release of
 // the pages a move left behind. realloc_pages.go decides between them.
 
-// ownRun is the class and length of the run of its own at a that Realloc
-// may resize or move, a large block or a profile's sample, or 0 when a
-// starts no such run. The caller holds the block at a, if it is one, so its
-// word is stable; resizeRun and freeMoved check it again under mu.
-func (ph *pageHeap) ownRun(a uintptr) (class uint8, pages uint32) {
-	page, ok := ph.pageOf(a)
-	if !ok || a&(pageSize-1) != 0 {
-		return 0, 0
-	}
-	e := *ph.entry(page)
-	if c := wordClass(e); (c == classLarge || c == classSampled) && wordRunStart(e) {
-		return c, wordPages(e)
-	}
-	return 0, 0
-}
-
 // mayExtend reports whether the run of onp pages at a may grow in place:
 // the pagemap word of the page after it, read without mu, is a free page's
 // (a hint, which resizeRun checks under mu). It saves a Realloc that must

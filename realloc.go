@@ -117,9 +117,18 @@ func (h *Heap) reallocSlow(b []byte, n int, zero bool) []byte {
 	if h.checked() { // the checker's blocks: always a copy
 		return h.reallocCopy(b, n, zero)
 	}
-	old, onp := h.pages.ownRun(a) // realloc_pages.go
-	if old != classLarge {
-		h.checkNotFree(b, zero) // a large run is allocated: its first page says so
+	// What Free refuses is refused before anything is allocated: a free
+	// block could be the new block itself, and a refused one costs no
+	// allocation. old and onp are a run of its own's class and pages, a
+	// large block or a profile's sample, which Realloc may resize.
+	var old uint8
+	var onp uint32
+	switch p := h.freeable(a); p.kind {
+	case placeRun:
+		old, onp = p.class, uint32(p.size>>pageShift)
+	case placeSmall, placeGuarded: // a guarded block: the checker's Free judges it
+	default:
+		panic(p.refusal(reallocName(zero), a, cap(b)))
 	}
 	if n > maxSmall {
 		if np, ok := pagesFor(n); old == classLarge && ok && np == onp {
@@ -161,21 +170,4 @@ func reallocName(zero bool) string {
 		return "Realloc"
 	}
 	return "ReallocUnzeroed"
-}
-
-// checkNotFree panics, as Free would, unless a fast heap's b is a block
-// Free takes (freeable, place.go), before Realloc allocates: a free block
-// could be the new block itself, and a refused one costs no allocation. (A
-// checked heap never hands out a block that waits in its quarantine, and
-// its Free refuses the rest.) Called between enter and exit.
-func (h *Heap) checkNotFree(b []byte, zero bool) {
-	if h.checked() {
-		return
-	}
-	a := addrOf(b)
-	switch p := h.freeable(a); p.kind {
-	case placeSmall, placeRun, placeGuarded: // a guarded block: the checker's Free judges it
-	default:
-		panic(p.refusal(reallocName(zero), a, cap(b)))
-	}
 }

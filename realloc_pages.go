@@ -47,7 +47,8 @@ const moveMin = 256 << 10
 
 // reallocLarge is Realloc (ReallocUnzeroed without zero) for an n >
 // maxSmall of a heap that is not checked, between enter and exit, once
-// checkNotFree passed; old and onp are b's ownRun.
+// freeable took b; old and onp are its run's class and pages (0 for a
+// small or guarded block).
 func (h *Heap) reallocLarge(b []byte, n int, zero bool, old uint8, onp uint32) []byte {
 	a := addrOf(b)
 	np, ok := pagesFor(n)
