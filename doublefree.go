@@ -61,12 +61,12 @@ const (
 	blockCorrupt         // not known: its span's free list was written after free
 )
 
-// freeState is the exact check: where the small block at a is, which
-// placeOf found at p. It returns blockCorrupt, and the corruption in bad,
-// if the walk of the span's free list found a block written after its
-// Free: the list is abandoned, and whether a was on it is not known.
-func (h *Heap) freeState(a uintptr, p place, bad **corruptError) int {
-	c := p.class
+// freeState is the exact check: where the block of class c at a is, which
+// placeOf found as block index of span. It returns blockCorrupt, and the
+// corruption in bad, if the walk of the span's free list found a block
+// written after its Free: the list is abandoned, and whether a was on it
+// is not known.
+func (h *Heap) freeState(a uintptr, c uint8, span, index uint32, bad **corruptError) int {
 	cen := &h.central[c]
 	cen.mu.Lock()
 	defer cen.mu.Unlock()
@@ -111,11 +111,12 @@ func (h *Heap) freeState(a uintptr, p place, bad **corruptError) int {
 	// Spans of class c are made and given back under cen.mu: if a's page
 	// still names the span placeOf found, it stays a's until the unlock;
 	// if not, it went back to the page heap since, with every block free.
-	if now := h.placeOf(a); now.class != c || now.span != p.span {
+	page, _ := h.pages.pageOf(a)
+	if e := *h.pages.entry(page); wordClass(e) != c || wordSpan(e) != span {
 		return blockFree
 	}
-	s := h.pages.span(p.span)
-	if p.index >= s.carved {
+	s := h.pages.span(span)
+	if index >= s.carved {
 		return blockUncarved
 	}
 	i := s.free

@@ -267,7 +267,7 @@ func TestFreeStateSpanGone(t *testing.T) {
 		t.Skipf("the 16-byte block's span is %d, not the freed span's %d: nothing to test", now.span, p.span)
 	}
 	var bad *corruptError
-	if got := h.freeState(a, p, &bad); got != blockFree {
+	if got := h.freeState(a, p.class, p.span, p.index, &bad); got != blockFree {
 		t.Errorf("freeState of a block whose span went back: %d, want blockFree (%d)", got, blockFree)
 	}
 }

@@ -112,7 +112,7 @@ func (h *Heap) freeable(a uintptr) place {
 	case placeSmall:
 		if h.keyed(a, p.class) {
 			var bad *corruptError
-			switch h.freeState(a, p, &bad) {
+			switch h.freeState(a, p.class, p.span, p.index, &bad) {
 			case blockCorrupt:
 				panic(bad.Error())
 			case blockFree:
