@@ -69,7 +69,12 @@ func (h *Heap) Stats() Stats {
 		s.Frees += cs.Frees
 		s.InUseBytes += cs.InUse * uint64(cs.Size)
 	}
-	h.pages.census(&s)
+	pc := h.pages.census()
+	s.Large = pc.runAllocs
+	s.Allocs += pc.runAllocs
+	s.Frees += pc.runFrees
+	s.InUseBytes += pc.runPages << pageShift
+	s.MappedBytes, s.ReleasedBytes = pc.mapped, pc.released
 	if h.chk != nil {
 		// Checked mode: blocks in the quarantine are freed as far as the
 		// program is concerned.

@@ -113,7 +113,7 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 				break
 			}
 		}
-		s := h.pages.span(c.partial)
+		s := spanAt(&h.pages, c.partial)
 		if s.empty() {
 			c.empty-- // blocks go, or the list is abandoned: it will not be empty
 		}
@@ -251,7 +251,7 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 	}
 	e := *h.pages.entry(page)
 	id := wordSpan(e)
-	s := h.pages.span(id)
+	s := spanAt(&h.pages, id)
 	i, _ := blockIn(b, e, &classInfos[s.class])
 	raceAcquire(ptr(b)) // race builds: after the block's last Free
 	k := s.relocKind()
@@ -265,7 +265,7 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 		if c.empty >= keepEmpty[c.class] {
 			c.unlink(h, s)
 			c.spanFree -= uint64(classBlocks[c.class])
-			h.pages.freeSpan(id, s)
+			h.freeSpan(id, s)
 		} else {
 			c.empty++
 		}
@@ -274,7 +274,7 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 
 // grow adds a new span to the front of the partial list.
 func (c *central) grow(h *Heap) error {
-	id, s, err := h.pages.allocSpan(c.class)
+	id, s, err := h.allocSpan(c.class)
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func (c *central) push(h *Heap, id uint32, s *span) {
 	s.prev = 0
 	s.next = c.partial
 	if c.partial != 0 {
-		h.pages.span(c.partial).prev = id
+		spanAt(&h.pages, c.partial).prev = id
 	}
 	c.partial = id
 	s.listed = true
@@ -298,12 +298,12 @@ func (c *central) push(h *Heap, id uint32, s *span) {
 // unlink removes s from the partial list.
 func (c *central) unlink(h *Heap, s *span) {
 	if s.prev != 0 {
-		h.pages.span(s.prev).next = s.next
+		spanAt(&h.pages, s.prev).next = s.next
 	} else {
 		c.partial = s.next
 	}
 	if s.next != 0 {
-		h.pages.span(s.next).prev = s.prev
+		spanAt(&h.pages, s.next).prev = s.prev
 	}
 	s.next, s.prev, s.listed = 0, 0, false
 }
@@ -325,12 +325,12 @@ func (c *central) trim(h *Heap) {
 	c.spare = nil
 	c.forget()
 	for id := c.partial; id != 0; {
-		s := h.pages.span(id)
+		s := spanAt(&h.pages, id)
 		next := s.next
 		if s.empty() { // no part in Relocate's summary, listed or not
 			c.unlink(h, s)
 			c.spanFree -= uint64(classBlocks[c.class])
-			h.pages.freeSpan(id, s)
+			h.freeSpan(id, s)
 			c.empty--
 		}
 		id = next

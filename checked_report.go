@@ -361,7 +361,7 @@ func (c *checker) leaks() []Leak {
 		switch cl := wordClass(e); {
 		case !c.all && cl != classGuarded:
 		case cl < numClasses:
-			s := ph.span(wordSpan(e))
+			s := spanAt(ph, wordSpan(e))
 			size := uintptr(classSize[cl])
 			for q := uintptr(0); q < uintptr(s.carved); q++ {
 				found(s.start+q*size, c.rec(s.start+q*size))

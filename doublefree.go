@@ -115,7 +115,7 @@ func (h *Heap) freeState(a uintptr, c uint8, span, index uint32, bad **corruptEr
 	if e := *h.pages.entry(page); wordClass(e) != c || wordSpan(e) != span {
 		return blockFree
 	}
-	s := h.pages.span(span)
+	s := spanAt(&h.pages, span)
 	if index >= s.carved {
 		return blockUncarved
 	}

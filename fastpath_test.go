@@ -128,7 +128,7 @@ func TestSmallStartAndClaim(t *testing.T) {
 				t.Fatalf("class %d: smallStart took %d bytes into a block", c, in)
 			}
 		}
-		if tail := h.pages.span(wordSpan(word(a))).start + uintptr(classBlocks[c])*uintptr(classSize[c]); tail&(pageSize-1) != 0 {
+		if tail := spanAt(&h.pages, wordSpan(word(a))).start + uintptr(classBlocks[c])*uintptr(classSize[c]); tail&(pageSize-1) != 0 {
 			if _, ok := smallStart(tail, word(tail)); ok {
 				t.Fatalf("class %d: smallStart took the span's tail at %#x", c, tail)
 			}

@@ -162,7 +162,7 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 	if !opts.Checked {
 		h.startProfile(opts.ProfileBytes) // sampling.go
 	}
-	if err := h.pages.reserve(opts.Limit, first, checked, opts.ReleaseDelay, opts.HugePages); err != nil {
+	if err := h.pages.reserve(opts.Limit, first, checked, opts.ReleaseDelay, opts.HugePages, classPages[:]); err != nil {
 		osmem.Unmap(h.busy, maxProcs*busyStride)
 		return nil, err
 	}

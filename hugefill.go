@@ -172,8 +172,8 @@ func (ph *pageHeap) fitIn(k, n, align uint32) (first, at uint32, ok bool) {
 				consider(s, ph.free[s].pages)
 			}
 			p = q
-		case cl < numClasses:
-			p += uint32(classPages[cl]) - idx
+		case int(cl) < len(ph.spanPages):
+			p += uint32(ph.spanPages[cl]) - idx
 		case idx == 0:
 			p += max(wordPages(e), 1)
 		default: // within a run from before k (p == k)

@@ -39,18 +39,3 @@ const checkedStacks = "Options.Checked, or the offheapchecked build tag, reports
 // blockStartOnly is the way out of a refusal of an address inside a block,
 // after "pass Free" or the like.
 const blockStartOnly = "the slice Alloc returned, or a prefix of it (b[:k]); b[i:] starts no block"
-
-// sizeString formats n bytes in the largest binary unit it fills:
-// "512 B", "1.5 KiB", "64.0 MiB".
-func sizeString(n uint64) string {
-	const units = "KMGTPE"
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	i, v := 0, float64(n)/1024
-	for v >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", v, units[i])
-}

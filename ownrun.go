@@ -101,9 +101,9 @@ func (ph *pageHeap) inUse(f func(page uint32, e uint64)) {
 			n := uint32(1)
 			switch cl := wordClass(e); {
 			case cl == 0 || !wordRunStart(e): // free, or not a first page
-			case cl < numClasses:
+			case int(cl) < len(ph.spanPages):
 				f(p, e)
-				n = uint32(classPages[cl])
+				n = uint32(ph.spanPages[cl])
 			default:
 				f(p, e)
 				n = max(wordPages(e), 1)

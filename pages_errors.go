@@ -67,3 +67,18 @@ func (e *addressSpaceError) Unwrap() error { return e.err }
 
 // Is makes errors.Is(e, errAddressSpace) true.
 func (e *addressSpaceError) Is(target error) bool { return target == errAddressSpace }
+
+// sizeString formats n bytes in the largest binary unit it fills:
+// "512 B", "1.5 KiB", "64.0 MiB".
+func sizeString(n uint64) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	i, v := 0, float64(n)/1024
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, units[i])
+}

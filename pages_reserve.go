@@ -27,8 +27,15 @@ const (
 // reserve maps the heap's first region, of size bytes (0: chosen for the
 // limit), and reserves its metadata for the largest virtual page space; a
 // shadowed heap gets a shadow of each region (the checker's record table).
-// delay is Options.ReleaseDelay, and huge Options.HugePages.
-func (ph *pageHeap) reserve(limit int64, size uintptr, shadowed bool, delay time.Duration, huge bool) error {
+// delay is Options.ReleaseDelay, and huge Options.HugePages. spanPages is
+// the pages of each small class's span, by class: the page heap walks its
+// pages by them, and sizes the span array for the shortest.
+func (ph *pageHeap) reserve(limit int64, size uintptr, shadowed bool, delay time.Duration, huge bool, spanPages []uint8) error {
+	ph.spanPages = spanPages
+	ph.minSpan = math.MaxUint64
+	for _, n := range spanPages[1:] {
+		ph.minSpan = min(ph.minSpan, uint64(n))
+	}
 	if size == 0 {
 		size = uintptr(defaultReserve)
 		if limit > defaultReserve/2 {
@@ -63,7 +70,7 @@ func (ph *pageHeap) reserve(limit int64, size uintptr, shadowed bool, delay time
 	maxPages := uint64(maxVirtPages)
 	var meta unsafe.Pointer
 	for {
-		if meta, err = osmem.Reserve(metaBytes(maxPages)); err == nil {
+		if meta, err = osmem.Reserve(metaBytes(maxPages, ph.minSpan)); err == nil {
 			break
 		}
 		if maxPages/2 <= uint64(pages) {
@@ -77,9 +84,9 @@ func (ph *pageHeap) reserve(limit int64, size uintptr, shadowed bool, delay time
 	// would hold a whole 2 MiB resident for a word and keep it so. Kernels
 	// without transparent huge pages refuse the advice, which they do not
 	// need.
-	_ = osmem.NoHugePages(meta, metaBytes(maxPages))
+	_ = osmem.NoHugePages(meta, metaBytes(maxPages, ph.minSpan))
 	ph.base, ph.size, ph.pages0 = uintptr(base), size, pages
-	ph.pmap, ph.metaBytes, ph.maxPages = meta, metaBytes(maxPages), uint32(maxPages)
+	ph.pmap, ph.metaBytes, ph.maxPages = meta, metaBytes(maxPages, ph.minSpan), uint32(maxPages)
 	ph.spans = unsafe.Add(meta, maxPages*8)
 	r := &region{base: uintptr(base), bytes: size, pages: pages, shadow: shadow}
 	if err := ph.commitMeta(r); err != nil {

@@ -48,6 +48,8 @@ type pageHeap struct {
 	pages0    uint32         // region 0's pages
 	pmap      unsafe.Pointer // a word per virtual page, off-heap
 	spans     unsafe.Pointer // span structs by id, off-heap
+	spanPages []uint8        // the pages of each small class's span, by class
+	minSpan   uint64         // the fewest pages of a span
 	maxPages  uint32         // virtual pages the pagemap has room for
 	metaBytes uintptr        // bytes reserved at pmap: the pagemap and the span array
 	delay     time.Duration  // how long a free page stays dirty
@@ -97,9 +99,9 @@ type pageHeap struct {
 
 // metaBytes is the size of the metadata reservation for a virtual space of
 // pages pages: a pagemap word per page, then a span struct for each
-// minSpanPages pages (and id 0, never used).
-func metaBytes(pages uint64) uintptr {
-	n := uintptr(pages)*8 + uintptr(pages/minSpanPages+2)*spanBytes
+// minSpan pages, the shortest span (and id 0, never used).
+func metaBytes(pages, minSpan uint64) uintptr {
+	n := uintptr(pages)*8 + uintptr(pages/minSpan+2)*spanBytes
 	return (n + osmem.PageSize - 1) &^ (osmem.PageSize - 1)
 }
 
@@ -133,21 +135,26 @@ func (ph *pageHeap) runCounts() (allocs, frees, pages uint64) {
 	return ph.largeAllocs.Load(), ph.largeFrees.Load(), ph.largePages.Load()
 }
 
-// census adds the page heap's part of Stats to s, read together under mu:
-// the runs of their own (Large, their Frees and their bytes in use), and
-// the bytes mapped and released, which stay 0 once the heap is closed.
-func (ph *pageHeap) census(s *Stats) {
+// pageCensus is the page heap's part of the heap's census: the runs of
+// their own (large blocks, arena chunks, guarded and sampled blocks)
+// allocated and freed and the pages of those in use, and the bytes mapped
+// and released, which stay 0 once the heap is closed.
+type pageCensus struct {
+	runAllocs, runFrees, runPages uint64
+	mapped, released              uint64
+}
+
+// census is the page heap's census, read together under mu.
+func (ph *pageHeap) census() pageCensus {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
-	allocs, frees, pages := ph.runCounts()
-	s.Large = allocs
-	s.Allocs += allocs
-	s.Frees += frees
-	s.InUseBytes += pages << pageShift
+	var c pageCensus
+	c.runAllocs, c.runFrees, c.runPages = ph.runCounts()
 	if !ph.closed {
-		s.MappedBytes = uint64(ph.mappedPages()) << pageShift
-		s.ReleasedBytes = uint64(ph.released) << pageShift
+		c.mapped = ph.mappedPages() << pageShift
+		c.released = uint64(ph.released) << pageShift
 	}
+	return c
 }
 
 // mappedChanged, when set, runs after any page heap's mapped bytes change,

@@ -48,6 +48,18 @@ import (
 // refuses that much gets a smaller space (reserve halves it).
 const maxVirtPages = 1 << 31
 
+// regionGuard is the inaccessible address space a region of the system's
+// memory (region_os.go) keeps on either side of it, reserved with it and
+// never committed: at least the largest size class (sizeclass.go holds the
+// two in step), so that no write running or skipping past a block at the
+// region's edge, short of that many bytes, reaches whatever the system maps
+// next to it, the heap's metadata included (docs/DESIGN.md, What lives
+// where). A multiple of the largest OS page, 64 KiB, and so of
+// osPageBytes, so the region stays aligned.
+const regionGuard = 256 << 10
+
+var _ = [1]struct{}{}[regionGuard%(64<<10)]
+
 // region is one reservation laid into the virtual page space. Immutable once
 // published.
 type region struct {
@@ -224,9 +236,9 @@ func (ph *pageHeap) commitMeta(r *region) error {
 	if err := commitRange(ph.pmap, uintptr(r.first)*8, uintptr(end)*8); err != nil {
 		return err
 	}
-	// Every span has at least minSpanPages pages, so the spans live at once
-	// are at most the virtual pages so far over minSpanPages.
-	spans := uint32(end/minSpanPages + 1)
+	// Every span has at least minSpan pages, so the spans live at once
+	// are at most the virtual pages so far over minSpan.
+	spans := uint32(end/ph.minSpan + 1)
 	if spans > ph.maxSpan {
 		sz := uintptr(spanBytes)
 		if err := commitRange(ph.spans, uintptr(ph.maxSpan+1)*sz, uintptr(spans+1)*sz); err != nil {

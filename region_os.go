@@ -16,17 +16,6 @@ import (
 // size the heap would like: that size.
 func firstRegionSize(want uintptr) uintptr { return want }
 
-// regionGuard is the inaccessible address space a region keeps on either
-// side of it, reserved with it and never committed: at least the largest
-// size class, so that no write running or skipping past a block at the
-// region's edge, short of that many bytes, reaches whatever the system maps
-// next to it, the heap's metadata included (docs/DESIGN.md, What lives
-// where). A multiple of the largest OS page, 64 KiB, and so of
-// osPageBytes, so the region stays aligned.
-const regionGuard = maxSmall
-
-var _ = [1]struct{}{}[regionGuard%(64<<10)]
-
 // regionAlign is the alignment of a region's base: a 2 MiB huge page, so that
 // the huge-page ranges of a region are its own aligned stretches, and a
 // multiple of every OS page. It costs address space only.

@@ -74,7 +74,7 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
 		e := pageWordAt(h.pmap, off>>pageShift)
 		if c, ok := smallStart(a, e); ok && (!h.central[c].movable.Load() ||
-			!sparseSpan(spanLive(h.pages.span(wordSpan(e))), classInfos[c].blocks)) {
+			!sparseSpan(spanLive(spanAt(&h.pages, wordSpan(e))), classInfos[c].blocks)) {
 			return b, false
 		}
 	}
@@ -115,7 +115,7 @@ func (h *Heap) relocate(b []byte) ([]byte, bool) {
 	}
 	cen := &h.central[p.class]
 	cen.mu.Lock()
-	na, err := cen.relocate(h, h.pages.span(p.span), a, cap(b))
+	na, err := cen.relocate(h, spanAt(&h.pages, p.span), a, cap(b))
 	cen.mu.Unlock()
 	if err != nil {
 		panic(err.Error()) // the lock released, b as it was

@@ -50,7 +50,7 @@ func (h *Heap) RelocateAll(bs [][]byte) (moved int) {
 				goto single
 			}
 			cen := &h.central[c]
-			s := h.pages.span(wordSpan(e))
+			s := spanAt(&h.pages, wordSpan(e))
 			if !cen.movable.Load() || !sparseSpan(spanLive(s), ci.blocks) {
 				continue // as Relocate's dense check
 			}

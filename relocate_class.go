@@ -97,7 +97,7 @@ func (c *relocClass) recount(ph *pageHeap, s *span, was spanKind) {
 func (c *relocClass) publish(ph *pageHeap, class uint8) {
 	m := c.nsparse > 0 && c.nheld >= 2
 	if m && c.nsparse == 1 && c.reloc != 0 {
-		t := ph.span(c.reloc)
+		t := spanAt(ph, c.reloc)
 		m = !(t.listed && t.class == class && t.relocKind()&kindSparse != 0)
 	}
 	if m != c.movable.Load() {

@@ -26,8 +26,8 @@ func TestSpanFreeBytes(t *testing.T) {
 			cen := &h.central[c]
 			cen.mu.Lock()
 			var free uint64
-			for id := cen.partial; id != 0; id = h.pages.span(id).next {
-				sp := h.pages.span(id)
+			for id := cen.partial; id != 0; id = spanAt(&h.pages, id).next {
+				sp := spanAt(&h.pages, id)
 				free += uint64(classBlocks[c] - (sp.carved - sp.nfree))
 			}
 			cen.mu.Unlock()
@@ -61,8 +61,8 @@ func checkSummary(t *testing.T, h *Heap, when string) {
 		cen := &h.central[c]
 		cen.mu.Lock()
 		var sparse, held uint32
-		for id := cen.partial; id != 0; id = h.pages.span(id).next {
-			sp := h.pages.span(id)
+		for id := cen.partial; id != 0; id = spanAt(&h.pages, id).next {
+			sp := spanAt(&h.pages, id)
 			if live := sp.carved - sp.nfree; live > 0 {
 				held++
 				if sparseSpan(live, classBlocks[c]) {
@@ -85,17 +85,17 @@ func checkSummary(t *testing.T, h *Heap, when string) {
 // more live blocks. Called with mu held.
 func (c *central) stuck(h *Heap) bool {
 	t := (*span)(nil)
-	if id := c.reloc; id != 0 && h.pages.span(id).listed && h.pages.span(id).class == c.class {
-		t = h.pages.span(id)
+	if id := c.reloc; id != 0 && spanAt(&h.pages, id).listed && spanAt(&h.pages, id).class == c.class {
+		t = spanAt(&h.pages, id)
 	} else {
-		for id := c.partial; id != 0; id = h.pages.span(id).next {
-			if s := h.pages.span(id); t == nil || s.carved-s.nfree > t.carved-t.nfree {
+		for id := c.partial; id != 0; id = spanAt(&h.pages, id).next {
+			if s := spanAt(&h.pages, id); t == nil || s.carved-s.nfree > t.carved-t.nfree {
 				t = s
 			}
 		}
 	}
-	for id := c.partial; id != 0; id = h.pages.span(id).next {
-		s := h.pages.span(id)
+	for id := c.partial; id != 0; id = spanAt(&h.pages, id).next {
+		s := spanAt(&h.pages, id)
 		if live := s.carved - s.nfree; live > 0 && sparseSpan(live, classBlocks[c.class]) && t != s && t.carved-t.nfree > live {
 			return false
 		}

@@ -72,7 +72,7 @@ func (c *central) spanLives(h *Heap, live []uint32) []uint32 {
 		return live
 	}
 	for id := c.partial; id != 0; {
-		s := h.pages.span(id)
+		s := spanAt(&h.pages, id)
 		if n := s.carved - s.nfree; n != 0 {
 			live = append(live, n)
 		}

@@ -27,7 +27,7 @@ func (c *central) target(h *Heap, s *span, live uint32) *span {
 	if id := c.reloc; id != 0 {
 		// An id of a span since freed may name a span of another class, or
 		// none (freed spans are unlisted).
-		if t := h.pages.span(id); t.listed && t.class == c.class {
+		if t := spanAt(&h.pages, id); t.listed && t.class == c.class {
 			if n := t.carved - t.nfree; n > live && t != s {
 				return t
 			} else if n >= live {
@@ -42,7 +42,7 @@ func (c *central) target(h *Heap, s *span, live uint32) *span {
 	c.scanBudget--
 	for len(c.cands) > 0 {
 		id, was := uint32(c.cands[0]), uint32(c.cands[0]>>32)
-		t := h.pages.span(id)
+		t := spanAt(&h.pages, id)
 		n := t.carved - t.nfree
 		if !t.listed || t.class != c.class || n == 0 {
 			c.cands.popFirst() // freed, full or emptied since the scan
@@ -77,7 +77,7 @@ func (c *central) target(h *Heap, s *span, live uint32) *span {
 func (c *central) scan(h *Heap) {
 	c.cands = c.cands[:0]
 	for id := c.partial; id != 0; {
-		t := h.pages.span(id)
+		t := spanAt(&h.pages, id)
 		if n := t.carved - t.nfree; n != 0 {
 			c.cands = append(c.cands, uint64(n)<<32|uint64(id))
 		}

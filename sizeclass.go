@@ -51,9 +51,6 @@ var (
 		}
 		return t
 	}()
-	// minSpanPages bounds every span's pages from below (the span
-	// metadata's reservation counts on it).
-	minSpanPages = uint64(1) << spanTier
 )
 
 // keepEmptyPages is how many pages of empty spans a class keeps for reuse
@@ -85,6 +82,9 @@ var classInfos = func() (t [numClasses]classInfo) {
 	}
 	return t
 }()
+
+// A region's guards are at least the largest class (region_os.go).
+var _ [regionGuard - maxSmall]struct{}
 
 // maxAlloc bounds a single allocation's size.
 const maxAlloc = min(1<<46, math.MaxInt)

@@ -30,9 +30,9 @@ type span struct {
 // smaller struct fits the stride.
 var _ = [1]struct{}{}[(int(unsafe.Sizeof(span{}))-spanBytes)*int(unsafe.Sizeof(uintptr(0))/8)]
 
-// span is the struct of span id in the page heap's span array.
-func (ph *pageHeap) span(id uint32) *span {
-	return (*span)(unsafe.Add(ph.spans, uintptr(id)*spanBytes))
+// spanAt is the struct of span id in the page heap's span array.
+func spanAt(ph *pageHeap, id uint32) *span {
+	return (*span)(ph.spanSlot(id))
 }
 
 // empty reports whether the span holds no live block.
@@ -103,48 +103,21 @@ func (s *span) follow(k *listKeys, key uint64, block uintptr, rest uint32) (uint
 	return uint32(next), next-1 < uint64(s.carved)
 }
 
-// allocSpan makes a span for class c from the page heap's pages.
-func (ph *pageHeap) allocSpan(c uint8) (uint32, *span, error) {
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
-	if ph.closed {
-		return 0, nil, errClosed
-	}
-	id, ok := ph.newSpanID()
-	if !ok {
-		return 0, nil, ph.outOfSpace(uint64(classPages[c])<<pageShift, nil)
-	}
-	first, _, err := ph.alloc(uint32(classPages[c]), 1, func(i uint32) uint64 {
-		return smallWord(c, i, id)
-	})
-	if err != nil {
-		ph.spanIDs = append(ph.spanIDs, id)
-		return 0, nil, err
-	}
-	s := ph.span(id)
-	*s = span{start: ph.addr(first), class: c}
-	return id, s, nil
+// allocSpan makes a span for class c from the page heap's pages. The
+// span's struct is made under the page heap's lock, before any reader of
+// the pagemap can find it.
+func (h *Heap) allocSpan(c uint8) (uint32, *span, error) {
+	var s *span
+	id, err := h.pages.allocSpan(uint32(classPages[c]),
+		func(i, id uint32) uint64 { return smallWord(c, i, id) },
+		func(id uint32, start uintptr) {
+			s = spanAt(&h.pages, id)
+			*s = span{start: start, class: c}
+		})
+	return id, s, err
 }
 
-// freeSpan gives an empty span's pages back to the page heap.
-func (ph *pageHeap) freeSpan(id uint32, s *span) {
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
-	first, _ := ph.pageOf(s.start)
-	ph.release(first, uint32(classPages[s.class]))
-	ph.spanIDs = append(ph.spanIDs, id)
-}
-
-// newSpanID hands out a span struct. Called with mu held.
-func (ph *pageHeap) newSpanID() (uint32, bool) {
-	if n := len(ph.spanIDs); n > 0 {
-		id := ph.spanIDs[n-1]
-		ph.spanIDs = ph.spanIDs[:n-1]
-		return id, true
-	}
-	if ph.nextSpan >= ph.maxSpan {
-		return 0, false
-	}
-	ph.nextSpan++
-	return ph.nextSpan, true
+// freeSpan gives span id, empty, back to the page heap.
+func (h *Heap) freeSpan(id uint32, s *span) {
+	h.pages.freeSpan(id, s.start, uint32(classPages[s.class]))
 }
