@@ -1,12 +1,13 @@
 package offheap
 
 // The pagemap's encoding: one word per page, the only structure Free reads
-// without a lock. Its constructors, accessors and the fast checks of the
-// fast paths are here, and only here and in placeOf, the one
-// decoder the slow paths share, is a word taken apart.
+// without a lock. Its constructors and accessors are here, and only here is
+// a word's layout known: placeOf, the one decoder the slow paths share, and
+// the fast paths' checks beside it (place.go) read a word through them.
 //
-//	bits  0-7   class: 0 free, 1..numClasses-1 a small span, or the class
-//	            of a run of its own: classLarge, classArena, classGuarded,
+//	bits  0-7   class: 0 free, a small class (a span's: below the number
+//	            of classes the page heap was made with), or the class of a
+//	            run of its own: classLarge, classArena, classGuarded,
 //	            classSampled
 //	bits  8-31  the page's index within its span (small), 0 or 1 (a run:
 //	            first page or not; pageUnguarded on a guarded run's guard
@@ -63,9 +64,6 @@ func dirtyWord(t uint32) uint64 { return pageDirty | uint64(t)<<32 }
 // run's class.
 func wordClass(e uint64) uint8 { return uint8(e) }
 
-// isSmall reports whether class c is a small class (a span's).
-func isSmall(c uint8) bool { return c-1 < numClasses-1 }
-
 // wordSpan is the span id of a small span's page.
 func wordSpan(e uint64) uint32 { return uint32(e >> 32) }
 
@@ -91,47 +89,3 @@ func markUnguarded(w *uint64) { *w |= pageUnguarded }
 // wordUnguarded reports whether a guard page's word says its run has no
 // guard page.
 func wordUnguarded(e uint64) bool { return e&pageUnguarded != 0 }
-
-// smallStart reports whether a starts a block of a small class, e being
-// the pagemap word of a's page, and the class: blockStart for a class the
-// word names. It says nothing of whether the block is free (claim's key
-// does, fastpath.go). The fast check of Free, Local.Free and Relocate; it
-// inlines into them.
-//
-//go:nosplit
-func smallStart(a uintptr, e uint64) (c uint8, ok bool) {
-	c = uint8(e)
-	if k := c - 1; k < numClasses-1 {
-		ci := &(*[numClasses - 1]classInfo)(classInfos[1:])[k] // classInfos[c], no bounds check
-		o := uint64(a&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
-		q := o * ci.divMul >> 40
-		ok = o == q*uint64(ci.size) && q < uint64(ci.blocks)
-	}
-	return c, ok
-}
-
-// blockIn locates address a in the span of a small class: e is the pagemap
-// word of a's page and ci its class's info. It returns the index in the span
-// of the block that holds a, and how many bytes into that block a is: a
-// starts a block exactly when into is 0 and index is below ci.blocks (a
-// span's tail past its last block holds none). Regions are pageSize
-// aligned, so a's offset in its page is its low bits, and bits 8-31 of e
-// are the page's index in its span; the division is divMul's multiply.
-// Every caller that turns an address into a block start uses it, Free's
-// fast path included, where it inlines to the same instructions.
-func blockIn(a uintptr, e uint64, ci *classInfo) (index, into uint64) {
-	o := uint64(a&(pageSize-1)) | uint64(wordIndex(e))<<pageShift
-	index = o * ci.divMul >> 40
-	return index, o - index*uint64(ci.size)
-}
-
-// blockStart reports whether a starts a block of the small class whose
-// info is ci, e being the pagemap word of a's page (blockIn): the test
-// every Free makes, Heap.Free's and Local.Free's fast paths included. It
-// is nosplit, as they are, and inlines into them.
-//
-//go:nosplit
-func blockStart(a uintptr, e uint64, ci *classInfo) bool {
-	q, into := blockIn(a, e, ci)
-	return into == 0 && q < uint64(ci.blocks)
-}
