@@ -162,3 +162,31 @@ func (ph *pageHeap) census() pageCensus {
 // (LimitGoMemory moves the Go runtime's limit). It is set once, by an init
 // function, before any heap exists.
 var mappedChanged func()
+
+// resident is how many bytes of the committed memory are resident now, in
+// whole OS pages (Heap.ResidentBytes), or errClosed.
+func (ph *pageHeap) resident() (uint64, error) {
+	ph.mu.Lock()
+	if ph.closed {
+		ph.mu.Unlock()
+		return 0, errClosed
+	}
+	// Every region but the current one is committed whole (addRegion
+	// commits the rest of the old one); the current one up to its frontier.
+	regions := ph.regions.Load().byPage
+	frontier := uintptr(ph.frontier) << pageShift
+	ph.mu.Unlock()
+	var total uint64
+	for i, r := range regions {
+		n := r.bytes
+		if i == len(regions)-1 {
+			n = frontier
+		}
+		b, err := osmem.ResidentBytes(ptr(r.base), n)
+		if err != nil {
+			return total, err
+		}
+		total += b
+	}
+	return total, nil
+}
