@@ -7,6 +7,7 @@ package offheap
 import (
 	"fmt"
 
+	"github.com/offheap/offheap/internal/pageheap"
 	"github.com/offheap/offheap/internal/pin"
 )
 
@@ -229,7 +230,7 @@ func (h *Heap) allocBig(n int, zero bool) ([]byte, error) {
 		return nil, ErrClosed
 	}
 	defer h.exit()
-	a, err := h.allocLarge(n, zero, classLarge)
+	a, err := h.allocLarge(n, zero, pageheap.ClassLarge)
 	if err != nil {
 		return nil, err
 	}

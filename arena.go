@@ -102,6 +102,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/offheap/offheap/internal/pageheap"
 	"github.com/offheap/offheap/internal/pin"
 )
 
@@ -235,9 +236,9 @@ func (h *Heap) NewArenaSize(chunkSize int) *Arena {
 		panic(fmt.Sprintf("offheap: NewArenaSize(%d): invalid chunk size: it must be positive (NewArena chooses the chunks itself)", chunkSize))
 	}
 	if most := h.mostBytes(); uint64(chunkSize) > most {
-		panic(fmt.Sprintf("offheap: NewArenaSize(%d): chunks larger than the %s this heap's address space can hold would make every allocation fail; use a smaller chunk size", chunkSize, sizeString(most)))
+		panic(fmt.Sprintf("offheap: NewArenaSize(%d): chunks larger than the %s this heap's address space can hold would make every allocation fail; use a smaller chunk size", chunkSize, pageheap.SizeString(most)))
 	}
-	return newArena(h, alignUp(max(uintptr(chunkSize), arenaChunkMin), pageSize), false)
+	return newArena(h, pageheap.AlignUp(max(uintptr(chunkSize), arenaChunkMin), pageSize), false)
 }
 
 func newArena(h *Heap, chunk uintptr, grow bool) *Arena {

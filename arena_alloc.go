@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 
+	"github.com/offheap/offheap/internal/pageheap"
 	"github.com/offheap/offheap/internal/pin"
 )
 
@@ -121,7 +122,7 @@ func (a *Arena) alloc(n int, zero bool) ([]byte, error) {
 	case uint64(n) > maxAlloc:
 		return nil, fmt.Errorf("%w: %d bytes is more than an arena can hold", ErrSize, n)
 	}
-	sz := alignUp(uintptr(n), arenaAlign)
+	sz := pageheap.AlignUp(uintptr(n), arenaAlign)
 	var x uintptr
 	var err error
 	switch {
@@ -133,7 +134,7 @@ func (a *Arena) alloc(n int, zero bool) ([]byte, error) {
 		x, err = a.allocShared(sz, n, zero)
 	}
 	if err != nil {
-		return nil, requested(err, n)
+		return nil, pageheap.Requested(err, n)
 	}
 	return bytesAt(x, n), nil
 }
@@ -249,7 +250,7 @@ func (a *Arena) growFrom(lane int, old *arenaChunk) error {
 	if c == nil {
 		size := a.chunk
 		if a.grow {
-			size = min(max(size, alignUp(a.held, pageSize)), max(size, arenaChunkMax))
+			size = min(max(size, pageheap.AlignUp(a.held, pageSize)), max(size, arenaChunkMax))
 		}
 		var err error
 		if c, err = a.newChunk(size, false); err != nil { // cleared as claimed
@@ -285,7 +286,7 @@ func (a *Arena) allocOwn(sz uintptr, n int, zero bool) (uintptr, error) {
 	} else {
 		var err error
 		// Zeroed by the heap, which clears only the pages that were dirty.
-		if c, err = a.newChunk(alignUp(sz, pageSize), zero); err != nil {
+		if c, err = a.newChunk(pageheap.AlignUp(sz, pageSize), zero); err != nil {
 			return 0, err
 		}
 	}
@@ -322,7 +323,7 @@ func chunkBytes(sz uintptr) uintptr {
 	if sz <= maxSmall {
 		return uintptr(classSize[sizeClass(int(sz))])
 	}
-	return alignUp(sz, pageSize)
+	return pageheap.AlignUp(sz, pageSize)
 }
 
 // installProcs gives the arena its per-P array, sized for GOMAXPROCS now, or
@@ -339,7 +340,7 @@ func (a *Arena) installProcs() *arenaProcs {
 	if err != nil {
 		return nil
 	}
-	ps := (*arenaProcs)(ptr(alignUp(addrOf(b), arenaLine)))
+	ps := (*arenaProcs)(ptr(pageheap.AlignUp(addrOf(b), arenaLine)))
 	ps.n = uintptr(np)
 	a.procMem = b
 	a.h.registerArena(a)

@@ -3,6 +3,8 @@ package offheap
 import (
 	"runtime"
 	"testing"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // TestArenaBump: bump hands out a P's sub-chunk front to back, in the sizes
@@ -57,7 +59,7 @@ func TestArenaAllocBumps(t *testing.T) {
 		if addrOf(b) != end {
 			breaks++
 		}
-		end = addrOf(b) + alignUp(uintptr(n), arenaAlign)
+		end = addrOf(b) + pageheap.AlignUp(uintptr(n), arenaAlign)
 		total += n
 	}
 	// A refill drops at most arenaFastMax bytes of the sub-chunk it leaves.

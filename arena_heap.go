@@ -40,6 +40,8 @@ import (
 	"cmp"
 	"slices"
 	"weak"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // registerArena and forgetArena keep the set of arenas with a per-P array,
@@ -89,9 +91,9 @@ func (a *Arena) free(b []byte) { a.h.freeArenaRun(addrOf(b)) }
 // arenaRun takes a run of pages for n bytes of an arena, marked classArena.
 // Called between enter and exit.
 func (h *Heap) arenaRun(n int, zero bool) ([]byte, error) {
-	p, err := h.allocLarge(n, zero, classArena)
+	p, err := h.allocLarge(n, zero, pageheap.ClassArena)
 	if err != nil && h.flushedAtLimit(err) {
-		p, err = h.allocLarge(n, zero, classArena)
+		p, err = h.allocLarge(n, zero, pageheap.ClassArena)
 	}
 	if err != nil {
 		return nil, err
@@ -112,7 +114,7 @@ func (h *Heap) freeArenaRun(p uintptr) {
 		return
 	}
 	h.releaseArenaRun(p) // out of the profile first, as freeSampled
-	h.freeLarge(p, classArena)
+	h.freeLarge(p, pageheap.ClassArena)
 }
 
 // Reset forgets every allocation, keeping the arena's chunks for the next

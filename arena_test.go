@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // arenaRec is one allocation a test made: where, how long, and the seed of the
@@ -69,7 +71,7 @@ func checkRecs(recs []arenaRec) error {
 	return nil
 }
 
-func round16(n int) uint64 { return uint64(alignUp(uintptr(n), arenaAlign)) }
+func round16(n int) uint64 { return uint64(pageheap.AlignUp(uintptr(n), arenaAlign)) }
 
 // recorder collects allocations from many goroutines.
 type recorder struct {

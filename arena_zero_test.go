@@ -2,6 +2,8 @@ package offheap
 
 import (
 	"testing"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // TestArenaZeroesEveryRound: memory handed out after Reset, which the round
@@ -56,7 +58,7 @@ func TestArenaAllocUnzeroed(t *testing.T) {
 			big[i] = 0xA5
 		}
 		r.check(t)
-		if got, want := a.Stats().AllocBytes, r.bytes()+uint64(alignUp(20000, arenaAlign)); got != want {
+		if got, want := a.Stats().AllocBytes, r.bytes()+uint64(pageheap.AlignUp(20000, arenaAlign)); got != want {
 			t.Errorf("round %d: Stats().AllocBytes = %d, want %d", round, got, want)
 		}
 		a.Reset()

@@ -18,7 +18,7 @@ import "sync/atomic"
 // 0's offsets are a - h.base. ok is false when a is not in h's address
 // space.
 func (h *Heap) refOffset(a uintptr) (off uint64, ok bool) {
-	p, ok := h.pages.pageOf(a)
+	p, ok := h.pages.PageOf(a)
 	off = uint64(p)<<pageShift | uint64(a&(pageSize-1))
 	return off, ok && off < refMax
 }
@@ -31,15 +31,15 @@ func (h *Heap) refOffset(a uintptr) (off uint64, ok bool) {
 // heap.
 func (h *Heap) refAddr(off, n uint64) (uintptr, bool) {
 	p := off >> pageShift
-	if p >= uint64(h.pages.maxPages) {
+	if p >= uint64(h.pages.MaxPages) {
 		return 0, false
 	}
-	r := h.pages.regions.Load().holding(uint32(p))
+	r := h.pages.Regions.Load().Holding(uint32(p))
 	if r == nil {
 		return 0, false
 	}
-	o := off - uint64(r.first)<<pageShift
-	return r.base + uintptr(o), n <= uint64(r.bytes)-o
+	o := off - uint64(r.First)<<pageShift
+	return r.Base + uintptr(o), n <= uint64(r.Bytes)-o
 }
 
 // refFast is Bytes' fast path: the address of compact offset off and true

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/offheap/offheap/internal/osmem"
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // Stats returns the heap's census. It takes each lock briefly and reads the
@@ -69,12 +70,12 @@ func (h *Heap) Stats() Stats {
 		s.Frees += cs.Frees
 		s.InUseBytes += cs.InUse * uint64(cs.Size)
 	}
-	pc := h.pages.census()
-	s.Large = pc.runAllocs
-	s.Allocs += pc.runAllocs
-	s.Frees += pc.runFrees
-	s.InUseBytes += pc.runPages << pageShift
-	s.MappedBytes, s.ReleasedBytes = pc.mapped, pc.released
+	pc := h.pages.Census()
+	s.Large = pc.RunAllocs
+	s.Allocs += pc.RunAllocs
+	s.Frees += pc.RunFrees
+	s.InUseBytes += pc.RunPages << pageShift
+	s.MappedBytes, s.ReleasedBytes = pc.Mapped, pc.Released
 	if h.chk != nil {
 		// Checked mode: blocks in the quarantine are freed as far as the
 		// program is concerned.
@@ -149,7 +150,7 @@ func (h *Heap) InUse() (bytes, blocks uint64) {
 			net[c] -= q[c]
 		}
 	}
-	allocs, frees, pages := h.pages.runCounts()
+	allocs, frees, pages := h.pages.RunCounts()
 	n := int64(allocs - frees - largeQ)
 	b := int64(pages-pagesQ) << pageShift
 	for c := 1; c < numClasses; c++ {
@@ -164,7 +165,7 @@ func (h *Heap) mappedBytes() uint64 {
 	if h.closed.Load() {
 		return 0 // Close unmapped it all
 	}
-	return h.pages.mapped.Load()
+	return h.pages.Mapped.Load()
 }
 
 // String summarizes s on one line, for logs: the operations, then the
@@ -172,8 +173,8 @@ func (h *Heap) mappedBytes() uint64 {
 func (s Stats) String() string {
 	return fmt.Sprintf("%d allocs (%d magazine, %d local, %d central, %d fresh, %d large), %d frees; %s in use, %s mapped, %s released, %s in magazines, %s in depots, %s in Locals",
 		s.Allocs, s.MagazineHits, s.LocalHits, s.CentralHits, s.Fresh, s.Large, s.Frees,
-		sizeString(s.InUseBytes), sizeString(s.MappedBytes), sizeString(s.ReleasedBytes),
-		sizeString(s.MagazineBytes), sizeString(s.DepotBytes), sizeString(s.LocalBytes))
+		pageheap.SizeString(s.InUseBytes), pageheap.SizeString(s.MappedBytes), pageheap.SizeString(s.ReleasedBytes),
+		pageheap.SizeString(s.MagazineBytes), pageheap.SizeString(s.DepotBytes), pageheap.SizeString(s.LocalBytes))
 }
 
 // HugePageBytes returns how many bytes of the heap's regions are in
@@ -186,8 +187,8 @@ func (h *Heap) HugePageBytes() (uint64, error) {
 	}
 	defer h.exit()
 	var ranges [][2]uintptr
-	for _, r := range h.pages.regions.Load().byPage {
-		ranges = append(ranges, [2]uintptr{r.base, r.base + r.bytes})
+	for _, r := range h.pages.Regions.Load().ByPage {
+		ranges = append(ranges, [2]uintptr{r.Base, r.Base + r.Bytes})
 	}
 	return osmem.AnonHugeBytes(ranges)
 }

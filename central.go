@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // central is the heap-wide store of free blocks of one size class, under one
@@ -93,7 +95,7 @@ func (c *central) get(h *Heap, dst []uintptr) (n int, fresh bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if h.closed.Load() {
-		return 0, false, errClosed
+		return 0, false, pageheap.ErrClosed
 	}
 	if k := len(c.depot); k > 0 && len(dst) >= c.depot[k-1].n {
 		b := c.depot[k-1]
@@ -245,12 +247,12 @@ func (c *central) freeDirect(h *Heap, a uintptr) {
 // putLocked returns one block to its span, and the span to the page heap
 // when it is empty and the class already keeps enough empty spans.
 func (c *central) putLocked(h *Heap, b uintptr) {
-	page := uint32((b - h.pages.base) >> pageShift) // pageOf, inline for region 0
-	if b-h.pages.base >= h.pages.size {
-		page, _ = h.pages.pageOfFar(b)
+	page := uint32((b - h.pages.Base) >> pageShift) // pageOf, inline for region 0
+	if b-h.pages.Base >= h.pages.Size {
+		page, _ = h.pages.PageOfFar(b)
 	}
-	e := *h.pages.entry(page)
-	id := wordSpan(e)
+	e := *h.pages.Entry(page)
+	id := pageheap.WordSpan(e)
 	s := spanAt(&h.pages, id)
 	i, _ := blockIn(b, e, &classInfos[s.class])
 	raceAcquire(ptr(b)) // race builds: after the block's last Free

@@ -105,6 +105,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync/atomic"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // raise logs every *MemoryError in err (one, or several joined) and panics
@@ -128,7 +130,7 @@ func (h *Heap) initChecked() {
 		size:  h.size,
 		pmap:  h.pmap,
 	}
-	c.table = h.pages.regions.Load().byPage[0].shadow
+	c.table = h.pages.Regions.Load().ByPage[0].Shadow
 	c.q.init(quarantineBlocks, quarantineBytes)
 	initDepot()
 	register(c)
@@ -222,7 +224,7 @@ func (c *checker) allocRun(n int, zero, guard bool, st stackID) ([]byte, error) 
 	if guard {
 		return c.allocGuarded(n, zero, st)
 	}
-	a, err := h.allocLarge(n+canaryLen, zero, classLarge) // zeroes what may be dirty, as a fast heap's does
+	a, err := h.allocLarge(n+canaryLen, zero, pageheap.ClassLarge) // zeroes what may be dirty, as a fast heap's does
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +247,7 @@ func (c *checker) freeRun(a uintptr, st stackID) {
 	switch {
 	case p.kind == placeArena:
 		panic(arenaFree(a))
-	case p.kind == placeRun && p.class == classLarge:
+	case p.kind == placeRun && p.class == pageheap.ClassLarge:
 		r = c.rec(a)
 	case p.kind == placeGuarded:
 		// a is the block's start if its record is a's; a record of a's
@@ -277,7 +279,7 @@ func (c *checker) freeRun(a uintptr, st stackID) {
 	r.state = stateFreed
 	var err error
 	switch {
-	case cl != classGuarded:
+	case cl != pageheap.ClassGuarded:
 		poison(bytesAt(a, int(c.poisonLen(a, cl))))
 		err = c.quarantineRun(a, cl)
 	case c.inPool(guardBase(a)):

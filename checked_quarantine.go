@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/offheap/offheap/internal/osmem"
+	"github.com/offheap/offheap/internal/pageheap"
 	"github.com/offheap/offheap/internal/pin"
 )
 
@@ -162,10 +163,10 @@ func (q *quarantine) popSmall(p *ring) ringSlot {
 // runBytes is what the quarantined run at a, of pagemap class cl, holds of
 // the heap: its pages, a guarded block's guard page included.
 func (c *checker) runBytes(a uintptr, cl uint8) uintptr {
-	if cl == classGuarded {
+	if cl == pageheap.ClassGuarded {
 		a = guardBase(a)
 	}
-	return uintptr(c.h.pages.runPages(a)) << pageShift
+	return uintptr(c.h.pages.RunPages(a)) << pageShift
 }
 
 // drain pops every block of p, oldest first, onto out. p is the caller's.
@@ -207,8 +208,8 @@ func (c *checker) quarantineRun(a uintptr, cl uint8) error {
 // exit.
 func (h *Heap) quarantineArena(a uintptr) {
 	c := h.chk
-	poison(bytesAt(a, int(c.poisonLen(a, classArena))))
-	if err := c.quarantineRun(a, classArena); err != nil {
+	poison(bytesAt(a, int(c.poisonLen(a, pageheap.ClassArena))))
+	if err := c.quarantineRun(a, pageheap.ClassArena); err != nil {
 		c.raise(err)
 	}
 }
@@ -220,11 +221,11 @@ func (h *Heap) quarantineArena(a uintptr) {
 func (c *checker) poisonLen(a uintptr, cl uint8) uintptr {
 	var n uintptr
 	switch cl {
-	case classGuarded:
+	case pageheap.ClassGuarded:
 		return 0
-	case classLarge:
+	case pageheap.ClassLarge:
 		n = uintptr(c.rec(a).size) + canaryLen
-	case classArena:
+	case pageheap.ClassArena:
 		n = c.runBytes(a, cl)
 	default:
 		return uintptr(classSize[cl])
@@ -251,12 +252,12 @@ func (c *checker) release(a uintptr, cl uint8, giveBack bool) error {
 	}
 	h := c.h
 	switch cl {
-	case classArena: // no record
-		h.freeLarge(a, classArena)
-	case classLarge:
+	case pageheap.ClassArena: // no record
+		h.freeLarge(a, pageheap.ClassArena)
+	case pageheap.ClassLarge:
 		c.rec(a).state = stateNone
-		h.freeLarge(a, classLarge)
-	case classGuarded:
+		h.freeLarge(a, pageheap.ClassLarge)
+	case pageheap.ClassGuarded:
 		c.rec(a).state = stateNone
 		c.releaseGuarded(a)
 	default:

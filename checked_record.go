@@ -2,6 +2,8 @@ package offheap
 
 import (
 	"unsafe"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // record is the metadata of one checked block, whatever its kind. It lives
@@ -70,8 +72,8 @@ func (c *checker) rec(a uintptr) *record {
 // recFar is rec for a block outside region 0: the record is at the same
 // offset in its region's part of the table.
 func (c *checker) recFar(a uintptr) *record {
-	r := c.h.pages.regions.Load().byAddress(a)
-	return (*record)(unsafe.Add(r.shadow, (a-r.base)&^(recGranule-1)))
+	r := c.h.pages.Regions.Load().ByAddress(a)
+	return (*record)(unsafe.Add(r.Shadow, (a-r.Base)&^(recGranule-1)))
 }
 
 // seal is a record's seal of its block's start and length, keyed by the
@@ -113,14 +115,14 @@ func (c *checker) smallRecord(a uintptr) (r *record, start bool, cl uint8) {
 		page = uint32(off >> pageShift)
 		r = (*record)(unsafe.Add(c.table, off&^(recGranule-1)))
 	} else {
-		p, ok := c.h.pages.pageOfFar(a)
+		p, ok := c.h.pages.PageOfFar(a)
 		if !ok {
 			return nil, false, 0
 		}
 		page, r = p, c.recFar(a)
 	}
-	e := pageWordAt(c.pmap, uintptr(page))
-	cl = wordClass(e)
+	e := pageheap.PageWordAt(c.pmap, uintptr(page))
+	cl = pageheap.WordClass(e)
 	if !isSmall(cl) {
 		return nil, false, 0
 	}
@@ -140,20 +142,20 @@ func (c *checker) smallRecord(a uintptr) (r *record, start bool, cl uint8) {
 func (c *checker) blockOf(a uintptr) (start uintptr, cl uint8, r *record) {
 	switch p := c.h.placeOf(a); p.kind {
 	case placeSmall, placeInSmall, placeShared, placeRun, placeInRun:
-		if p.start == 0 || p.class == classSampled {
+		if p.start == 0 || p.class == pageheap.ClassSampled {
 			return 0, 0, nil
 		}
 		return p.start, p.class, c.rec(p.start)
 	case placeGuarded:
-		first, _, ok := c.h.pages.runHolding(a)
+		first, _, ok := c.h.pages.RunHolding(a)
 		if !ok {
 			return 0, 0, nil
 		}
 		if r := c.rec(a); guardBase(a) == first && r.state != stateNone && r.sum == c.seal(a, r.size) {
-			return a, classGuarded, r // a is the block's start: Ref and Bytes look no further
+			return a, pageheap.ClassGuarded, r // a is the block's start: Ref and Bytes look no further
 		}
 		start, r := c.guardedBlock(first)
-		return start, classGuarded, r
+		return start, pageheap.ClassGuarded, r
 	}
 	return 0, 0, nil // a free page, or an arena's memory, which is no block
 }
@@ -163,9 +165,9 @@ func (c *checker) blockOf(a uintptr) (start uintptr, cl uint8, r *record) {
 // its guard page (guarded). The canary fills the bytes from size to there.
 func (c *checker) blockEnd(a uintptr, cl uint8, size uint64) uintptr {
 	switch cl {
-	case classLarge:
+	case pageheap.ClassLarge:
 		return a + uintptr(size) + canaryLen
-	case classGuarded:
+	case pageheap.ClassGuarded:
 		return c.guardPage(guardBase(a))
 	}
 	return a + uintptr(classSize[cl])

@@ -48,7 +48,7 @@ func (c *checker) refRecord(a uintptr) (state uint32, size int, alloc, free stac
 // refUnknown says why no live block starts at a, completing "... of %#x,
 // which ...".
 func (c *checker) refUnknown(a uintptr) string {
-	if c.h.pages.contains(a) {
+	if c.h.pages.Contains(a) {
 		if p := c.h.placeOf(a); p.kind == placeArena {
 			return p.why(a) // as Free says it (checker.freeRun)
 		}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // ErrorKind says what a MemoryError caught.
@@ -264,7 +266,7 @@ func (c *checker) info(a uintptr) (BlockInfo, bool) {
 	if st != stateLive && st != stateFreed {
 		return BlockInfo{}, false
 	}
-	info := BlockInfo{Start: start, Size: int(size), Freed: st == stateFreed, Guarded: cl == classGuarded, AllocStack: alloc.String()}
+	info := BlockInfo{Start: start, Size: int(size), Freed: st == stateFreed, Guarded: cl == pageheap.ClassGuarded, AllocStack: alloc.String()}
 	if info.Freed {
 		info.FreeStack = free.String()
 	}
@@ -274,7 +276,7 @@ func (c *checker) info(a uintptr) (BlockInfo, bool) {
 // unknownFree builds the error for a Free of an address with no live or
 // freed record. Called between enter and exit.
 func (c *checker) unknownFree(a uintptr) *MemoryError {
-	if c.h.pages.contains(a) {
+	if c.h.pages.Contains(a) {
 		if start, _, _ := c.blockOf(a); start != 0 && start != a {
 			if sharedBlock(start, a) {
 				return &MemoryError{Kind: InvalidFree, Addr: a,
@@ -331,7 +333,7 @@ func overrun(a uintptr, size uint64, alloc stackID) *MemoryError {
 // left the quarantine with the first n bytes' poison overwritten.
 func (c *checker) writeAfterFree(a uintptr, cl uint8, n uintptr) *MemoryError {
 	e := &MemoryError{Kind: WriteAfterFree, Addr: a, detail: "a freed block in quarantine was written to"}
-	if cl != classArena { // an arena's run has no record
+	if cl != pageheap.ClassArena { // an arena's run has no record
 		r := c.rec(a)
 		e.Size, e.AllocStack, e.FreeStack = int(r.size), r.alloc.String(), r.free.String()
 	}
@@ -357,19 +359,19 @@ func (c *checker) leaks() []Leak {
 		}
 	}
 	ph := &c.h.pages
-	ph.inUse(func(page uint32, e uint64) {
-		switch cl := wordClass(e); {
-		case !c.all && cl != classGuarded:
+	ph.InUse(func(page uint32, e uint64) {
+		switch cl := pageheap.WordClass(e); {
+		case !c.all && cl != pageheap.ClassGuarded:
 		case cl < numClasses:
-			s := spanAt(ph, wordSpan(e))
+			s := spanAt(ph, pageheap.WordSpan(e))
 			size := uintptr(classSize[cl])
 			for q := uintptr(0); q < uintptr(s.carved); q++ {
 				found(s.start+q*size, c.rec(s.start+q*size))
 			}
-		case cl == classLarge:
-			found(ph.addr(page), c.rec(ph.addr(page)))
-		case cl == classGuarded:
-			if a, r := c.guardedBlock(ph.addr(page)); r != nil {
+		case cl == pageheap.ClassLarge:
+			found(ph.Addr(page), c.rec(ph.Addr(page)))
+		case cl == pageheap.ClassGuarded:
+			if a, r := c.guardedBlock(ph.Addr(page)); r != nil {
 				found(a, r)
 			}
 		}
@@ -383,7 +385,7 @@ func lookupHeap(a uintptr) *checker {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	for _, c := range registry.heaps {
-		if c.h.pages.contains(a) {
+		if c.h.pages.Contains(a) {
 			return c
 		}
 	}

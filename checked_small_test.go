@@ -28,7 +28,7 @@ var osPageSize = uintptr(unix.Getpagesize())
 // TestCheckedRecordsReleased: the record table's pages are committed as
 // small blocks are allocated and go back to the system with the pages they
 // describe. Positive control: without the page heap releasing them
-// (pageHeap.shadow), the records of 20000 freed blocks stayed resident after
+// (pageheap.Heap.Shadow), the records of 20000 freed blocks stayed resident after
 // Trim and this test failed.
 func TestCheckedRecordsReleased(t *testing.T) {
 	h := checkedHeap(t, Options{})

@@ -107,12 +107,12 @@ func (h *Heap) Close() error {
 		leaks = chk.close()
 	}
 	mags := h.closeMagazines()
-	h.pages.close()
+	h.pages.Close()
 	errs := []error{h.closeCaches()}
 	for _, m := range mags {
 		errs = append(errs, osmem.Unmap(unsafe.Pointer(m), unsafe.Sizeof(*m)))
 	}
-	errs = append(errs, h.pages.unmap())
+	errs = append(errs, h.pages.Unmap())
 	errs = append(errs, osmem.Unmap(h.busy, maxProcs*busyStride))
 	if err := errors.Join(errs...); err != nil {
 		return errors.Join(leaks, err)

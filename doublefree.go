@@ -2,6 +2,8 @@ package offheap
 
 import (
 	"fmt"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // Double frees of small blocks in fast mode, caught nearly for free, the way
@@ -111,8 +113,8 @@ func (h *Heap) freeState(a uintptr, c uint8, span, index uint32, bad **corruptEr
 	// Spans of class c are made and given back under cen.mu: if a's page
 	// still names the span placeOf found, it stays a's until the unlock;
 	// if not, it went back to the page heap since, with every block free.
-	page, _ := h.pages.pageOf(a)
-	if e := *h.pages.entry(page); wordClass(e) != c || wordSpan(e) != span {
+	page, _ := h.pages.PageOf(a)
+	if e := *h.pages.Entry(page); pageheap.WordClass(e) != c || pageheap.WordSpan(e) != span {
 		return blockFree
 	}
 	s := spanAt(&h.pages, span)

@@ -88,7 +88,7 @@ func TestDoubleFree(t *testing.T) {
 				// Every block back on its span: keep one of blocks[1]'s span
 				// live, so that the span stays; with one block a span, the
 				// span goes and the second Free finds no block at all.
-				span := func(b []byte) uint64 { p, _ := h.pages.pageOf(addrOf(b)); return *h.pages.entry(p) >> 32 }
+				span := func(b []byte) uint64 { p, _ := h.pages.PageOf(addrOf(b)); return *h.pages.Entry(p) >> 32 }
 				blocks = blocks[:0]
 				var keep []byte
 				for range many {

@@ -3,13 +3,15 @@ package offheap
 import (
 	"sync/atomic"
 	"testing"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // Test hooks: what tests reach inside the heap, kept out of the production
 // paths.
 
 // newTestHeapFirstRegion is newTestHeap with a first region of size bytes,
-// so that a test reaches the later regions (region.go) without filling 64
+// so that a test reaches the later regions (internal/pageheap/region.go) without filling 64
 // GiB first.
 func newTestHeapFirstRegion(t testing.TB, opts Options, size uintptr) *Heap {
 	t.Helper()
@@ -25,9 +27,9 @@ func newTestHeapFirstRegion(t testing.TB, opts Options, size uintptr) *Heap {
 // made), for tests of the release timing that must not depend on the
 // scheduler.
 func (h *Heap) setClock(now func() int64) {
-	h.pages.mu.Lock()
-	h.pages.clock = now
-	h.pages.mu.Unlock()
+	h.pages.Mu.Lock()
+	h.pages.Clock = now
+	h.pages.Mu.Unlock()
 }
 
 // fireReleaseTimer does what the release timer does when it fires, now,
@@ -35,28 +37,28 @@ func (h *Heap) setClock(now func() int64) {
 // armed).
 func (h *Heap) fireReleaseTimer() int64 {
 	ph := &h.pages
-	ph.mu.Lock()
-	if ph.timer != nil {
-		ph.timer.Stop()
-		ph.timer = nil
+	ph.Mu.Lock()
+	if ph.Timer != nil {
+		ph.Timer.Stop()
+		ph.Timer = nil
 	}
-	ph.mu.Unlock()
-	ph.onTimer()
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
-	return ph.timerAt
+	ph.Mu.Unlock()
+	ph.OnTimer()
+	ph.Mu.Lock()
+	defer ph.Mu.Unlock()
+	return ph.TimerAt
 }
 
 // releaseTimerAt is when the release timer is armed to fire, by the clock
 // (0: not armed).
 func (h *Heap) releaseTimerAt() int64 {
-	h.pages.mu.Lock()
-	defer h.pages.mu.Unlock()
-	return h.pages.timerAt
+	h.pages.Mu.Lock()
+	defer h.pages.Mu.Unlock()
+	return h.pages.TimerAt
 }
 
 // regionCount is how many regions the heap has.
-func (h *Heap) regionCount() int { return len(h.pages.regions.Load().byPage) }
+func (h *Heap) regionCount() int { return len(h.pages.Regions.Load().ByPage) }
 
 // resetDefault closes the default heap, if Default made one, and forgets it
 // and the options SetDefaultOptions set: the next Default starts afresh.
@@ -100,14 +102,14 @@ func callersStack() stackID {
 // depots and spans are still handed out.
 func (h *Heap) failRuns(fail bool) {
 	ph := &h.pages
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
-	ph.limit = 0
+	ph.Mu.Lock()
+	defer ph.Mu.Unlock()
+	ph.Limit = 0
 	if h.opts.Limit > 0 {
-		ph.limit = max(uint64(h.opts.Limit)>>pageShift, 1)
+		ph.Limit = max(uint64(h.opts.Limit)>>pageShift, 1)
 	}
 	if fail {
-		ph.limit = 1
+		ph.Limit = 1
 	}
 }
 
@@ -172,16 +174,16 @@ func holdCache(c *Local) (release func()) {
 // on.
 func (h *Heap) collapseNow() bool {
 	ph := &h.pages
-	ph.mu.Lock()
-	on := ph.huge.on
-	ph.huge.first = -1 // no waiting for a lull
-	if ph.huge.timer != nil {
-		ph.huge.timer.Stop()
-		ph.huge.timer = nil
+	ph.Mu.Lock()
+	on := ph.Huge.On
+	ph.Huge.First = -1 // no waiting for a lull
+	if ph.Huge.Timer != nil {
+		ph.Huge.Timer.Stop()
+		ph.Huge.Timer = nil
 	}
-	ph.mu.Unlock()
+	ph.Mu.Unlock()
 	if on {
-		ph.collapsePass()
+		ph.CollapsePass()
 	}
 	return on
 }
@@ -189,33 +191,33 @@ func (h *Heap) collapseNow() bool {
 // corruptBytes is Stats().CorruptBytes (freelist_test.go).
 func corruptBytes(h *Heap) uint64 { return h.Stats().CorruptBytes }
 
-// movedRanges is how many ranges the heap keeps moved pages in (mappings.go).
+// movedRanges is how many ranges the heap keeps moved pages in (internal/pageheap/mappings.go).
 func (h *Heap) movedRanges() int {
-	h.pages.mu.Lock()
-	defer h.pages.mu.Unlock()
-	return len(h.pages.moved)
+	h.pages.Mu.Lock()
+	defer h.pages.Mu.Unlock()
+	return len(h.pages.Moved)
 }
 
 // setGuardMappingsMost makes the most mappings guard pages may hold, for
-// all heaps, held now plus n, until the test ends (guard_maps.go).
+// all heaps, held now plus n, until the test ends (internal/pageheap/guard_maps.go).
 func setGuardMappingsMost(t testing.TB, n int64) {
-	l := &guardLedger
-	l.mu.Lock()
-	was := l.most
-	l.most = l.held + n
-	l.mu.Unlock()
+	l := &pageheap.GuardLedger
+	l.Mu.Lock()
+	was := l.Most
+	l.Most = l.Held + n
+	l.Mu.Unlock()
 	t.Cleanup(func() {
-		l.mu.Lock()
-		l.most = was
-		l.mu.Unlock()
+		l.Mu.Lock()
+		l.Most = was
+		l.Mu.Unlock()
 	})
 }
 
 // guardMappingsHeld is the mappings guard pages hold, all heaps, and the
 // guarded runs left without a guard page, ever.
 func guardMappingsHeld() (held int64, skipped uint64) {
-	l := &guardLedger
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.held, l.skipped
+	l := &pageheap.GuardLedger
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
+	return l.Held, l.Skipped
 }

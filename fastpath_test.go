@@ -3,6 +3,8 @@ package offheap
 import (
 	"math"
 	"testing"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // stackOf is a stack of class c with room for depth blocks, for the tests of
@@ -108,11 +110,11 @@ func TestSmallStartAndClaim(t *testing.T) {
 	skipChecked(t) // a checked heap's blocks are the checker's
 	h := newTestHeap(t, unprofiled(Options{MagazineDepth: -1}))
 	word := func(a uintptr) uint64 {
-		page, ok := h.pages.pageOf(a)
+		page, ok := h.pages.PageOf(a)
 		if !ok {
 			t.Fatalf("%#x is not in the heap", a)
 		}
-		return *h.pages.entry(page)
+		return *h.pages.Entry(page)
 	}
 	for c := uint8(1); c < numClasses; c++ {
 		b := h.Alloc(int(classSize[c]))
@@ -128,7 +130,7 @@ func TestSmallStartAndClaim(t *testing.T) {
 				t.Fatalf("class %d: smallStart took %d bytes into a block", c, in)
 			}
 		}
-		if tail := spanAt(&h.pages, wordSpan(word(a))).start + uintptr(classBlocks[c])*uintptr(classSize[c]); tail&(pageSize-1) != 0 {
+		if tail := spanAt(&h.pages, pageheap.WordSpan(word(a))).start + uintptr(classBlocks[c])*uintptr(classSize[c]); tail&(pageSize-1) != 0 {
 			if _, ok := smallStart(tail, word(tail)); ok {
 				t.Fatalf("class %d: smallStart took the span's tail at %#x", c, tail)
 			}

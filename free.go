@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/offheap/offheap/internal/pageheap"
 	"github.com/offheap/offheap/internal/pin"
 )
 
@@ -32,7 +33,7 @@ func (h *Heap) Free(b []byte) {
 	// pinned section. So the pagemap and the block, read after fastSize was
 	// seen nonzero (Close zeroes it, then quiesces), stay mapped meanwhile.
 	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
-		e := pageWordAt(h.pmap, off>>pageShift)
+		e := pageheap.PageWordAt(h.pmap, off>>pageShift)
 		// The key in the block's second word marks it freed:
 		// finding it sends the Free to the slow path's
 		// exact check.
@@ -77,10 +78,10 @@ func (h *Heap) freeSlow(b []byte) {
 	case placeSmall: // live: freeable found no key, or looked and found it nowhere free
 		h.freeSmall(a, p.class)
 	case placeRun:
-		if p.class == classSampled {
+		if p.class == pageheap.ClassSampled {
 			h.freeSampled(a, p, cap(b)) // the profile's
 		} else {
-			h.freeLarge(a, classLarge)
+			h.freeLarge(a, pageheap.ClassLarge)
 		}
 	case placeGuarded:
 		if h.chk != nil { // a sampled heap's sample: the checker's

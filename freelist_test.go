@@ -88,11 +88,11 @@ func (al allocator) tryAlloc(n int, zero bool) (b []byte, msg string) {
 // class in the heap, and not live.
 func checkHandedOut(h *Heap, b []byte, n int, live map[uintptr]bool) error {
 	a := addrOf(b)
-	page, ok := h.pages.pageOf(a)
+	page, ok := h.pages.PageOf(a)
 	if !ok {
 		return fmt.Errorf("Alloc(%d) returned %#x, outside the heap", n, a)
 	}
-	e := *h.pages.entry(page)
+	e := *h.pages.Entry(page)
 	c := sizeClass(n)
 	if uint8(e) != c {
 		return fmt.Errorf("Alloc(%d) returned %#x, on a page of class %d, not %d", n, a, uint8(e), c)
@@ -303,8 +303,8 @@ func TestFreeListCorruptDoubleFree(t *testing.T) {
 			// Freed last, the blocks at the end are on top of their
 			// spans' lists, above the first blocks of their spans.
 			spanOf := func(b []byte) uint64 {
-				page, _ := h.pages.pageOf(addrOf(b))
-				return *h.pages.entry(page) >> 32
+				page, _ := h.pages.PageOf(addrOf(b))
+				return *h.pages.Entry(page) >> 32
 			}
 			for _, b := range blocks[count/2:] {
 				if spanOf(b) == spanOf(blocks[count/2-2]) {

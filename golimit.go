@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // The Go runtime's soft memory limit (runtime/debug.SetMemoryLimit,
@@ -105,7 +107,7 @@ func (l *goLimit) remove() {
 }
 
 func init() {
-	mappedChanged = func() {
+	pageheap.MappedChanged = func() {
 		if goLimits.on.Load() {
 			followGoLimit()
 		}

@@ -86,6 +86,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // FaultError turns the value recovered from a fault on a guarded block
@@ -130,7 +132,7 @@ const guardAlign = 16
 
 // slotPages is the length of a guarded run with one OS page of data: the
 // pool's slots and the spare runs.
-var slotPages = 2 * osPagePages
+var slotPages = 2 * pageheap.OSPagePages
 
 // allocGuarded allocates n bytes on pages of their own, followed by a guard
 // page, for a block allocated at st. Called between enter and exit.
@@ -140,7 +142,7 @@ func (c *checker) allocGuarded(n int, zero bool, st stackID) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %d bytes is more than a heap can hold", ErrSize, n)
 	}
-	np = osPageUp(np) // below 2^31 pages, pagesFor's bound, it and its guard fit uint32
+	np = pageheap.OSPageUp(np) // below 2^31 pages, pagesFor's bound, it and its guard fit uint32
 	base, dirty, err := c.guardedRun(np)
 	if err != nil {
 		return nil, err
@@ -161,7 +163,7 @@ func (c *checker) allocGuarded(n int, zero bool, st stackID) ([]byte, error) {
 // spare run if there is one, else a new run from the page heap.
 func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 	ph := &c.h.pages
-	if np+osPagePages == slotPages {
+	if np+pageheap.OSPagePages == slotPages {
 		pool := true
 		if base = c.poolRun(); base == 0 {
 			pool = false
@@ -173,10 +175,10 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 			c.runMu.Unlock()
 		}
 		if base != 0 {
-			if err := ph.reuseRun(slotPages); err != nil {
+			if err := ph.ReuseRun(slotPages); err != nil {
 				return 0, false, err
 			}
-			if commitRegion(ptr(base), osPageBytes) == nil {
+			if pageheap.CommitRegion(ptr(base), pageheap.OSPageBytes) == nil {
 				return base, true, nil
 			}
 			// The kernel's mapping limit: counted freed, so that Allocs
@@ -188,17 +190,17 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 			}
 		}
 	}
-	base, dirty, err = ph.allocRun(np+osPagePages, osPagePages, classGuarded)
+	base, dirty, err = ph.AllocRun(np+pageheap.OSPagePages, pageheap.OSPagePages, pageheap.ClassGuarded)
 	if err != nil {
 		return 0, false, err
 	}
-	if !ph.takeGuardMappings() {
-		ph.leaveUnguarded(base)
+	if !ph.TakeGuardMappings() {
+		ph.LeaveUnguarded(base)
 		return base, dirty, nil
 	}
-	if protectRegion(ptr(base+uintptr(np)<<pageShift), osPageBytes) != nil {
-		ph.giveGuardMappings()
-		ph.leaveUnguarded(base) // the kernel's limit, reached by others
+	if pageheap.ProtectRegion(ptr(base+uintptr(np)<<pageShift), pageheap.OSPageBytes) != nil {
+		ph.GiveGuardMappings()
+		ph.LeaveUnguarded(base) // the kernel's limit, reached by others
 	}
 	return base, dirty, nil
 }
@@ -207,12 +209,12 @@ func (c *checker) guardedRun(np uint32) (base uintptr, dirty bool, err error) {
 // The block starts in the run's first OS page: the run has
 // ceil(span/osPageBytes) OS pages of data, so the span reaches back into the
 // first of them from their end. (a may also be the first page itself.)
-func guardBase(a uintptr) uintptr { return a &^ (osPageBytes - 1) }
+func guardBase(a uintptr) uintptr { return a &^ (pageheap.OSPageBytes - 1) }
 
 // guardPage is the guard page of the guarded run that starts at base: its
 // last OS page.
 func (c *checker) guardPage(base uintptr) uintptr {
-	return base + uintptr(c.h.pages.runPages(base)-osPagePages)<<pageShift
+	return base + uintptr(c.h.pages.RunPages(base)-pageheap.OSPagePages)<<pageShift
 }
 
 // guardedBlock finds the block of the guarded run that starts at base: it
@@ -220,7 +222,7 @@ func (c *checker) guardPage(base uintptr) uintptr {
 // the only one of that page that is not none. It returns 0 and nil for a
 // run that holds none (a spare). Lookup and leaks, not Free, need it.
 func (c *checker) guardedBlock(base uintptr) (uintptr, *record) {
-	for a := base; a < base+osPageBytes; a += guardAlign {
+	for a := base; a < base+pageheap.OSPageBytes; a += guardAlign {
 		if r := c.rec(a); r.state != stateNone && r.sum == c.seal(a, r.size) {
 			return a, r
 		}
@@ -233,10 +235,10 @@ func (c *checker) guardedBlock(base uintptr) (uintptr, *record) {
 // still quarantined, only unprotected.
 func (c *checker) protectFreed(a uintptr) {
 	base := guardBase(a)
-	if c.h.pages.unguarded(base) {
+	if c.h.pages.Unguarded(base) {
 		return // accessible, as it was allocated
 	}
-	_ = protectRegion(ptr(base), c.guardPage(base)-base)
+	_ = pageheap.ProtectRegion(ptr(base), c.guardPage(base)-base)
 }
 
 // releaseGuarded gives back the run of the guarded block at a (or of the
@@ -246,11 +248,11 @@ func (c *checker) protectFreed(a uintptr) {
 func (c *checker) releaseGuarded(a uintptr) {
 	base := guardBase(a)
 	ph := &c.h.pages
-	if ph.unguarded(base) { // accessible whole, and no spare
-		ph.freeRun(base, classGuarded)
+	if ph.Unguarded(base) { // accessible whole, and no spare
+		ph.FreeRun(base, pageheap.ClassGuarded)
 		return
 	}
-	np := ph.runPages(base) // guard page included
+	np := ph.RunPages(base) // guard page included
 	c.runMu.Lock()
 	spare := np == slotPages && len(c.spareRuns) < maxSpareRuns
 	if spare {
@@ -258,16 +260,16 @@ func (c *checker) releaseGuarded(a uintptr) {
 	}
 	c.runMu.Unlock()
 	if spare {
-		ph.keepRun(slotPages)
+		ph.KeepRun(slotPages)
 		return
 	}
 	// The page heap's free pages are read-write: its next user writes them.
 	// Should this fail, the pages stay out of the page heap (and counted).
-	if err := commitRegion(ptr(base), uintptr(np)<<pageShift); err != nil {
+	if err := pageheap.CommitRegion(ptr(base), uintptr(np)<<pageShift); err != nil {
 		return
 	}
-	ph.giveGuardMappings()
-	ph.freeRun(base, classGuarded)
+	ph.GiveGuardMappings()
+	ph.FreeRun(base, pageheap.ClassGuarded)
 }
 
 // maxSpareRuns is how many one-OS-page guarded runs a checker keeps for
@@ -300,18 +302,18 @@ const poolSlots = 32
 func (c *checker) mapPool() {
 	ph := &c.h.pages
 	n := uintptr(poolSlots * slotPages)
-	if ph.limit != 0 && uint64(n)*8 > ph.limit {
+	if ph.Limit != 0 && uint64(n)*8 > ph.Limit {
 		return
 	}
-	base, _, err := ph.allocRun(uint32(n), osPagePages, classGuarded)
+	base, _, err := ph.AllocRun(uint32(n), pageheap.OSPagePages, pageheap.ClassGuarded)
 	if err != nil {
 		return
 	}
-	if protectRegion(ptr(base), n<<pageShift) != nil {
-		ph.freeRun(base, classGuarded)
+	if pageheap.ProtectRegion(ptr(base), n<<pageShift) != nil {
+		ph.FreeRun(base, pageheap.ClassGuarded)
 		return
 	}
-	ph.carveRuns(base, poolSlots, slotPages)
+	ph.CarveRuns(base, poolSlots, slotPages)
 	p := &c.pool
 	p.base, p.end = base, base+n<<pageShift
 	for i := range poolSlots {
@@ -355,7 +357,7 @@ func (c *checker) retire(base, freed uintptr) {
 	p.n++
 	p.last[(base-p.base)>>pageShift/uintptr(slotPages)] = freed
 	c.runMu.Unlock()
-	c.h.pages.keepRun(slotPages)
+	c.h.pages.KeepRun(slotPages)
 }
 
 // dropSpareRuns gives every spare run back to the page heap, accessible
@@ -367,11 +369,11 @@ func (c *checker) dropSpareRuns() bool {
 	c.spareRuns = nil
 	c.runMu.Unlock()
 	for _, base := range spares {
-		if commitRegion(ptr(base), uintptr(slotPages)<<pageShift) != nil {
+		if pageheap.CommitRegion(ptr(base), uintptr(slotPages)<<pageShift) != nil {
 			continue // stays out of the page heap, as in releaseGuarded
 		}
-		c.h.pages.giveGuardMappings()
-		c.h.pages.dropRun(base)
+		c.h.pages.GiveGuardMappings()
+		c.h.pages.DropRun(base)
 	}
 	return len(spares) > 0
 }

@@ -5,10 +5,11 @@ import (
 	"testing"
 
 	"github.com/offheap/offheap/internal/osmem"
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // TestGuardMappingsDegrade: guard pages stop short of their share of the
-// kernel's mappings (guard_maps.go). With room for ten guard pages, a heap
+// kernel's mappings (internal/pageheap/guard_maps.go). With room for ten guard pages, a heap
 // that guards every allocation hands out fifty blocks on runs of their own:
 // ten guarded, forty without a guard page, all of them recorded as
 // guarded blocks, and the heap's regions never hold more mappings than the
@@ -20,11 +21,11 @@ import (
 func TestGuardMappingsDegrade(t *testing.T) {
 	skipRace(t, "guard pages are not protected in a race build")
 	held0, skipped0 := guardMappingsHeld()
-	const room = 10 * guardMappings
+	const room = 10 * pageheap.GuardMappings
 	setGuardMappingsMost(t, room)
 	h := newTestHeap(t, Options{GuardOneIn: 1, ProfileBytes: -1})
-	n := 3 * int(osPageBytes) // more than the pool's and the spares' one OS page of data
-	first := h.Alloc(n)       // the heap's regions as the blocks find them
+	n := 3 * int(pageheap.OSPageBytes) // more than the pool's and the spares' one OS page of data
+	first := h.Alloc(n)                // the heap's regions as the blocks find them
 	before := heapMaps(t, h)
 	var bs [][]byte
 	for range 50 {
@@ -40,7 +41,7 @@ func TestGuardMappingsDegrade(t *testing.T) {
 		t.Fatalf("50 guarded blocks: the heap's regions hold %d mappings, %d before them, room for %d more", m, before, room)
 	}
 	held, skipped := guardMappingsHeld()
-	if held > held0+room+guardMappings || skipped-skipped0 < 50-room/guardMappings {
+	if held > held0+room+pageheap.GuardMappings || skipped-skipped0 < 50-room/pageheap.GuardMappings {
 		t.Fatalf("guard pages hold %d mappings (%d before, room for %d); %d runs left unguarded", held, held0, room, skipped-skipped0)
 	}
 	for _, b := range bs[:25] {

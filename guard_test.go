@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // childEnv names the bug a re-executed test binary runs; the parent demands
@@ -245,7 +247,7 @@ func TestSampleRate(t *testing.T) {
 		b := h.Alloc(64)
 		// In any region: with 64 KiB OS pages the pool alone fills a race
 		// build's first region.
-		if page, _ := h.pages.pageOf(addrOf(b)); uint8(*h.pages.entry(page)) == classGuarded {
+		if page, _ := h.pages.PageOf(addrOf(b)); uint8(*h.pages.Entry(page)) == pageheap.ClassGuarded {
 			sampled++
 		}
 		live = append(live, b)
@@ -293,7 +295,7 @@ func TestGuardPool(t *testing.T) {
 	h := newTestHeap(t, Options{GuardOneIn: 1, ProfileBytes: -1})
 	c := h.chk
 	p := &c.pool
-	if p.n != poolSlots || p.end-p.base != poolSlots*2*osPageBytes {
+	if p.n != poolSlots || p.end-p.base != poolSlots*2*pageheap.OSPageBytes {
 		t.Fatalf("a new sampled heap: %d free runs in the pool [%#x, %#x); want %d runs of two OS pages", p.n, p.base, p.end, poolSlots)
 	}
 	if _, faulted := faultAddr(func() { sinkByte = *(*byte)(ptr(p.base)) }); !faulted {

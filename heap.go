@@ -10,6 +10,7 @@ import (
 	"weak"
 
 	"github.com/offheap/offheap/internal/osmem"
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // Options configures a Heap. The zero Options is a fast heap with magazines of
@@ -81,7 +82,7 @@ type Heap struct {
 	central [numClasses]central // on cache lines of their own (centralPad)
 	caches  cacheSet            // the Locals' stacks and census
 	links   listKeys            // the keys of the spans' free lists
-	pages   pageHeap
+	pages   pageheap.Heap
 	reclaim reclaimState // the last reclaim under the Limit
 
 	// Closing: closed is set first by Close; busy holds each
@@ -119,10 +120,10 @@ var _ = [1]struct{}{}[unsafe.Offsetof(Heap{}.central)%64]
 // panicked by the others, wrapped with the figures: test them with errors.Is.
 var (
 	// ErrLimit: the allocation would take the heap past Options.Limit.
-	ErrLimit = errLimit
+	ErrLimit = pageheap.ErrLimit
 
 	// ErrClosed: the heap is closed.
-	ErrClosed = errClosed
+	ErrClosed = pageheap.ErrClosed
 
 	// ErrSize: a negative size, or one no heap can hold.
 	ErrSize = errors.New("offheap: invalid allocation size")
@@ -130,7 +131,7 @@ var (
 	// ErrAddressSpace: the heap's address space (at most 16 TiB) cannot
 	// grow to hold the allocation. No Limit was reached: freeing memory
 	// makes room.
-	ErrAddressSpace = errAddressSpace
+	ErrAddressSpace = pageheap.ErrAddressSpace
 )
 
 // NewHeap creates a heap. It reserves address space but commits no memory
@@ -162,11 +163,11 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 	if !opts.Checked {
 		h.startProfile(opts.ProfileBytes) // sampling.go
 	}
-	if err := h.pages.reserve(opts.Limit, first, checked, opts.ReleaseDelay, opts.HugePages, classPages[:]); err != nil {
+	if err := h.pages.Reserve(opts.Limit, first, checked, opts.ReleaseDelay, opts.HugePages, classPages[:]); err != nil {
 		osmem.Unmap(h.busy, maxProcs*busyStride)
 		return nil, err
 	}
-	h.base, h.size, h.fastSize, h.pmap = h.pages.base, h.pages.size, h.pages.size, h.pages.pmap
+	h.base, h.size, h.fastSize, h.pmap = h.pages.Base, h.pages.Size, h.pages.Size, h.pages.Pmap
 	if checked {
 		h.initChecked()
 	}
@@ -253,5 +254,5 @@ func (h *Heap) Trim() {
 	if p := h.prof; p != nil {
 		p.dropStash(&h.pages) // profile.go
 	}
-	h.pages.trim()
+	h.pages.Trim()
 }

@@ -51,7 +51,7 @@ func FuzzHeap(f *testing.F) {
 		// so the cost of an input grows faster than its length.
 		ops = ops[:min(len(ops), 4*maxFuzzOps)]
 		// A first region of 8 MiB: past it, blocks come from later regions
-		// (region.go), whose Frees take the slow path.
+		// (internal/pageheap/region.go), whose Frees take the slow path.
 		h, err := newHeap(Options{MagazineDepth: int(depth), Limit: 64 << 20, ProfileBytes: -1}, 8<<20)
 		if err != nil {
 			return // depth out of range: NewHeap said so, nothing to test
@@ -371,7 +371,7 @@ func catchCorrupt(alloc func() []byte) (b []byte, msg string) {
 // overlapping a live block.
 func checkFresh(h *Heap, model map[uintptr][]byte, b []byte) error {
 	a := addrOf(b)
-	if !h.pages.contains(a) || !h.pages.contains(a+uintptr(cap(b))-1) {
+	if !h.pages.Contains(a) || !h.pages.Contains(a+uintptr(cap(b))-1) {
 		return fmt.Errorf("an Alloc of %d bytes returned %#x, outside the heap", len(b), a)
 	}
 	for la, lb := range model {
@@ -392,8 +392,8 @@ func writeFreed(h *Heap, model map[uintptr][]byte, freed map[uintptr]int, arg ui
 	keys := slices.Sorted(maps.Keys(freed))
 	a := keys[int(arg)%len(keys)]
 	n := freed[a]
-	page, ok := h.pages.pageOf(a)
-	if !ok || uint8(*h.pages.entry(page)) != sizeClass(n) {
+	page, ok := h.pages.PageOf(a)
+	if !ok || uint8(*h.pages.Entry(page)) != sizeClass(n) {
 		delete(freed, a) // its span went back to the page heap
 		return
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 func TestNewHeapOptions(t *testing.T) {
@@ -79,7 +81,7 @@ func TestStatsString(t *testing.T) {
 		t.Errorf("fmt.Sprint uses %q, not String", got)
 	}
 	for n, want := range map[uint64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1<<60 + 1<<59: "1.5 EiB"} {
-		if got := sizeString(n); got != want {
+		if got := pageheap.SizeString(n); got != want {
 			t.Errorf("sizeString(%d) = %q, want %q", n, got, want)
 		}
 	}

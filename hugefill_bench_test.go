@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkHugePlacement measures what the placement by huge pages is for
-// (hugefill.go): a 256 MiB heap with HugePages of blocks of 1 KiB to 3 MiB
+// (internal/pageheap/hugefill.go): a 256 MiB heap with HugePages of blocks of 1 KiB to 3 MiB
 // (the same bytes in each of six sizes, spans of small blocks and runs of
 // their own), written whole and collapsed, three times frees a random half and allocates
 // as many bytes again, then frees a random half. Then the release timer
@@ -83,15 +83,15 @@ func BenchmarkHugePlacement(b *testing.B) {
 // all of their pages allocated, from the pagemap.
 func partialRanges(h *Heap) int {
 	ph := &h.pages
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
+	ph.Mu.Lock()
+	defer ph.Mu.Unlock()
 	n := 0
-	for _, r := range ph.regions.Load().byPage {
-		for k := r.base; k+2<<20 <= r.base+r.bytes; k += 2 << 20 {
+	for _, r := range ph.Regions.Load().ByPage {
+		for k := r.Base; k+2<<20 <= r.Base+r.Bytes; k += 2 << 20 {
 			used := 0
-			p, _ := ph.pageOf(k)
+			p, _ := ph.PageOf(k)
 			for i := range uint32(2 << 20 >> pageShift) {
-				if uint8(*ph.entry(p + i)) != 0 {
+				if uint8(*ph.Entry(p + i)) != 0 {
 					used++
 				}
 			}

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // placeHeap is a heap with HugePages whose placement by huge pages is on
@@ -16,7 +18,7 @@ func placeHeap(t *testing.T) *Heap {
 		t.Skip("checked mode's canaries and quarantine change the layouts these tests set up")
 	}
 	h := newTestHeap(t, Options{HugePages: true, ProfileBytes: -1, ReleaseDelay: time.Hour})
-	if !h.pages.huge.on {
+	if !h.pages.Huge.On {
 		t.Skip("no 2 MiB transparent huge pages on this system")
 	}
 	return h
@@ -25,7 +27,7 @@ func placeHeap(t *testing.T) *Heap {
 // run takes a run of np pages from h's page heap, as a large block's.
 func run(t *testing.T, h *Heap, np uint32) uintptr {
 	t.Helper()
-	a, _, err := h.pages.allocRun(np, 1, classLarge)
+	a, _, err := h.pages.AllocRun(np, 1, pageheap.ClassLarge)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,17 +49,17 @@ func run(t *testing.T, h *Heap, np uint32) uintptr {
 //	hugefill_test.go:79: a 300-page run at 0x7f95e7420000, 128 KiB into its huge page; want it at a huge page's start
 func TestHugeFillPlacement(t *testing.T) {
 	h := placeHeap(t)
-	const half = hugeSpan / 2
-	e := run(t, h, hugeSpan) // range 0, whole
-	f := run(t, h, half)     // range 1, first half
-	g := run(t, h, half)     // range 1, second half
-	sep := run(t, h, hugeSpan)
+	const half = pageheap.HugeSpan / 2
+	e := run(t, h, pageheap.HugeSpan) // range 0, whole
+	f := run(t, h, half)              // range 1, first half
+	g := run(t, h, half)              // range 1, second half
+	sep := run(t, h, pageheap.HugeSpan)
 	rng := func(a uintptr) int { return int((a - e) >> 21) }
 	if e&(2<<20-1) != 0 || rng(f) != 1 || rng(g) != 1 || rng(sep) != 2 {
 		t.Fatalf("setup: runs at ranges %d, %d, %d, %d of an aligned %#x; want 0, 1, 1, 2", 0, rng(f), rng(g), rng(sep), e)
 	}
-	h.pages.freeRun(e, classLarge) // range 0: entirely free
-	h.pages.freeRun(g, classLarge) // range 1: half used
+	h.pages.FreeRun(e, pageheap.ClassLarge) // range 0: entirely free
+	h.pages.FreeRun(g, pageheap.ClassLarge) // range 1: half used
 	s := run(t, h, 8)
 	if rng(s) != 1 {
 		where := "the range that was entirely free"
@@ -65,15 +67,15 @@ func TestHugeFillPlacement(t *testing.T) {
 			where = "the frontier"
 		}
 		t.Fatalf("a new 8-page run at range %d + %d pages, in %s; want it in range 1, the half-used one",
-			rng(s), (s-e)>>pageShift%hugeSpan, where)
+			rng(s), (s-e)>>pageShift%pageheap.HugeSpan, where)
 	}
-	h.pages.freeRun(s, classLarge)
-	h.pages.freeRun(sep, classLarge)
-	h.pages.freeRun(f, classLarge)
+	h.pages.FreeRun(s, pageheap.ClassLarge)
+	h.pages.FreeRun(sep, pageheap.ClassLarge)
+	h.pages.FreeRun(f, pageheap.ClassLarge)
 
 	// The frontier is now 3 ranges up; a small run there, then a long one.
-	run(t, h, 3*hugeSpan) // takes ranges 0-2 back: the frontier stays
-	y := run(t, h, 16)    // at the frontier: range 3, its first 16 pages
+	run(t, h, 3*pageheap.HugeSpan) // takes ranges 0-2 back: the frontier stays
+	y := run(t, h, 16)             // at the frontier: range 3, its first 16 pages
 	z := run(t, h, 300)
 	if z&(2<<20-1) != 0 {
 		t.Fatalf("a 300-page run at %#x, %d KiB into its huge page; want it at a huge page's start", z, z&(2<<20-1)>>10)
@@ -122,32 +124,32 @@ func TestHugeFillCounts(t *testing.T) {
 func checkHugeFill(t *testing.T, h *Heap) {
 	t.Helper()
 	ph := &h.pages
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
+	ph.Mu.Lock()
+	defer ph.Mu.Unlock()
 	want := map[uint32]uint32{}
-	rs := ph.regions.Load().byPage
+	rs := ph.Regions.Load().ByPage
 	for i, r := range rs {
-		end := r.first + r.pages
+		end := r.First + r.Pages
 		if i == len(rs)-1 {
-			end = r.first + ph.frontier
+			end = r.First + ph.Frontier
 		}
-		for p := r.first; p < end; p++ {
-			if k, ok := hugeRange(r, p); ok && uint8(*ph.entry(p)) != 0 {
+		for p := r.First; p < end; p++ {
+			if k, ok := pageheap.HugeRange(r, p); ok && uint8(*ph.Entry(p)) != 0 {
 				want[k]++
 			}
 		}
 	}
-	f := &ph.huge.fill
-	for k, s := range f.at {
-		if s.used != want[k] {
-			t.Errorf("range %d: %d pages allocated by its count, %d by the pagemap", k, s.used, want[k])
+	f := &ph.Huge.Fill
+	for k, s := range f.At {
+		if s.Used != want[k] {
+			t.Errorf("range %d: %d pages allocated by its count, %d by the pagemap", k, s.Used, want[k])
 		}
-		if s.used < hugeSpan && f.byUsed[s.used][s.idx] != k {
-			t.Errorf("range %d: not at its place %d in the list of %d", k, s.idx, s.used)
+		if s.Used < pageheap.HugeSpan && f.ByUsed[s.Used][s.Idx] != k {
+			t.Errorf("range %d: not at its place %d in the list of %d", k, s.Idx, s.Used)
 		}
 	}
 	for k, n := range want {
-		if _, ok := f.at[k]; !ok {
+		if _, ok := f.At[k]; !ok {
 			t.Errorf("range %d: %d pages allocated by the pagemap, no count", k, n)
 		}
 	}

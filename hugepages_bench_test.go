@@ -43,7 +43,7 @@ func BenchmarkHugePagesFresh(b *testing.B) {
 		b.StopTimer()
 		on := newTestHeap(b, Options{HugePages: true, ProfileBytes: -1})
 		off := newTestHeap(b, Options{ProfileBytes: -1})
-		if !on.pages.huge.on {
+		if !on.pages.Huge.On {
 			b.Skip("no 2 MiB transparent huge pages on this system")
 		}
 		fill := func(h *Heap) ([]byte, time.Duration) {

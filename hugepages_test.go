@@ -4,6 +4,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // skipQemuUser skips a test of what qemu-user does not emulate: the tests
@@ -85,11 +87,11 @@ func TestHugePagesCollapse(t *testing.T) {
 		t.Fatalf("after 4 MiB of 1 KiB blocks: %d bytes on huge pages, want at least 10 MiB", got)
 	}
 	ph := &h.pages
-	k, _ := ph.pageOf(addrOf(x))
-	ph.mu.Lock()
-	_, held := ph.huge.held[k]
-	_, cand := ph.huge.cand[k]
-	ph.mu.Unlock()
+	k, _ := ph.PageOf(addrOf(x))
+	ph.Mu.Lock()
+	_, held := ph.Huge.Held[k]
+	_, cand := ph.Huge.Cand[k]
+	ph.Mu.Unlock()
 	if held || !cand {
 		t.Fatalf("the half-written range: held %v, candidate %v; want a candidate, not collapsed", held, cand)
 	}
@@ -135,16 +137,16 @@ func TestHugePagesAtAlloc(t *testing.T) {
 		t.Fatalf("a 5 MiB block just allocated, untouched: %d bytes on huge pages, want 4 MiB (its two whole ranges)", got)
 	}
 	ph := &h.pages
-	first, _ := ph.pageOf(addrOf(b))
-	ph.mu.Lock()
-	for k := first; k < first+3*hugeSpan; k += hugeSpan {
-		_, held := ph.huge.held[k]
-		_, cand := ph.huge.cand[k]
-		if want := k < first+2*hugeSpan; held != want || cand == want {
-			t.Errorf("range %d of the block: held %v, candidate %v; want held %v", (k-first)/hugeSpan, held, cand, want)
+	first, _ := ph.PageOf(addrOf(b))
+	ph.Mu.Lock()
+	for k := first; k < first+3*pageheap.HugeSpan; k += pageheap.HugeSpan {
+		_, held := ph.Huge.Held[k]
+		_, cand := ph.Huge.Cand[k]
+		if want := k < first+2*pageheap.HugeSpan; held != want || cand == want {
+			t.Errorf("range %d of the block: held %v, candidate %v; want held %v", (k-first)/pageheap.HugeSpan, held, cand, want)
 		}
 	}
-	ph.mu.Unlock()
+	ph.Mu.Unlock()
 	res, err := h.ResidentBytes()
 	if m := h.Stats().MappedBytes; err != nil || res > m {
 		t.Fatalf("%d bytes resident (%v), more than the %d the heap counts as mapped", res, err, m)
@@ -301,9 +303,9 @@ func TestRegionsHugeAligned(t *testing.T) {
 	skipRace(t, "regions are Go memory, aligned to pages only")
 	h := newTestHeapFirstRegion(t, Options{ProfileBytes: -1}, 4<<20)
 	b := h.Alloc(8 << 20) // past the first region
-	for _, r := range h.pages.regions.Load().byPage {
-		if r.base&(2<<20-1) != 0 {
-			t.Errorf("region at %#x is not 2 MiB aligned", r.base)
+	for _, r := range h.pages.Regions.Load().ByPage {
+		if r.Base&(2<<20-1) != 0 {
+			t.Errorf("region at %#x is not 2 MiB aligned", r.Base)
 		}
 	}
 	if h.regionCount() < 2 {

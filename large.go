@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/offheap/offheap/internal/osmem"
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // Blocks above maxSmall are runs of whole pages taken straight from the page
@@ -40,14 +41,14 @@ func (h *Heap) allocLarge(n int, zero bool, class uint8) (uintptr, error) {
 	if !ok {
 		return 0, fmt.Errorf("%w: %d bytes is more than a heap can hold", ErrSize, n)
 	}
-	a, dirty, err := h.pages.allocRun(np, 1, class)
+	a, dirty, err := h.pages.AllocRun(np, 1, class)
 	if err != nil {
 		return 0, err
 	}
 	if zero && dirty {
 		zeroPages(a, uintptr(n))
 	}
-	h.pages.collapseRun(a, np) // HugePages: hugepages.go
+	h.pages.CollapseRun(a, np) // HugePages: internal/pageheap/hugepages.go
 	return a, nil
 }
 
@@ -68,7 +69,7 @@ func zeroPages(a, n uintptr) {
 // cleared.
 func zeroResident(a, n uintptr) {
 	ps := osmem.PageSize
-	lo, hi := alignUp(a, ps), alignUp(a+n, pageSize)&^(ps-1)
+	lo, hi := pageheap.AlignUp(a, ps), pageheap.AlignUp(a+n, pageSize)&^(ps-1)
 	if hi <= lo {
 		clear(bytesAt(a, int(n)))
 		return
@@ -105,7 +106,7 @@ func zeroResident(a, n uintptr) {
 		x += m
 	}
 	if !res {
-		end = alignUp(end, ps) // madvise whole system pages: the run's own, at most hi
+		end = pageheap.AlignUp(end, ps) // madvise whole system pages: the run's own, at most hi
 	}
 	flush(end)
 }
@@ -113,7 +114,7 @@ func zeroResident(a, n uintptr) {
 // freeLarge frees the run of class that starts at a (see allocLarge), or
 // panics if a is not the start of one.
 func (h *Heap) freeLarge(a uintptr, class uint8) {
-	if !h.pages.freeRun(a, class) {
+	if !h.pages.FreeRun(a, class) {
 		panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is inside a large block", a))
 	}
 }
@@ -121,4 +122,4 @@ func (h *Heap) freeLarge(a uintptr, class uint8) {
 // mostBytes is the largest run this heap's address space can hold: its
 // virtual page space less the first region and the gap page after it, the
 // longest run a later region can have.
-func (h *Heap) mostBytes() uint64 { return uint64(h.pages.maxPages-h.pages.pages0-1) << pageShift }
+func (h *Heap) mostBytes() uint64 { return uint64(h.pages.MaxPages-h.pages.Pages0-1) << pageShift }

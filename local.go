@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"weak"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // NewLocal returns a Local of h for one goroutine at a time (see Local).
@@ -125,8 +127,8 @@ func (c *Local) Free(b []byte) {
 	if n := cap(b); uint(n)-9 < cacheMax-8 { // the classes with a key
 		cl := sizeClass(n)
 		if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
-			e := pageWordAt(h.pmap, off>>pageShift)
-			if st := c.st; wordClass(e) == cl && blockStart(a, e, &classInfos[cl]) {
+			e := pageheap.PageWordAt(h.pmap, off>>pageShift)
+			if st := c.st; pageheap.WordClass(e) == cl && blockStart(a, e, &classInfos[cl]) {
 				if k, ok := st.slot(cl); ok {
 					if h.claimKey(a) {
 						raceRelease(ptr(a)) // race builds: to the block's next Alloc
@@ -155,7 +157,7 @@ func (c *Local) freeAny(b []byte) {
 	h := c.h
 	a := addrOf(b)
 	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
-		e := pageWordAt(h.pmap, off>>pageShift)
+		e := pageheap.PageWordAt(h.pmap, off>>pageShift)
 		if cl, ok := smallStart(a, e); ok {
 			st := c.st
 			if st.room(cl) {

@@ -3,6 +3,8 @@ package offheap
 import (
 	"strings"
 	"testing"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // TestLocalCheckedReports: a checked heap's Local reports what the heap
@@ -96,7 +98,7 @@ func TestLocalSampled(t *testing.T) {
 	var live [][]byte
 	for i := range 20000 {
 		b := c.Alloc(64)
-		if page, _ := h.pages.pageOf(addrOf(b)); uint8(*h.pages.entry(page)) == classGuarded { // in any region, as TestSampleRate
+		if page, _ := h.pages.PageOf(addrOf(b)); uint8(*h.pages.Entry(page)) == pageheap.ClassGuarded { // in any region, as TestSampleRate
 			sampled++
 			if guarded == nil {
 				guarded = b

@@ -9,6 +9,7 @@ import (
 	"weak"
 
 	"github.com/offheap/offheap/internal/osmem"
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // minReclaim is the fewest states in use from which NewLocal collects to
@@ -94,7 +95,7 @@ func stateMapError(call string, err error) error {
 	}
 	return fmt.Errorf("%w: %s: the system refused a mapping of %s for the Local's stacks (%w); "+
 		"raise the process's address-space limits (ulimit -v, vm.max_map_count), close Locals no longer in use, or use the Heap",
-		ErrAddressSpace, call, sizeString(uint64(unsafe.Sizeof(cacheState{}))), err)
+		ErrAddressSpace, call, pageheap.SizeString(uint64(unsafe.Sizeof(cacheState{}))), err)
 }
 
 // reclaimCaches runs a collection and takes back, emptied, the states of

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // TestLocalCensus: every Alloc and Free through a Local is counted once,
@@ -251,7 +253,7 @@ func TestLocalTryAlloc(t *testing.T) {
 				// Every r-th block on a guarded run of two OS pages:
 				// 128 KiB of the Limit each with 64 KiB pages. Half of what
 				// fits, for the quarantine's and the draw's share.
-				want = min(want, int(4<<20/(2*osPageBytes))*r/2)
+				want = min(want, int(4<<20/(2*pageheap.OSPageBytes))*r/2)
 			}
 			if len(blocks) < want {
 				t.Errorf("%d blocks of 1000 bytes under a 4 MiB Limit, want %d at least", len(blocks), want)

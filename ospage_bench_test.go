@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // BenchmarkTrimResident is what a heap keeps of the system's memory after
@@ -77,15 +79,15 @@ func BenchmarkTrimResident(b *testing.B) {
 				}
 				resident += r
 				ph := &h.pages
-				ph.mu.Lock()
-				for first, r := range ph.free {
-					for p := first; r.parked && p < first+r.pages; p++ {
-						if *ph.entry(p)&pageDirty != 0 {
+				ph.Mu.Lock()
+				for first, r := range ph.Free {
+					for p := first; r.Parked && p < first+r.Pages; p++ {
+						if *ph.Entry(p)&pageheap.PageDirty != 0 {
 							parked += pageSize
 						}
 					}
 				}
-				ph.mu.Unlock()
+				ph.Mu.Unlock()
 				h.Close()
 			}
 			mib := float64(b.N) * (1 << 20) // per run, averaged

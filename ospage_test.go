@@ -3,6 +3,8 @@ package offheap
 import (
 	"testing"
 	"time"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // TestOSPageNeighbours: giving pages back works on whole OS pages and never
@@ -22,18 +24,18 @@ func TestOSPageNeighbours(t *testing.T) {
 			h := newTestHeap(t, unprofiled(Options{ReleaseDelay: delay}))
 			ph := &h.pages
 			dirtyFree := func() uint64 { // bytes committed, not clean, not in use
-				ph.mu.Lock()
-				defer ph.mu.Unlock()
-				return (ph.committed - ph.released - ph.largePages.Load()) << pageShift
+				ph.Mu.Lock()
+				defer ph.Mu.Unlock()
+				return (ph.Committed - ph.Released - ph.LargePages.Load()) << pageShift
 			}
 			var bs [runs][]byte
 			for i := range bs {
-				a, _, err := ph.allocRun(np, 1, classLarge)
+				a, _, err := ph.AllocRun(np, 1, pageheap.ClassLarge)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if np >= osPagePages && a%osPageBytes != 0 {
-					t.Fatalf("a run of %d pages at %#x: not on an OS page (%d bytes)", np, a, osPageBytes)
+				if np >= pageheap.OSPagePages && a%pageheap.OSPageBytes != 0 {
+					t.Fatalf("a run of %d pages at %#x: not on an OS page (%d bytes)", np, a, pageheap.OSPageBytes)
 				}
 				bs[i] = bytesAt(a, int(np)<<pageShift)
 				for j := range bs[i] {
@@ -41,7 +43,7 @@ func TestOSPageNeighbours(t *testing.T) {
 				}
 			}
 			for i := 0; i < runs; i += 2 {
-				ph.freeRun(addrOf(bs[i]), classLarge)
+				ph.FreeRun(addrOf(bs[i]), pageheap.ClassLarge)
 			}
 			h.Trim()
 			for i := 1; i < runs; i += 2 {
@@ -53,18 +55,18 @@ func TestOSPageNeighbours(t *testing.T) {
 				}
 			}
 			parked := dirtyFree()
-			if most := uint64(runs/2*2*(osPagePages-1)) << pageShift; parked > most {
+			if most := uint64(runs/2*2*(pageheap.OSPagePages-1)) << pageShift; parked > most {
 				t.Errorf("runs of %d pages, ReleaseDelay %v: %d bytes of free pages dirty after Trim, want at most %d: less than an OS page (%d) at each end of each freed run",
-					np, delay, parked, most, osPageBytes)
+					np, delay, parked, most, pageheap.OSPageBytes)
 			}
-			ph.mu.Lock()
-			_, left, _ := ph.releaseDue(0, false)
-			ph.mu.Unlock()
+			ph.Mu.Lock()
+			_, left, _ := ph.ReleaseDue(0, false)
+			ph.Mu.Unlock()
 			if left {
 				t.Errorf("runs of %d pages, ReleaseDelay %v: the release timer would come back for %d bytes of parked pages, which only a Free can let go", np, delay, parked)
 			}
 			for i := 1; i < runs; i += 2 {
-				ph.freeRun(addrOf(bs[i]), classLarge)
+				ph.FreeRun(addrOf(bs[i]), pageheap.ClassLarge)
 			}
 			if delay > 0 {
 				h.Trim()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/offheap/offheap/internal/osmem"
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // TestReleaseDelayMerged: a page goes back to the system ReleaseDelay after
@@ -26,7 +27,7 @@ func TestReleaseDelayMerged(t *testing.T) {
 	h := newTestHeap(t, Options{ReleaseDelay: delay})
 	var now int64
 	h.setClock(func() int64 { return now })
-	tick := int64(delay / releaseTicks)
+	tick := int64(delay / pageheap.ReleaseTicks)
 	const n = 1 << 20
 	a, b := h.Alloc(n), h.Alloc(n)
 	if addrOf(b) != addrOf(a)+n {
@@ -107,19 +108,19 @@ func TestCloseUnmapsRegions(t *testing.T) {
 			}
 			type span struct{ base, size uintptr }
 			var spans []span
-			for _, r := range h.pages.regions.Load().byPage {
-				if r.base&(pageSize-1) != 0 {
-					t.Fatalf("region at %#x is not %d-byte aligned", r.base, pageSize)
+			for _, r := range h.pages.Regions.Load().ByPage {
+				if r.Base&(pageSize-1) != 0 {
+					t.Fatalf("region at %#x is not %d-byte aligned", r.Base, pageSize)
 				}
-				spans = append(spans, span{r.base, r.bytes})
-				if r.shadow != nil {
-					spans = append(spans, span{uintptr(r.shadow), r.bytes})
+				spans = append(spans, span{r.Base, r.Bytes})
+				if r.Shadow != nil {
+					spans = append(spans, span{uintptr(r.Shadow), r.Bytes})
 				}
 			}
 			if checked && len(spans) != 2*h.regionCount() {
 				t.Fatalf("checked heap: %d mappings for %d regions, want a record table each", len(spans), h.regionCount())
 			}
-			spans = append(spans, span{uintptr(h.pages.pmap), h.pages.metaBytes})
+			spans = append(spans, span{uintptr(h.pages.Pmap), h.pages.MetaBytes})
 			for _, b := range live {
 				h.Free(b)
 			}
@@ -209,7 +210,7 @@ func TestLaterRegions(t *testing.T) {
 					n = maxSmall - i
 				}
 				b := h.Alloc(n)
-				if !h.pages.contains(addrOf(b)) {
+				if !h.pages.Contains(addrOf(b)) {
 					t.Fatalf("block %#x is in no region", addrOf(b))
 				}
 				if addrOf(b)-h.base >= h.size {
@@ -273,7 +274,7 @@ func TestAddressSpaceExhausted(t *testing.T) {
 	h := newTestHeap(t, Options{})
 	// Nearly the largest block (checked mode adds a canary): no virtual space
 	// with region 0 in it has room.
-	_, err := h.TryAlloc(int(min(uint64(maxVirtPages-2)<<pageShift, math.MaxInt)))
+	_, err := h.TryAlloc(int(min(uint64(pageheap.MaxVirtPages-2)<<pageShift, math.MaxInt)))
 	if err == nil || errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "address space") {
 		t.Fatalf("an allocation of the whole virtual space: %v, want an address-space error that is not ErrLimit", err)
 	}
@@ -294,11 +295,11 @@ func TestMapRegionAligned(t *testing.T) {
 			}
 			defer osmem.Unmap(p, osmem.PageSize)
 		}
-		p, err := mapRegion(n)
+		p, err := pageheap.MapRegion(n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer unmapRegion(p, n)
+		defer pageheap.UnmapRegion(p, n)
 		if uintptr(p)&(pageSize-1) != 0 {
 			t.Fatalf("mapRegion returned %#x, not %d-byte aligned", p, pageSize)
 		}
@@ -313,19 +314,19 @@ func TestReleaseDelayHuge(t *testing.T) {
 	if buildChecked {
 		t.Skip("checked mode keeps freed blocks in quarantine until pushed out, Trim or Close")
 	}
-	for _, delay := range []time.Duration{math.MaxInt64, math.MaxInt64 - 1, 288 * 365 * 24 * time.Hour, maxReleaseDelay + 1, maxReleaseDelay, maxReleaseDelay - 1, time.Second} {
+	for _, delay := range []time.Duration{math.MaxInt64, math.MaxInt64 - 1, 288 * 365 * 24 * time.Hour, pageheap.MaxReleaseDelay + 1, pageheap.MaxReleaseDelay, pageheap.MaxReleaseDelay - 1, time.Second} {
 		h := newTestHeap(t, Options{ReleaseDelay: delay})
 		now := int64(time.Hour)
 		h.setClock(func() int64 { return now })
 		h.Free(h.Alloc(1 << 20))
 		at := h.releaseTimerAt()
-		if delay <= maxReleaseDelay {
-			if tick := int64(delay / releaseTicks); at < now+int64(delay) || at > now+int64(delay)+tick {
+		if delay <= pageheap.MaxReleaseDelay {
+			if tick := int64(delay / pageheap.ReleaseTicks); at < now+int64(delay) || at > now+int64(delay)+tick {
 				t.Fatalf("ReleaseDelay %d: timer at %d, want between %d and %d (the Free's time plus the delay and at most a tick)", delay, at, now+int64(delay), now+int64(delay)+tick)
 			}
 		} else {
 			if at != 0 {
-				t.Fatalf("ReleaseDelay %d (more than %v): timer armed at %d, want none", delay, maxReleaseDelay, at)
+				t.Fatalf("ReleaseDelay %d (more than %v): timer armed at %d, want none", delay, pageheap.MaxReleaseDelay, at)
 			}
 			if next := h.fireReleaseTimer(); next != 0 || h.Stats().ReleasedBytes != 0 {
 				t.Fatalf("ReleaseDelay %d: a fired timer re-armed at %d, released %d bytes", delay, next, h.Stats().ReleasedBytes)
@@ -361,7 +362,7 @@ func TestPagemapGivenBack(t *testing.T) {
 		h.setClock(func() int64 { return now })
 		ph := &h.pages
 		resident := func() uint64 {
-			r, err := osmem.ResidentBytes(ph.pmap, uintptr(ph.maxPages)*8)
+			r, err := osmem.ResidentBytes(ph.Pmap, uintptr(ph.MaxPages)*8)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -452,22 +453,22 @@ func rwBytes(t *testing.T, base, size uintptr) uintptr {
 func TestCommitAhead(t *testing.T) {
 	skipRace(t, "a race build's regions are Go memory, committed whole")
 	h := newTestHeap(t, Options{})
-	r := h.pages.regions.Load().byPage[0]
+	r := h.pages.Regions.Load().ByPage[0]
 	var held [][]byte
 	for i := range 100 {
 		held = append(held, h.Alloc(300<<10)) // page runs, one after another
 		st := h.Stats()
 		// Committed: mapped, and the clean pages an alignment skipped.
 		used := uintptr(st.MappedBytes + st.ReleasedBytes)
-		rw := rwBytes(t, r.base, r.bytes)
+		rw := rwBytes(t, r.Base, r.Bytes)
 		if rw < used {
 			t.Fatalf("after %d runs: %d bytes read-write, %d committed", i+1, rw, used)
 		}
-		if limit := used + max(used/8, commitAhead<<pageShift) + osPageBytes; rw > limit {
+		if limit := used + max(used/8, pageheap.CommitAhead<<pageShift) + pageheap.OSPageBytes; rw > limit {
 			t.Fatalf("after %d runs: %d bytes read-write, more than %d committed and the commit ahead allow (%d)", i+1, rw, used, limit)
 		}
-		if i == 0 && rw < commitAhead<<pageShift {
-			t.Fatalf("after the first run: %d bytes read-write, want the %d of a commit ahead", rw, commitAhead<<pageShift)
+		if i == 0 && rw < pageheap.CommitAhead<<pageShift {
+			t.Fatalf("after the first run: %d bytes read-write, want the %d of a commit ahead", rw, pageheap.CommitAhead<<pageShift)
 		}
 	}
 	for _, b := range held {

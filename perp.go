@@ -3,6 +3,8 @@ package offheap
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // maxProcs is how many Ps get a per-P structure (a magazine, a quarantine
@@ -39,7 +41,7 @@ func (s *perP[T]) get(pid int) *T {
 }
 
 // install gives P pid a structure if it has none: a spare, or a new one
-// from make. On a closed heap it installs nothing and returns errClosed:
+// from make. On a closed heap it installs nothing and returns pageheap.ErrClosed:
 // Close takes the set out of service under mu, after it marks the heap
 // closed. Called unpinned: it may block on mu and on make's mmap.
 func (s *perP[T]) install(pid int, closed *atomic.Bool, make func() (*T, error)) error {
@@ -49,7 +51,7 @@ func (s *perP[T]) install(pid int, closed *atomic.Bool, make func() (*T, error))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if closed.Load() {
-		return errClosed
+		return pageheap.ErrClosed
 	}
 	if s.at[pid].Load() != nil {
 		return nil

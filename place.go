@@ -8,10 +8,13 @@ package offheap
 // and Ref ask placeOf too. The fast paths (Free's, Local.Free's,
 // Relocate's dense check, RelocateAll's batch) test the same encoding
 // inline with smallStart or blockStart, and send what they do
-// not take here. The word's bits are pagemap.go's: placeOf reads them
-// through its accessors.
+// not take here. The word's bits are internal/pageheap/pagemap.go's:
+// placeOf reads them through its accessors.
 
-import "fmt"
+import (
+	"fmt"
+	"github.com/offheap/offheap/internal/pageheap"
+)
 
 // placeKind is what an address of a heap is.
 type placeKind uint8
@@ -54,16 +57,16 @@ type place struct {
 // for memory the caller does not own it is a snapshot. Called between
 // enter and exit.
 func (h *Heap) placeOf(a uintptr) place {
-	page, ok := h.pages.pageOf(a)
+	page, ok := h.pages.PageOf(a)
 	if !ok {
 		return place{kind: placeForeign}
 	}
-	e := *h.pages.entry(page)
-	switch c := wordClass(e); {
+	e := *h.pages.Entry(page)
+	switch c := pageheap.WordClass(e); {
 	case isSmall(c):
 		ci := &classInfos[c]
 		q, into := blockIn(a, e, ci)
-		p := place{kind: placeSmall, class: c, span: wordSpan(e), index: uint32(q), start: a - uintptr(into), size: uintptr(ci.size)}
+		p := place{kind: placeSmall, class: c, span: pageheap.WordSpan(e), index: uint32(q), start: a - uintptr(into), size: uintptr(ci.size)}
 		switch {
 		case q >= uint64(ci.blocks):
 			p.kind, p.start, p.size = placeTail, 0, 0
@@ -73,22 +76,22 @@ func (h *Heap) placeOf(a uintptr) place {
 			p.kind = placeInSmall
 		}
 		return p
-	case c == classLarge || c == classSampled:
+	case c == pageheap.ClassLarge || c == pageheap.ClassSampled:
 		// The first page of a run holds its length; a later page has 1<<8.
-		if wordRunStart(e) && a&(pageSize-1) == 0 {
-			return place{kind: placeRun, class: c, start: a, size: uintptr(wordPages(e)) << pageShift}
+		if pageheap.WordRunStart(e) && a&(pageSize-1) == 0 {
+			return place{kind: placeRun, class: c, start: a, size: uintptr(pageheap.WordPages(e)) << pageShift}
 		}
 		p := place{kind: placeInRun, class: c}
-		if start, np, ok := h.pages.runHolding(a); ok {
+		if start, np, ok := h.pages.RunHolding(a); ok {
 			p.start, p.size = start, uintptr(np)<<pageShift
 			if sharedBlock(start, a) { // a large or sampled Shared's block
 				p.kind = placeShared
 			}
 		}
 		return p
-	case c == classGuarded:
+	case c == pageheap.ClassGuarded:
 		return place{kind: placeGuarded, class: c}
-	case c == classArena:
+	case c == pageheap.ClassArena:
 		return place{kind: placeArena, class: c}
 	default:
 		return place{kind: placeFreePage}
@@ -122,7 +125,7 @@ func (h *Heap) freeable(a uintptr) place {
 			}
 		}
 	case placeRun:
-		if p.class == classSampled && h.prof != nil && h.prof.kept(a) {
+		if p.class == pageheap.ClassSampled && h.prof != nil && h.prof.kept(a) {
 			p.kind = placeFreed
 		}
 	}
@@ -211,14 +214,18 @@ func isSmall(c uint8) bool { return c-1 < numClasses-1 }
 // the pagemap word of a's page, and the class: blockStart for a class the
 // word names. It says nothing of whether the block is free (claim's key
 // does, fastpath.go). The fast check of Free, Local.Free and Relocate; it
-// inlines into them.
+// inlines into them. It reads the word's class and page index in place,
+// the expressions of pageheap.WordClass and WordIndex, the one reading of
+// the encoding outside pagemap.go: through the accessors the compiler
+// schedules Free's loads in another order, and the fast path measured is
+// this one. TestSmallStartAndClaim fails if the two readings part.
 //
 //go:nosplit
 func smallStart(a uintptr, e uint64) (c uint8, ok bool) {
-	c = wordClass(e)
+	c = uint8(e)
 	if k := c - 1; k < numClasses-1 {
 		ci := &(*[numClasses - 1]classInfo)(classInfos[1:])[k] // classInfos[c], no bounds check
-		o := uint64(a&(pageSize-1)) | uint64(wordIndex(e))<<pageShift
+		o := uint64(a&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
 		q := o * ci.divMul >> 40
 		ok = o == q*uint64(ci.size) && q < uint64(ci.blocks)
 	}
@@ -235,7 +242,7 @@ func smallStart(a uintptr, e uint64) (c uint8, ok bool) {
 // Every caller that turns an address into a block start uses it, Free's
 // fast path included, where it inlines to the same instructions.
 func blockIn(a uintptr, e uint64, ci *classInfo) (index, into uint64) {
-	o := uint64(a&(pageSize-1)) | uint64(wordIndex(e))<<pageShift
+	o := uint64(a&(pageSize-1)) | uint64(pageheap.WordIndex(e))<<pageShift
 	index = o * ci.divMul >> 40
 	return index, o - index*uint64(ci.size)
 }

@@ -35,6 +35,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // DefaultProfileBytes is Options.ProfileBytes when it is 0: the Go
@@ -167,7 +169,7 @@ func (h *Heap) allocSampled(n int, zero bool, st stackID, kind sampleKind) ([]by
 		if zero {
 			clear(bytesAt(a, n))
 		}
-	} else if a, err = h.allocLarge(n, zero, classSampled); err != nil {
+	} else if a, err = h.allocLarge(n, zero, pageheap.ClassSampled); err != nil {
 		return nil, err
 	}
 	if !zero && n > 8 {
@@ -182,7 +184,7 @@ func (h *Heap) allocSampled(n int, zero bool, st stackID, kind sampleKind) ([]by
 func (h *Heap) freeSampled(a uintptr, p place, n int) {
 	// Out of the profile first: once its pages are free, another sample
 	// may take the address.
-	if h.prof.release(a) && (h.prof.keep(&h.pages, a, uint32(p.size>>pageShift)) || h.pages.freeRun(a, classSampled)) {
+	if h.prof.release(a) && (h.prof.keep(&h.pages, a, uint32(p.size>>pageShift)) || h.pages.FreeRun(a, pageheap.ClassSampled)) {
 		return
 	}
 	// A racing Free of the block took it since freeable looked.
@@ -195,7 +197,7 @@ func (h *Heap) freeSampled(a uintptr, p place, n int) {
 
 // reuse takes a kept run fit for a sampled block of n bytes, counted
 // allocated again, or returns 0 if none is kept.
-func (p *profiler) reuse(ph *pageHeap, n int) (uintptr, error) {
+func (p *profiler) reuse(ph *pageheap.Heap, n int) (uintptr, error) {
 	np, _ := pagesFor(n)
 	if np > stashPages {
 		return 0, nil
@@ -203,7 +205,7 @@ func (p *profiler) reuse(ph *pageHeap, n int) (uintptr, error) {
 	p.mu.Lock()
 	a := uintptr(0)
 	for i, r := range p.stash {
-		if ph.runPages(r) == np {
+		if ph.RunPages(r) == np {
 			a = r
 			p.stash = slices.Delete(p.stash, i, i+1)
 			break
@@ -213,7 +215,7 @@ func (p *profiler) reuse(ph *pageHeap, n int) (uintptr, error) {
 	if a == 0 {
 		return 0, nil
 	}
-	if err := ph.reuseRun(np); err != nil {
+	if err := ph.ReuseRun(np); err != nil {
 		return 0, err // closed: Close unmapped it
 	}
 	return a, nil
@@ -222,7 +224,7 @@ func (p *profiler) reuse(ph *pageHeap, n int) (uintptr, error) {
 // keep counts the run of np pages of the freed sampled block at a freed
 // and keeps it, if it is short enough and the stash has room, and reports
 // whether it did.
-func (p *profiler) keep(ph *pageHeap, a uintptr, np uint32) bool {
+func (p *profiler) keep(ph *pageheap.Heap, a uintptr, np uint32) bool {
 	if np > stashPages {
 		return false
 	}
@@ -233,7 +235,7 @@ func (p *profiler) keep(ph *pageHeap, a uintptr, np uint32) bool {
 	}
 	p.mu.Unlock()
 	if ok {
-		ph.keepRun(np)
+		ph.KeepRun(np)
 	}
 	return ok
 }
@@ -246,13 +248,13 @@ func (p *profiler) kept(a uintptr) bool {
 }
 
 // dropStash gives every kept run to the page heap's free set, for Trim.
-func (p *profiler) dropStash(ph *pageHeap) {
+func (p *profiler) dropStash(ph *pageheap.Heap) {
 	p.mu.Lock()
 	runs := p.stash
 	p.stash = nil
 	p.mu.Unlock()
 	for _, a := range runs {
-		ph.dropRun(a)
+		ph.DropRun(a)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // TestSampledBlock: a block the profile sampled (ProfileBytes 1 samples
@@ -21,7 +23,7 @@ func TestSampledBlock(t *testing.T) {
 	if len(b) != 100 || cap(b) != 100 || addrOf(b)&(pageSize-1) != 0 {
 		t.Fatalf("a sampled Alloc(100): len %d cap %d at %#x, want a page of its own", len(b), cap(b), addrOf(b))
 	}
-	if page, _ := h.pages.pageOf(addrOf(b)); uint8(*h.pages.entry(page)) != classSampled {
+	if page, _ := h.pages.PageOf(addrOf(b)); uint8(*h.pages.Entry(page)) != pageheap.ClassSampled {
 		t.Fatal("the sampled block's page is not marked classSampled")
 	}
 	if s := h.Stats(); s.Large != 1 || s.InUseBytes != pageSize {
@@ -149,7 +151,7 @@ func TestLocalProfiled(t *testing.T) {
 		} else {
 			b = c.AllocUnzeroed(64)
 		}
-		if page, _ := h.pages.pageOf(addrOf(b)); uint8(*h.pages.entry(page)) == classSampled {
+		if page, _ := h.pages.PageOf(addrOf(b)); uint8(*h.pages.Entry(page)) == pageheap.ClassSampled {
 			sampled++
 		}
 		c.Free(b)

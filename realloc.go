@@ -3,6 +3,7 @@ package offheap
 import (
 	"sync/atomic"
 
+	"github.com/offheap/offheap/internal/pageheap"
 	"github.com/offheap/offheap/internal/pin"
 )
 
@@ -71,7 +72,7 @@ func (h *Heap) reallocSmall(b []byte, n int, zero bool) []byte {
 		pin.Unpin()
 		return nil
 	}
-	c, ok := smallStart(a, pageWordAt(h.pmap, off>>pageShift))
+	c, ok := smallStart(a, pageheap.PageWordAt(h.pmap, off>>pageShift))
 	if !ok || h.keyed(a, c) {
 		pin.Unpin()
 		return nil
@@ -131,7 +132,7 @@ func (h *Heap) reallocSlow(b []byte, n int, zero bool) []byte {
 		panic(p.refusal(reallocName(zero), a, cap(b)))
 	}
 	if n > maxSmall {
-		if np, ok := pagesFor(n); old == classLarge && ok && np == onp {
+		if np, ok := pagesFor(n); old == pageheap.ClassLarge && ok && np == onp {
 			nb := bytesAt(a, n) // as it is: the same pages
 			if zero && n > len(b) {
 				clear(nb[len(b):])
@@ -140,7 +141,7 @@ func (h *Heap) reallocSlow(b []byte, n int, zero bool) []byte {
 		}
 		return h.reallocLarge(b, n, zero, old, onp) // realloc_pages.go
 	}
-	if old != classLarge {
+	if old != pageheap.ClassLarge {
 		return h.reallocCopy(b, n, zero) // a small block, a sample, or no block of this heap at all
 	}
 	nb := h.AllocUnzeroed(n)
@@ -148,7 +149,7 @@ func (h *Heap) reallocSlow(b []byte, n int, zero bool) []byte {
 	if zero {
 		clear(nb[k:])
 	}
-	h.freeLarge(a, classLarge) // Free's slow path, without its enter: this one's
+	h.freeLarge(a, pageheap.ClassLarge) // Free's slow path, without its enter: this one's
 	return nb
 }
 

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // BenchmarkRealloc times Realloc(b, to) of a from-byte block b, all of whose
@@ -39,7 +41,7 @@ func BenchmarkRealloc(b *testing.B) {
 		if testing.Short() && max(from, to) > 64*m {
 			continue
 		}
-		b.Run(fmt.Sprintf("from=%s/to=%s", sizeString(uint64(from)), sizeString(uint64(to))), func(b *testing.B) {
+		b.Run(fmt.Sprintf("from=%s/to=%s", pageheap.SizeString(uint64(from)), pageheap.SizeString(uint64(to))), func(b *testing.B) {
 			h := newTestHeap(b, Options{ProfileBytes: -1})
 			fence := h.Alloc(maxSmall + 1) // keeps each block from the frontier
 			defer h.Free(fence)
@@ -130,7 +132,7 @@ func BenchmarkReallocPairs(b *testing.B) {
 	for _, from := range sizes {
 		for _, to := range sizes {
 			if from != to {
-				b.Run(fmt.Sprintf("from=%s/to=%s", sizeString(uint64(from)), sizeString(uint64(to))), func(b *testing.B) {
+				b.Run(fmt.Sprintf("from=%s/to=%s", pageheap.SizeString(uint64(from)), pageheap.SizeString(uint64(to))), func(b *testing.B) {
 					benchReallocPair(b, from, to)
 				})
 			}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // TestReallocRegrowZeroed: a large block shrunk, then grown back in place,
@@ -74,7 +76,7 @@ func TestReallocRegrowZeroed(t *testing.T) {
 					t.Fatalf("cycle %d: %d bytes mapped after Free and Trim, %d after cycle 1", cycle, st.MappedBytes, mapped)
 				}
 			}
-			if st := h.Stats(); st.InUseBytes != 0 || st.MappedBytes > uint64(osPageBytes) {
+			if st := h.Stats(); st.InUseBytes != 0 || st.MappedBytes > uint64(pageheap.OSPageBytes) {
 				t.Fatalf("every block freed and trimmed: %d bytes in use, %d mapped", st.InUseBytes, st.MappedBytes)
 			}
 		})

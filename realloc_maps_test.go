@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"testing"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // processMaps is the number of the process's kernel mappings: the lines of
@@ -104,8 +106,8 @@ func heapMaps(t testing.TB, h *Heap) int {
 		if !ok {
 			continue
 		}
-		for _, r := range h.pages.regions.Load().byPage {
-			if lo < r.base+r.bytes+maxSmall && hi > r.base-maxSmall { // maxSmall: regionGuard, where there is one
+		for _, r := range h.pages.Regions.Load().ByPage {
+			if lo < r.Base+r.Bytes+maxSmall && hi > r.Base-maxSmall { // maxSmall: regionGuard, where there is one
 				n++
 				break
 			}
@@ -131,7 +133,7 @@ func mapsRange(line []byte) (lo, hi uintptr, ok bool) {
 
 // TestReallocMapsBounded: random Reallocs of large blocks, most of which
 // move, keep the kernel's mappings of the heap within what its moved ranges
-// allow (mappings.go), and Free and Trim merge them back to what the heap
+// allow (internal/pageheap/mappings.go), and Free and Trim merge them back to what the heap
 // had after the Allocs. Positive controls: with claimMove always true and
 // renewMoved doing nothing (every move recorded, no range renewed),
 //
@@ -150,10 +152,10 @@ func TestReallocMapsBounded(t *testing.T) {
 			after = m
 			return
 		}
-		if r := h.movedRanges(); r > 2*maxMovedRanges {
-			t.Fatalf("after %d Reallocs the heap keeps %d moved ranges, more than twice %d", i+1, r, maxMovedRanges)
+		if r := h.movedRanges(); r > 2*pageheap.MaxMovedRanges {
+			t.Fatalf("after %d Reallocs the heap keeps %d moved ranges, more than twice %d", i+1, r, pageheap.MaxMovedRanges)
 		}
-		if m > after+3*maxMovedRanges {
+		if m > after+3*pageheap.MaxMovedRanges {
 			t.Fatalf("after %d Reallocs the heap's regions hold %d mappings, %d after the Allocs", i+1, m, after)
 		}
 	})

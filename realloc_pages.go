@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/offheap/offheap/internal/osmem"
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // Realloc of a large block (more than maxSmall bytes) works on its page run
@@ -26,7 +27,7 @@ import (
 //     another mapping could take. Below moveMin, onto a new run whose pages
 //     are in memory already (moveOnto: a copy costs less there), where the
 //     heap has no room for another moved range among the kernel's mappings
-//     (claimMove, mappings.go), and wherever the kernel refuses the move or
+//     (claimMove, internal/pageheap/mappings.go), and wherever the kernel refuses the move or
 //     the regions are Go memory (race builds), the bytes are copied.
 //
 // Only the bytes Realloc must zero are cleared: those past len(b) that the
@@ -64,17 +65,17 @@ func (h *Heap) reallocLarge(b []byte, n int, zero bool, old uint8, onp uint32) [
 	if guard {
 		return h.reallocGuarded(b, n, zero, st)
 	}
-	class := uint8(classLarge)
+	class := uint8(pageheap.ClassLarge)
 	if prof {
-		class = classSampled
+		class = pageheap.ClassSampled
 	}
 	k := min(len(b), n)
 	if old != 0 {
 		k = min(k, int(onp)<<pageShift)
 	}
-	if old != 0 && (np <= onp || h.pages.mayExtend(a, onp)) {
-		if dirty, ok := h.pages.resizeRun(a, old, class, np); ok {
-			if old == classSampled {
+	if old != 0 && (np <= onp || h.pages.MayExtend(a, onp)) {
+		if dirty, ok := h.pages.ResizeRun(a, old, class, np); ok {
+			if old == pageheap.ClassSampled {
 				h.prof.release(a)
 			}
 			if zero {
@@ -87,18 +88,18 @@ func (h *Heap) reallocLarge(b []byte, n int, zero bool, old uint8, onp uint32) [
 			if prof {
 				h.prof.record(a, roundedSize(n), st, kindHeap)
 			}
-			h.pages.collapseRun(a, np) // HugePages: hugepages.go
+			h.pages.CollapseRun(a, np) // HugePages: internal/pageheap/hugepages.go
 			return bytesAt(a, n)
 		}
 	}
 	na, dirty := h.allocPages(n, np, class)
 	moved := 0
 	// The pages that hold b's bytes, in whole OS pages of b's own (an OS
-	// page larger than a heap page may hold a neighbour's bytes: ospage.go).
-	mp := int(alignUp(uintptr(k), osPageBytes))
-	if old != 0 && mp >= moveMin && mp <= int(uintptr(onp)<<pageShift&^(osPageBytes-1)) && moveOnto(na, mp, dirty) &&
-		h.pages.claimMove(na, a, uintptr(mp)) { // room among the kernel's mappings
-		switch err := movePages(ptr(na), ptr(a), uintptr(mp)); {
+	// page larger than a heap page may hold a neighbour's bytes: internal/pageheap/ospage.go).
+	mp := int(pageheap.AlignUp(uintptr(k), pageheap.OSPageBytes))
+	if old != 0 && mp >= moveMin && mp <= int(uintptr(onp)<<pageShift&^(pageheap.OSPageBytes-1)) && moveOnto(na, mp, dirty) &&
+		h.pages.ClaimMove(na, a, uintptr(mp)) { // room among the kernel's mappings
+		switch err := pageheap.MovePages(ptr(na), ptr(a), uintptr(mp)); {
 		case err == nil:
 			moved = mp
 		case errors.Is(err, osmem.ErrLost):
@@ -121,15 +122,15 @@ func (h *Heap) reallocLarge(b []byte, n int, zero bool, old uint8, onp uint32) [
 	if prof {
 		h.prof.record(na, roundedSize(n), st, kindHeap)
 	}
-	h.pages.collapseRun(na, np)
+	h.pages.CollapseRun(na, np)
 	if old == 0 { // a small block, or no block of this heap at all
 		h.freeOld(b, nb)
 		return nb
 	}
-	if old == classSampled {
+	if old == pageheap.ClassSampled {
 		h.prof.release(a)
 	}
-	h.pages.freeMoved(a, uint32(moved>>pageShift))
+	h.pages.FreeMoved(a, uint32(moved>>pageShift))
 	return nb
 }
 
@@ -194,7 +195,7 @@ func (h *Heap) freeOld(b, nb []byte) {
 func (h *Heap) allocPages(n int, np uint32, class uint8) (uintptr, bool) {
 	var rc reclaimTry
 	for {
-		a, dirty, err := h.pages.allocRun(np, 1, class) // a run of an OS page or more starts on one
+		a, dirty, err := h.pages.AllocRun(np, 1, class) // a run of an OS page or more starts on one
 		if err == nil {
 			return a, dirty
 		}

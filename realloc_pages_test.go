@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // writePattern writes seed's pattern into b, whatever b held (arena_test.go's fillPattern wants it zero).
@@ -56,7 +58,7 @@ func TestReallocLargeInPlace(t *testing.T) {
 	}
 	h := newTestHeap(t, Options{ProfileBytes: -1, ReleaseDelay: time.Hour})
 	if raceEnabled {
-		// The first region holds 4 MiB (region_race.go): fill it, so that
+		// The first region holds 4 MiB (internal/pageheap/region_race.go): fill it, so that
 		// the blocks below share the next one.
 		defer h.Free(h.Alloc(4 << 20))
 	}
@@ -86,9 +88,9 @@ func TestReallocLargeInPlace(t *testing.T) {
 		t.Fatalf("shrinking moved the block")
 	}
 	wantRealloc(t, "shrink", sb, 1<<20+1, 1<<20+1, 2)
-	h.pages.onTimer() // the timer's pass, which releaseSoon fired
-	// Whole OS pages go back: the one the new end is in stays (ospage.go).
-	if got, want := mapped-h.Stats().MappedBytes, uint64(5<<20-alignUp(1<<20+pageSize, osPageBytes)); got != want {
+	h.pages.OnTimer() // the timer's pass, which releaseSoon fired
+	// Whole OS pages go back: the one the new end is in stays (internal/pageheap/ospage.go).
+	if got, want := mapped-h.Stats().MappedBytes, uint64(5<<20-pageheap.AlignUp(1<<20+pageSize, pageheap.OSPageBytes)); got != want {
 		t.Fatalf("shrinking 5 MiB to 1 MiB+1 gave back %d bytes, want %d at once", got, want)
 	}
 	inUse := h.Stats().InUseBytes

@@ -3,6 +3,8 @@ package offheap
 import (
 	"errors"
 	"sync"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // Under a Limit, the free memory a heap keeps for reuse counts against it:
@@ -41,7 +43,7 @@ type reclaimTry struct {
 // refusal, and a reclaim of the heap's free memory may make room. An err
 // it does not retry names the request (requested).
 func (t *reclaimTry) again(h *Heap, n int, err error) bool {
-	if !errors.Is(requested(err, n), ErrLimit) {
+	if !errors.Is(pageheap.Requested(err, n), ErrLimit) {
 		return false
 	}
 	rs := &h.reclaim

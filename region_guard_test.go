@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // TestRegionGuards: every region of a heap, the first and the later ones,
@@ -32,8 +34,8 @@ func TestRegionGuards(t *testing.T) {
 		name string
 		a    uintptr
 	}{
-		{"the pagemap", uintptr(h.pages.pmap)},
-		{"the span array", uintptr(h.pages.spans)},
+		{"the pagemap", uintptr(h.pages.Pmap)},
+		{"the span array", uintptr(h.pages.Spans)},
 		{"a Local's state", uintptr(unsafe.Pointer(c.st))},
 	}
 	for _, m := range h.mags.all {
@@ -42,14 +44,14 @@ func TestRegionGuards(t *testing.T) {
 			a    uintptr
 		}{"a magazine", uintptr(unsafe.Pointer(m))})
 	}
-	for i, r := range h.pages.regions.Load().byPage {
-		for _, g := range [][2]uintptr{{r.base - regionGuard, r.base}, {r.base + r.bytes, r.base + r.bytes + regionGuard}} {
+	for i, r := range h.pages.Regions.Load().ByPage {
+		for _, g := range [][2]uintptr{{r.Base - pageheap.RegionGuard, r.Base}, {r.Base + r.Bytes, r.Base + r.Bytes + pageheap.RegionGuard}} {
 			if err := maps.inaccessible(g[0], g[1]); err != nil {
-				t.Errorf("region %d [%#x, %#x): the guard %v", i, r.base, r.base+r.bytes, err)
+				t.Errorf("region %d [%#x, %#x): the guard %v", i, r.Base, r.Base+r.Bytes, err)
 			}
 		}
 		for _, m := range meta {
-			if m.a != 0 && m.a >= r.base-regionGuard && m.a < r.base+r.bytes+regionGuard {
+			if m.a != 0 && m.a >= r.Base-pageheap.RegionGuard && m.a < r.Base+r.Bytes+pageheap.RegionGuard {
 				t.Errorf("%s at %#x is inside region %d or its guards", m.name, m.a, i)
 			}
 		}

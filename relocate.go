@@ -37,6 +37,8 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // Relocate moves b's bytes to a block in a denser span and frees b, when b's
@@ -72,9 +74,9 @@ func (h *Heap) Relocate(b []byte) (nb []byte, moved bool) {
 	// pass's cost over a heap with nothing to move.
 	a := addrOf(b)
 	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
-		e := pageWordAt(h.pmap, off>>pageShift)
+		e := pageheap.PageWordAt(h.pmap, off>>pageShift)
 		if c, ok := smallStart(a, e); ok && (!h.central[c].movable.Load() ||
-			!sparseSpan(spanLive(spanAt(&h.pages, wordSpan(e))), classInfos[c].blocks)) {
+			!sparseSpan(spanLive(spanAt(&h.pages, pageheap.WordSpan(e))), classInfos[c].blocks)) {
 			return b, false
 		}
 	}

@@ -3,7 +3,11 @@ package offheap
 // RelocateAll: Relocate over a batch, entering the heap once and holding a
 // class's central lock across consecutive moves of the class.
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/offheap/offheap/internal/pageheap"
+)
 
 // RelocateAll offers each slice of bs to Relocate and replaces it, in place,
 // with the slice Relocate returns; it returns how many moved. Slices of
@@ -37,8 +41,8 @@ func (h *Heap) RelocateAll(bs [][]byte) (moved int) {
 		var e uint64
 		var c uint8
 		if off < fast {
-			e = *h.pages.entry(uint32(off >> pageShift))
-			c = wordClass(e)
+			e = *h.pages.Entry(uint32(off >> pageShift))
+			c = pageheap.WordClass(e)
 		}
 		// Only a block of a small class in the first region is moved here;
 		// everything else, and whatever Relocate would refuse or look at
@@ -50,7 +54,7 @@ func (h *Heap) RelocateAll(bs [][]byte) (moved int) {
 				goto single
 			}
 			cen := &h.central[c]
-			s := spanAt(&h.pages, wordSpan(e))
+			s := spanAt(&h.pages, pageheap.WordSpan(e))
 			if !cen.movable.Load() || !sparseSpan(spanLive(s), ci.blocks) {
 				continue // as Relocate's dense check
 			}

@@ -114,8 +114,8 @@ func TestRelocateAllMatchesRelocate(t *testing.T) {
 // in terms that two heaps built alike share even where their regions'
 // addresses differ (race builds grow a heap by regions of Go memory).
 func blockAt(h *Heap, b []byte) (span uint32, i uint64) {
-	page, _ := h.pages.pageOf(addrOf(b))
-	e := *h.pages.entry(page)
+	page, _ := h.pages.PageOf(addrOf(b))
+	e := *h.pages.Entry(page)
 	i, _ = blockIn(addrOf(b), e, &classInfos[uint8(e)])
 	return uint32(e >> 32), i
 }

@@ -7,6 +7,8 @@ package offheap
 import (
 	"container/heap"
 	"sync/atomic"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // Relocate's summary of a class (central.nsparse, nheld, movable) answers
@@ -79,7 +81,7 @@ func (s *span) relocKind() spanKind {
 
 // recount moves s's part in the summary from was (its relocKind before the
 // change) to what it is now, and publishes movable. Called with mu held.
-func (c *relocClass) recount(ph *pageHeap, s *span, was spanKind) {
+func (c *relocClass) recount(ph *pageheap.Heap, s *span, was spanKind) {
 	now := s.relocKind()
 	if now == was {
 		return
@@ -94,7 +96,7 @@ func (c *relocClass) recount(ph *pageHeap, s *span, was spanKind) {
 // span is the target itself, which relocate keeps while it is listed
 // (target) and never moves a block out of. Called with mu held, after the
 // counts or the target change; class is the class's.
-func (c *relocClass) publish(ph *pageHeap, class uint8) {
+func (c *relocClass) publish(ph *pageheap.Heap, class uint8) {
 	m := c.nsparse > 0 && c.nheld >= 2
 	if m && c.nsparse == 1 && c.reloc != 0 {
 		t := spanAt(ph, c.reloc)

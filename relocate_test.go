@@ -298,8 +298,8 @@ func spanOf(h *Heap, b []byte) uint32 {
 	if h.chk != nil {
 		return 0
 	}
-	page, _ := h.pages.pageOf(addrOf(b))
-	return uint32(*h.pages.entry(page) >> 32)
+	page, _ := h.pages.PageOf(addrOf(b))
+	return uint32(*h.pages.Entry(page) >> 32)
 }
 
 // TestRelocateConcurrent: goroutines relocate their own blocks, one by one

@@ -6,5 +6,5 @@ package offheap
 // about every committed page: call it when reporting, not on a hot path. It
 // returns ErrClosed on a closed heap.
 func (h *Heap) ResidentBytes() (uint64, error) {
-	return h.pages.resident()
+	return h.pages.Resident()
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/offheap/offheap/internal/osmem"
+	"github.com/offheap/offheap/internal/pageheap"
 	"golang.org/x/sys/unix"
 )
 
@@ -44,7 +45,7 @@ func TestResidentBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := osmem.PageSize
-	lo, hi := addrOf(b)&^(ps-1), alignUp(addrOf(b)+size, ps)
+	lo, hi := addrOf(b)&^(ps-1), pageheap.AlignUp(addrOf(b)+size, ps)
 	kernel := func() uint64 { // the block's OS pages in memory, by mincore
 		t.Helper()
 		r, err := osmem.ResidentBytes(ptr(lo), hi-lo)

@@ -3,9 +3,18 @@ package offheap
 import (
 	"math"
 	"math/bits"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 //go:generate go run ./internal/sizeclassgen
+
+// The page heap's page, which classes, spans, runs and the pagemap count
+// in, under the names every layer above it reads.
+const (
+	pageShift = pageheap.PageShift
+	pageSize  = pageheap.PageSize
+)
 
 // The size-class table itself is generated into sizeclass_table.go by
 // internal/sizeclassgen, whose top comment explains the classes; the table's
@@ -40,7 +49,7 @@ func roundedSize(n int) int {
 // The spans of this process: the span tier is the OS page:
 // tier 0 up to 8 KiB, 1 for 16 KiB, 2 for 32 KiB, 3 for 64 KiB and above.
 var (
-	spanTier = min(bits.TrailingZeros32(osPagePages), spanTiers-1)
+	spanTier = min(bits.TrailingZeros32(pageheap.OSPagePages), spanTiers-1)
 	// classPages is the pages of each class's span: at least an OS page,
 	// so that a span emptied goes back to the OS without its neighbours.
 	classPages = tierPages[spanTier]
@@ -83,8 +92,8 @@ var classInfos = func() (t [numClasses]classInfo) {
 	return t
 }()
 
-// A region's guards are at least the largest class (region_os.go).
-var _ [regionGuard - maxSmall]struct{}
+// A region's guards are at least the largest class (internal/pageheap/region_os.go).
+var _ [pageheap.RegionGuard - maxSmall]struct{}
 
 // maxAlloc bounds a single allocation's size.
 const maxAlloc = min(1<<46, math.MaxInt)

@@ -1,6 +1,10 @@
 package offheap
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/offheap/offheap/internal/pageheap"
+)
 
 // TestSizeClassLookup checks every small size maps to the smallest class that
 // holds it.
@@ -96,13 +100,13 @@ func TestDivMulControl(t *testing.T) {
 // simulated 16 and 64 KiB pages (internal/osmem) choose their tiers as a
 // kernel with those pages does, and no span is shorter than an OS page.
 func TestSpanTier(t *testing.T) {
-	want := map[uint32]int{1: 0, 2: 1, 4: 2, 8: 3, 16: 3}[osPagePages]
+	want := map[uint32]int{1: 0, 2: 1, 4: 2, 8: 3, 16: 3}[pageheap.OSPagePages]
 	if spanTier != want {
-		t.Fatalf("OS page of %d heap pages: span tier %d, want %d", osPagePages, spanTier, want)
+		t.Fatalf("OS page of %d heap pages: span tier %d, want %d", pageheap.OSPagePages, spanTier, want)
 	}
 	for c := 1; c < numClasses; c++ {
-		if uint32(classPages[c]) < min(osPagePages, 8) {
-			t.Errorf("class %d: a span of %d pages, under the OS page's %d", c, classPages[c], osPagePages)
+		if uint32(classPages[c]) < min(pageheap.OSPagePages, 8) {
+			t.Errorf("class %d: a span of %d pages, under the OS page's %d", c, classPages[c], pageheap.OSPagePages)
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package offheap
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/offheap/offheap/internal/pageheap"
+)
 
 // A span is a run of pages cut into blocks of one size class. Its struct lives
 // off-heap, in the page heap's span array, found from any block's page word.
@@ -28,11 +32,11 @@ type span struct {
 // The span array's stride is the struct's size on 64-bit systems, the
 // only ones with a backend; elsewhere the package only compiles, and the
 // smaller struct fits the stride.
-var _ = [1]struct{}{}[(int(unsafe.Sizeof(span{}))-spanBytes)*int(unsafe.Sizeof(uintptr(0))/8)]
+var _ = [1]struct{}{}[(int(unsafe.Sizeof(span{}))-pageheap.SpanBytes)*int(unsafe.Sizeof(uintptr(0))/8)]
 
 // spanAt is the struct of span id in the page heap's span array.
-func spanAt(ph *pageHeap, id uint32) *span {
-	return (*span)(ph.spanSlot(id))
+func spanAt(ph *pageheap.Heap, id uint32) *span {
+	return (*span)(ph.SpanSlot(id))
 }
 
 // empty reports whether the span holds no live block.
@@ -108,8 +112,8 @@ func (s *span) follow(k *listKeys, key uint64, block uintptr, rest uint32) (uint
 // the pagemap can find it.
 func (h *Heap) allocSpan(c uint8) (uint32, *span, error) {
 	var s *span
-	id, err := h.pages.allocSpan(uint32(classPages[c]),
-		func(i, id uint32) uint64 { return smallWord(c, i, id) },
+	id, err := h.pages.AllocSpan(uint32(classPages[c]),
+		func(i, id uint32) uint64 { return pageheap.SmallWord(c, i, id) },
 		func(id uint32, start uintptr) {
 			s = spanAt(&h.pages, id)
 			*s = span{start: start, class: c}
@@ -119,5 +123,5 @@ func (h *Heap) allocSpan(c uint8) (uint32, *span, error) {
 
 // freeSpan gives span id, empty, back to the page heap.
 func (h *Heap) freeSpan(id uint32, s *span) {
-	h.pages.freeSpan(id, s.start, uint32(classPages[s.class]))
+	h.pages.FreeSpan(id, s.start, uint32(classPages[s.class]))
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"syscall"
 	"testing"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // tryRecovered is what a Try form built on its panicking call (TryRealloc,
@@ -21,7 +23,7 @@ func TestTryRecoversSystemRefusal(t *testing.T) {
 	refused := fmt.Errorf("offheap: mprotect %#x+%d: %w", 0x1000, 4096, syscall.ENOMEM)
 	for _, e := range []error{
 		refused,
-		fmt.Errorf("%w: %w", errNoMeta, refused), // checked mode's metadata
+		fmt.Errorf("%w: %w", pageheap.ErrNoMeta, refused), // checked mode's metadata
 		fmt.Errorf("%w: 64 MiB more", ErrLimit),
 		closedError("Realloc"),
 		fmt.Errorf("%w: negative size -1", ErrSize),

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"sync"
 	"unsafe"
+
+	"github.com/offheap/offheap/internal/pageheap"
 )
 
 // Allocator is what New and MakeSlice allocate from: a *Heap, *Local or
@@ -89,7 +91,7 @@ func makeSlice[T any](a Allocator, n int, zero bool, fn string) ([]T, error) {
 		return unsafe.Slice((*T)(unsafe.Pointer(&zeroSized)), n), nil
 	case uintptr(n) > uintptr(maxAlloc)/size:
 		return nil, fmt.Errorf("%w: %s[%s]: length %d is too large: more than the %s one allocation can hold",
-			ErrSize, fn, typeName[T](), n, sizeString(maxAlloc))
+			ErrSize, fn, typeName[T](), n, pageheap.SizeString(maxAlloc))
 	}
 	var b []byte
 	var err error
@@ -162,7 +164,7 @@ func reallocSlice[T any](h *Heap, s []T, n int, fn string) ([]T, error) {
 	}
 	if uint64(n) > h.mostBytes()/uint64(size) {
 		return nil, fmt.Errorf("%w: %s[%s]: length %d is too large: more than the %s this heap's address space can hold",
-			ErrSize, fn, typeName[T](), n, sizeString(h.mostBytes()))
+			ErrSize, fn, typeName[T](), n, pageheap.SizeString(h.mostBytes()))
 	}
 	// The block is named by all of s's capacity (s[:0] of a block is still
 	// that block), so Realloc keeps up to cap(s) elements; those past

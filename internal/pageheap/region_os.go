@@ -1,6 +1,6 @@
 //go:build !race
 
-package offheap
+package pageheap
 
 import (
 	"unsafe"
@@ -25,15 +25,15 @@ const regionAlign = 2 << 20
 // (collapseRegion).
 const regionsCollapse = true
 
-// mapRegion obtains n bytes of address space for a region, regionAlign
+// MapRegion obtains n bytes of address space for a region, regionAlign
 // aligned and inaccessible until committed (commitRegion), between two
 // guards of regionGuard bytes. n is a multiple of osPageBytes.
-func mapRegion(n uintptr) (unsafe.Pointer, error) {
-	p, err := reserveAligned(n+2*regionGuard, regionGuard)
+func MapRegion(n uintptr) (unsafe.Pointer, error) {
+	p, err := reserveAligned(n+2*RegionGuard, RegionGuard)
 	if err != nil {
 		return nil, err
 	}
-	return unsafe.Add(p, regionGuard), nil
+	return unsafe.Add(p, RegionGuard), nil
 }
 
 // reserveAligned reserves n bytes of address space whose byte at off is
@@ -55,23 +55,23 @@ func reserveAligned(n, off uintptr) (unsafe.Pointer, error) {
 	return ptr(a + head), nil
 }
 
-// unmapRegion gives back a region mapRegion made, and its guards.
-func unmapRegion(p unsafe.Pointer, n uintptr) error {
-	return osmem.Unmap(unsafe.Add(p, -regionGuard), n+2*regionGuard)
+// UnmapRegion gives back a region mapRegion made, and its guards.
+func UnmapRegion(p unsafe.Pointer, n uintptr) error {
+	return osmem.Unmap(unsafe.Add(p, -RegionGuard), n+2*RegionGuard)
 }
 
-// commitRegion makes [p, p+n) of a region readable and writable.
-func commitRegion(p unsafe.Pointer, n uintptr) error { return osmem.Commit(p, n) }
+// CommitRegion makes [p, p+n) of a region readable and writable.
+func CommitRegion(p unsafe.Pointer, n uintptr) error { return osmem.Commit(p, n) }
 
-// protectRegion makes [p, p+n) of a region fault on any access, keeping its
+// ProtectRegion makes [p, p+n) of a region fault on any access, keeping its
 // contents (guard pages); commitRegion undoes it.
-func protectRegion(p unsafe.Pointer, n uintptr) error { return osmem.Protect(p, n) }
+func ProtectRegion(p unsafe.Pointer, n uintptr) error { return osmem.Protect(p, n) }
 
-// movePages moves the pages of [src, src+n) of a region to [dst, dst+n) of
+// MovePages moves the pages of [src, src+n) of a region to [dst, dst+n) of
 // one, without copying a byte (osmem.Move): src then reads as zeros and
 // holds no memory. On failure the caller copies; dst is usable unless the
 // error is osmem.ErrLost.
-func movePages(dst, src unsafe.Pointer, n uintptr) error { return osmem.Move(dst, src, n) }
+func MovePages(dst, src unsafe.Pointer, n uintptr) error { return osmem.Move(dst, src, n) }
 
 // renewRegion makes [p, p+n) of a region, committed, a new mapping that
 // reads as zeros (osmem.Renew), so that the kernel merges it with its

@@ -1,4 +1,4 @@
-package offheap
+package pageheap
 
 import "github.com/offheap/offheap/internal/osmem"
 
@@ -6,8 +6,8 @@ import "github.com/offheap/offheap/internal/osmem"
 // the pagemap count in it, so every layer reads these two, and they stand
 // at the bottom.
 const (
-	pageShift = 13
-	pageSize  = 1 << pageShift
+	PageShift = 13             // log2 of PageSize
+	PageSize  = 1 << PageShift // the heap's page, in bytes
 )
 
 // The operating system's page, the unit of mmap, mprotect, madvise and
@@ -21,8 +21,8 @@ const (
 //   - regions start on an OS page and are whole OS pages long, and their
 //     virtual pages start on a multiple of osPagePages, so that a virtual
 //     page number's alignment is its address's;
-//   - the frontier commits whole OS pages (pageHeap.fresh), and a run of an
-//     OS page or more starts on one (pageHeap.alloc);
+//   - the frontier commits whole OS pages (Heap.fresh), and a run of an
+//     OS page or more starts on one (Heap.alloc);
 //   - a dirty free page goes back to the system only when every page of its
 //     OS page is free and due: until then it is parked;
 //   - a guarded block's run, its guard and the pool's slots are whole OS
@@ -33,11 +33,11 @@ const (
 // Where the OS page is at most a heap page, as on amd64, osPagePages is 1
 // and each rule reads as a rule on heap pages.
 var (
-	// osPageBytes is the OS page, or the heap page where that is larger.
-	osPageBytes = max(osmem.PageSize, pageSize)
-	// osPagePages is how many heap pages an OS page holds: a power of two.
-	osPagePages = uint32(osPageBytes >> pageShift)
+	// OSPageBytes is the OS page, or the heap page where that is larger.
+	OSPageBytes = max(osmem.PageSize, PageSize)
+	// OSPagePages is how many heap pages an OS page holds: a power of two.
+	OSPagePages = uint32(OSPageBytes >> PageShift)
 )
 
-// osPageUp rounds a count of heap pages up to whole OS pages.
-func osPageUp(n uint32) uint32 { return (n + osPagePages - 1) &^ (osPagePages - 1) }
+// OSPageUp rounds a count of heap pages up to whole OS pages.
+func OSPageUp(n uint32) uint32 { return (n + OSPagePages - 1) &^ (OSPagePages - 1) }

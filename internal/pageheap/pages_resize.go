@@ -1,47 +1,47 @@
-package offheap
+package pageheap
 
 // The page heap's side of Realloc of a run of its own: whether a run may
-// grow where it stands, its resize in place under mu, and the release of
+// grow where it stands, its resize in place under Mu, and the release of
 // the pages a move left behind. realloc_pages.go decides between them.
 
-// mayExtend reports whether the run of onp pages at a may grow in place:
-// the pagemap word of the page after it, read without mu, is a free page's
-// (a hint, which resizeRun checks under mu). It saves a Realloc that must
+// MayExtend reports whether the run of onp pages at a may grow in place:
+// the pagemap word of the page after it, read without Mu, is a free page's
+// (a hint, which resizeRun checks under Mu). It saves a Realloc that must
 // move the lock and its look at the free set (BenchmarkReallocPairs, 1 to
 // 16 MiB). False at the end of the run's region, where no run grows.
-func (ph *pageHeap) mayExtend(a uintptr, onp uint32) bool {
-	page, ok := ph.pageOf(a)
+func (ph *Heap) MayExtend(a uintptr, onp uint32) bool {
+	page, ok := ph.PageOf(a)
 	if !ok {
 		return false
 	}
 	r := ph.region(page)
 	next := page + onp
-	return next < r.first+r.pages && wordClass(*ph.entry(next)) == 0
+	return next < r.First+r.Pages && WordClass(*ph.Entry(next)) == 0
 }
 
-// resizeRun makes the run of class from at a, which the caller holds, np
+// ResizeRun makes the run of class from at a, which the caller holds, np
 // pages long and of class to, in place: a shorter run's tail goes back to
 // the system at once (releaseSoon), a longer one takes the free pages right after it or
 // the current region's frontier. It reports whether any page it added may
 // hold old bytes, and false, changing nothing, when the pages after the run
 // are not to be had (in use, too few, or refused by the Limit).
-func (ph *pageHeap) resizeRun(a uintptr, from, to uint8, np uint32) (dirty, ok bool) {
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
+func (ph *Heap) ResizeRun(a uintptr, from, to uint8, np uint32) (dirty, ok bool) {
+	ph.Mu.Lock()
+	defer ph.Mu.Unlock()
 	page, ok := ph.runAt(a, from)
 	if !ok || ph.closed {
 		return false, false
 	}
-	onp := wordPages(*ph.entry(page))
+	onp := WordPages(*ph.Entry(page))
 	switch {
 	case np < onp:
 		ph.releaseSoon(page+np, onp-np)
-		ph.largePages.Add(-uint64(onp - np))
+		ph.LargePages.Add(-uint64(onp - np))
 	case np > onp:
 		if dirty, ok = ph.extend(page+onp, np-onp); !ok {
 			return false, false
 		}
-		ph.largePages.Add(uint64(np - onp))
+		ph.LargePages.Add(uint64(np - onp))
 		ph.noteAlloc(page+onp, np-onp)
 	}
 	ph.publishMapped()
@@ -52,10 +52,10 @@ func (ph *pageHeap) resizeRun(a uintptr, from, to uint8, np uint32) (dirty, ok b
 // extend takes the n pages at first, the pages right after a run, out of
 // the free run that starts there, or commits them at the current region's
 // frontier, and reports whether any may hold old bytes; false, changing
-// nothing, if they are not free or the Limit refuses them. Called with mu
+// nothing, if they are not free or the Limit refuses them. Called with Mu
 // held; the caller marks them.
-func (ph *pageHeap) extend(first, n uint32) (dirty, ok bool) {
-	if r, ok := ph.free[first]; ok && r.pages >= n {
+func (ph *Heap) extend(first, n uint32) (dirty, ok bool) {
+	if r, ok := ph.Free[first]; ok && r.Pages >= n {
 		d, err := ph.reuse(first, n, r) // the rule alloc's runs follow
 		if err != nil {
 			return false, false
@@ -63,26 +63,26 @@ func (ph *pageHeap) extend(first, n uint32) (dirty, ok bool) {
 		ph.split(first, r, n)
 		return d > 0, true
 	}
-	rs := ph.regions.Load()
-	cur := rs.byPage[len(rs.byPage)-1]
-	if first != cur.first+ph.frontier || uint64(ph.frontier)+uint64(n) > uint64(cur.pages) ||
-		(ph.limit != 0 && ph.mappedPages()+uint64(n) > ph.limit) {
+	rs := ph.Regions.Load()
+	cur := rs.ByPage[len(rs.ByPage)-1]
+	if first != cur.First+ph.Frontier || uint64(ph.Frontier)+uint64(n) > uint64(cur.Pages) ||
+		(ph.Limit != 0 && ph.mappedPages()+uint64(n) > ph.Limit) {
 		return false, false
 	}
-	if ph.commitAbove(cur, ph.frontier+n) != nil {
+	if ph.commitAbove(cur, ph.Frontier+n) != nil {
 		return false, false
 	}
-	ph.frontier += n
-	ph.committed += uint64(n)
+	ph.Frontier += n
+	ph.Committed += uint64(n)
 	return false, true
 }
 
 // markRun writes the pagemap words of a run of its own of np pages at
-// first, of class. Called with mu held.
-func (ph *pageHeap) markRun(first, np uint32, class uint8) {
-	*ph.entry(first) = runWord(class, np)
+// first, of class. Called with Mu held.
+func (ph *Heap) markRun(first, np uint32, class uint8) {
+	*ph.Entry(first) = runWord(class, np)
 	for i := uint32(1); i < np; i++ {
-		*ph.entry(first + i) = runTailWord(class)
+		*ph.Entry(first + i) = runTailWord(class)
 	}
 }
 
@@ -94,9 +94,9 @@ func (ph *pageHeap) markRun(first, np uint32, class uint8) {
 // now's, modulo 2^32 as ticks are compared (before), so that they are due
 // even in a heap younger than ReleaseDelay. Without a timer (a ReleaseDelay
 // of 0 or less, or one too long to wait out) they go back here and now.
-// Called with mu held.
-func (ph *pageHeap) releaseSoon(first, n uint32) {
-	now := ph.clock()
+// Called with Mu held.
+func (ph *Heap) releaseSoon(first, n uint32) {
+	now := ph.Clock()
 	t := ph.tickAt(now)
 	if ph.delay > 0 && ph.timed() {
 		t -= uint32(int64(ph.delay)/ph.tick) + 2
@@ -104,9 +104,9 @@ func (ph *pageHeap) releaseSoon(first, n uint32) {
 	w := dirtyWord(t)
 	ph.noteFree(first, n)
 	for i := range n {
-		*ph.entry(first + i) = w
+		*ph.Entry(first + i) = w
 	}
-	r := freeRun{pages: n, oldest: t, dirty: true}
+	r := freeRun{Pages: n, oldest: t, dirty: true}
 	if ph.delay <= 0 || !ph.timed() {
 		ph.releaseRun(first, &r, 0, true)
 	}
@@ -114,20 +114,20 @@ func (ph *pageHeap) releaseSoon(first, n uint32) {
 	if !r.dirty {
 		return
 	}
-	if ph.timer != nil && ph.timerAt > now && ph.timer.Stop() {
-		ph.timer, ph.timerAt = nil, 0 // armed for later: arm anew, for now
+	if ph.Timer != nil && ph.TimerAt > now && ph.Timer.Stop() {
+		ph.Timer, ph.TimerAt = nil, 0 // armed for later: arm anew, for now
 	}
 	ph.arm(now, t) // (a timer that could not be stopped is firing: it finds them due)
 }
 
-// freeMoved frees the run at a whose first moved pages movePages emptied:
+// FreeMoved frees the run at a whose first moved pages movePages emptied:
 // those go to the free set clean (they read as zeros and cost no memory),
 // the rest dirty, as Free's. The caller held the run.
-func (ph *pageHeap) freeMoved(a uintptr, moved uint32) {
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
-	page, _ := ph.pageOf(a)
-	np := wordPages(*ph.entry(page))
+func (ph *Heap) FreeMoved(a uintptr, moved uint32) {
+	ph.Mu.Lock()
+	defer ph.Mu.Unlock()
+	page, _ := ph.PageOf(a)
+	np := WordPages(*ph.Entry(page))
 	ph.uncountRun(np)
 	if moved < np {
 		ph.release(page+moved, np-moved)
@@ -135,9 +135,9 @@ func (ph *pageHeap) freeMoved(a uintptr, moved uint32) {
 	if moved > 0 {
 		ph.renewMoved(page, page+moved) // a range moved into before, now empty
 		for i := range moved {
-			*ph.entry(page + i) = 0
+			*ph.Entry(page + i) = 0
 		}
-		ph.released += uint64(moved)
+		ph.Released += uint64(moved)
 		ph.noteFree(page, moved)
 		ph.noteRelease(page, moved) // a huge page there went with them
 		ph.addRun(page, moved, freeRun{})

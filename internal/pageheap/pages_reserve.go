@@ -1,4 +1,4 @@
-package offheap
+package pageheap
 
 import (
 	"math"
@@ -24,13 +24,13 @@ const (
 	defaultReleaseDelay = time.Second
 )
 
-// reserve maps the heap's first region, of size bytes (0: chosen for the
+// Reserve maps the heap's first region, of size bytes (0: chosen for the
 // limit), and reserves its metadata for the largest virtual page space; a
 // shadowed heap gets a shadow of each region (the checker's record table).
 // delay is Options.ReleaseDelay, and huge Options.HugePages. spanPages is
 // the pages of each small class's span, by class: the page heap walks its
 // pages by them, and sizes the span array for the shortest.
-func (ph *pageHeap) reserve(limit int64, size uintptr, shadowed bool, delay time.Duration, huge bool, spanPages []uint8) error {
+func (ph *Heap) Reserve(limit int64, size uintptr, shadowed bool, delay time.Duration, huge bool, spanPages []uint8) error {
 	ph.spanPages = spanPages
 	ph.minSpan = math.MaxUint64
 	for _, n := range spanPages[1:] {
@@ -42,18 +42,18 @@ func (ph *pageHeap) reserve(limit int64, size uintptr, shadowed bool, delay time
 			size = uintptr(min(uint64(limit), maxFirstRegion/2)) * 2
 		}
 	}
-	size = alignUp(firstRegionSize(size), osPageBytes)
+	size = AlignUp(firstRegionSize(size), OSPageBytes)
 	var base, shadow unsafe.Pointer
 	var err error
 	for {
-		if base, err = mapRegion(size); err == nil {
+		if base, err = MapRegion(size); err == nil {
 			if !shadowed {
 				break
 			}
 			if shadow, err = mapShadow(size); err == nil {
 				break
 			}
-			unmapRegion(base, size)
+			UnmapRegion(base, size)
 		}
 		if size/2 < minReserve {
 			return err
@@ -61,13 +61,13 @@ func (ph *pageHeap) reserve(limit int64, size uintptr, shadowed bool, delay time
 		size /= 2 // a system with a tight address-space limit
 	}
 	unmap := func() {
-		unmapRegion(base, size)
+		UnmapRegion(base, size)
 		if shadow != nil {
 			osmem.Unmap(shadow, size)
 		}
 	}
-	pages := uint32(size >> pageShift)
-	maxPages := uint64(maxVirtPages)
+	pages := uint32(size >> PageShift)
+	maxPages := uint64(MaxVirtPages)
 	var meta unsafe.Pointer
 	for {
 		if meta, err = osmem.Reserve(metaBytes(maxPages, ph.minSpan)); err == nil {
@@ -85,29 +85,29 @@ func (ph *pageHeap) reserve(limit int64, size uintptr, shadowed bool, delay time
 	// without transparent huge pages refuse the advice, which they do not
 	// need.
 	_ = osmem.NoHugePages(meta, metaBytes(maxPages, ph.minSpan))
-	ph.base, ph.size, ph.pages0 = uintptr(base), size, pages
-	ph.pmap, ph.metaBytes, ph.maxPages = meta, metaBytes(maxPages, ph.minSpan), uint32(maxPages)
-	ph.spans = unsafe.Add(meta, maxPages*8)
-	r := &region{base: uintptr(base), bytes: size, pages: pages, shadow: shadow}
+	ph.Base, ph.Size, ph.Pages0 = uintptr(base), size, pages
+	ph.Pmap, ph.MetaBytes, ph.MaxPages = meta, metaBytes(maxPages, ph.minSpan), uint32(maxPages)
+	ph.Spans = unsafe.Add(meta, maxPages*8)
+	r := &region{Base: uintptr(base), Bytes: size, Pages: pages, Shadow: shadow}
 	if err := ph.commitMeta(r); err != nil {
 		unmap()
-		osmem.Unmap(meta, ph.metaBytes)
+		osmem.Unmap(meta, ph.MetaBytes)
 		return err
 	}
 	ph.shadowed = shadowed
-	ph.regions.Store(&regionSet{byPage: []*region{r}, byAddr: []*region{r}})
+	ph.Regions.Store(&regionSet{ByPage: []*region{r}, byAddr: []*region{r}})
 	ph.reservedBytes = size
 	epoch := time.Now()
-	ph.clock = func() int64 { return int64(time.Since(epoch)) }
-	ph.free = make(map[uint32]freeRun)
+	ph.Clock = func() int64 { return int64(time.Since(epoch)) }
+	ph.Free = make(map[uint32]freeRun)
 	ph.freeEnd = make(map[uint32]uint32)
 	ph.delay = delay
 	if ph.delay == 0 {
 		ph.delay = defaultReleaseDelay
 	}
-	ph.tick = int64(max(ph.delay/releaseTicks, minReleaseTick))
+	ph.tick = int64(max(ph.delay/ReleaseTicks, minReleaseTick))
 	if limit > 0 {
-		ph.limit = max(uint64(limit)>>pageShift, 1)
+		ph.Limit = max(uint64(limit)>>PageShift, 1)
 	}
 	if huge {
 		ph.initHuge()

@@ -1,6 +1,6 @@
 //go:build race
 
-package offheap
+package pageheap
 
 import (
 	"errors"
@@ -82,12 +82,12 @@ const raceSpareBytes = 64 << 20
 // size the heap would like: at most raceFirstRegion.
 func firstRegionSize(want uintptr) uintptr { return min(want, raceFirstRegion) }
 
-// mapRegion allocates n bytes of zeroed Go memory for a region, osPageBytes
+// MapRegion allocates n bytes of zeroed Go memory for a region, osPageBytes
 // aligned. n is a multiple of osPageBytes.
-func mapRegion(n uintptr) (unsafe.Pointer, error) {
+func MapRegion(n uintptr) (unsafe.Pointer, error) {
 	if most := osmem.Memory(); most != 0 && uint64(n) > most {
 		return nil, fmt.Errorf("offheap: a race build (-race) backs the heap with Go memory, and a region of %s is more than this machine's memory and swap (%s)",
-			sizeString(uint64(n)), sizeString(most))
+			SizeString(uint64(n)), SizeString(most))
 	}
 	want := n + raceRegionSlack
 	raceRegions.mu.Lock()
@@ -104,10 +104,10 @@ func mapRegion(n uintptr) (unsafe.Pointer, error) {
 		raceRegions.spares = slices.Delete(raceRegions.spares, best, best+1)
 		raceRegions.spare -= uintptr(len(b))
 	} else {
-		b = make([]byte, want+osPageBytes)
+		b = make([]byte, want+OSPageBytes)
 		// Go starts a large object on one of its 8 KiB pages; the OS page
 		// more aligns it to the OS page, or to a heap page should Go not.
-		b = b[-uintptr(unsafe.Pointer(unsafe.SliceData(b)))&(osPageBytes-1):]
+		b = b[-uintptr(unsafe.Pointer(unsafe.SliceData(b)))&(OSPageBytes-1):]
 		// Go zeroed it, if it reused memory, and made it resident: give
 		// the pages back, so that a region costs memory only as it is
 		// written, as a reservation does (and ResidentBytes says so).
@@ -121,10 +121,10 @@ func mapRegion(n uintptr) (unsafe.Pointer, error) {
 	return p, nil
 }
 
-// unmapRegion gives back a region mapRegion made: its pages to the system,
+// UnmapRegion gives back a region mapRegion made: its pages to the system,
 // its memory to the spares or, past raceSpareBytes, to the garbage
 // collector, which frees it once no slice of the program points into it.
-func unmapRegion(p unsafe.Pointer, n uintptr) error {
+func UnmapRegion(p unsafe.Pointer, n uintptr) error {
 	raceRegions.mu.Lock()
 	defer raceRegions.mu.Unlock()
 	b, ok := raceRegions.m[uintptr(p)]
@@ -143,18 +143,18 @@ func unmapRegion(p unsafe.Pointer, n uintptr) error {
 	return nil
 }
 
-// commitRegion does nothing: Go memory is readable and writable.
-func commitRegion(unsafe.Pointer, uintptr) error { return nil }
+// CommitRegion does nothing: Go memory is readable and writable.
+func CommitRegion(unsafe.Pointer, uintptr) error { return nil }
 
-// protectRegion does nothing: see above.
-func protectRegion(unsafe.Pointer, uintptr) error { return nil }
+// ProtectRegion does nothing: see above.
+func ProtectRegion(unsafe.Pointer, uintptr) error { return nil }
 
 // errRaceNoMove is movePages's error in a race build.
 var errRaceNoMove = errors.New("offheap: a race build's regions are Go memory, whose pages are not moved")
 
-// movePages fails: the Go runtime owns the page tables of Go memory, so the
+// MovePages fails: the Go runtime owns the page tables of Go memory, so the
 // caller copies (a build on the system's memory moves the pages).
-func movePages(dst, src unsafe.Pointer, n uintptr) error { return errRaceNoMove }
+func MovePages(dst, src unsafe.Pointer, n uintptr) error { return errRaceNoMove }
 
 // renewRegion gives the pages of [p, p+n) back (osmem.Release): Go memory
 // is never moved, so it is never split off, and a new mapping over it would

@@ -1,4 +1,4 @@
-package offheap
+package pageheap
 
 // The kernel's mappings of the heap's memory. The kernel keeps a process's
 // address space as mappings (VMAs), at most vm.max_map_count of them
@@ -14,7 +14,7 @@ package offheap
 //     Move's emptied source, if it was such a range, stays one). Nothing the
 //     page heap does to the pages (madvise included) merges the range again,
 //     only a new mapping over it (renewRegion): so every range the heap has
-//     moved pages into is recorded (pageHeap.moved) until a new mapping
+//     moved pages into is recorded (Heap.Moved) until a new mapping
 //     replaces it, which it gets when its pages go back to the system
 //     (giveBack: the release timer, Trim, the Limit) or move out again
 //     (freeMoved). Free and Trim so leave the kernel's count as it was
@@ -33,29 +33,29 @@ package offheap
 // the process a few dozen mappings more than its regions do, and Free and
 // Trim give them back (TestReallocMapsBounded, TestReallocMapsTorture).
 
-// maxMovedRanges is how many ranges a heap keeps moved pages in at once: a
+// MaxMovedRanges is how many ranges a heap keeps moved pages in at once: a
 // few large blocks that keep growing move without a copy, and the process's
 // mappings stay within a few dozen of what the regions take.
-const maxMovedRanges = 12
+const MaxMovedRanges = 12
 
-// claimMove decides whether n bytes, whole OS pages, move from src to dst
+// ClaimMove decides whether n bytes, whole OS pages, move from src to dst
 // (both in runs the caller holds) with movePages rather than be copied,
 // and if so records dst's range as moved, before the move, so that two
 // moves at once cannot both take the last room. A move that then fails
 // leaves the range recorded: at worst it is renewed for nothing. The
 // kernel replaces whatever mapping dst had, so the moved ranges dst
 // overlaps lose those pages.
-func (ph *pageHeap) claimMove(dst, src, n uintptr) bool {
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
-	d, _ := ph.pageOf(dst)
-	s, _ := ph.pageOf(src)
-	np := uint32(n >> pageShift)
-	if len(ph.moved) >= maxMovedRanges && !ph.movedWithin(s, np) {
+func (ph *Heap) ClaimMove(dst, src, n uintptr) bool {
+	ph.Mu.Lock()
+	defer ph.Mu.Unlock()
+	d, _ := ph.PageOf(dst)
+	s, _ := ph.PageOf(src)
+	np := uint32(n >> PageShift)
+	if len(ph.Moved) >= MaxMovedRanges && !ph.movedWithin(s, np) {
 		return false
 	}
 	ph.cutMoved(d, d+np, false)
-	ph.moved = append(ph.moved, pageRange{d, np})
+	ph.Moved = append(ph.Moved, pageRange{d, np})
 	ph.scarred = true
 	return true
 }
@@ -65,20 +65,20 @@ func (ph *pageHeap) claimMove(dst, src, n uintptr) bool {
 // those), a new mapping, which merges with its neighbours:
 // Trim's, in a heap that has moved pages, so that a range renewed between
 // two moved ranges, apart from them since, merges again once its
-// neighbours are free. Called with mu held.
-func (ph *pageHeap) renewFree() {
-	for first, r := range ph.free {
-		lo, hi := osPageUp(first), (first+r.pages)&^(osPagePages-1)
+// neighbours are free. Called with Mu held.
+func (ph *Heap) renewFree() {
+	for first, r := range ph.Free {
+		lo, hi := OSPageUp(first), (first+r.Pages)&^(OSPagePages-1)
 		if lo < hi {
-			_ = renewRegion(ptr(ph.addr(lo)), uintptr(hi-lo)<<pageShift)
+			_ = renewRegion(ptr(ph.Addr(lo)), uintptr(hi-lo)<<PageShift)
 		}
 	}
 }
 
 // movedWithin reports whether a moved range lies within the n pages at
-// first. Called with mu held.
-func (ph *pageHeap) movedWithin(first, n uint32) bool {
-	for _, m := range ph.moved {
+// first. Called with Mu held.
+func (ph *Heap) movedWithin(first, n uint32) bool {
+	for _, m := range ph.Moved {
 		if m.first >= first && m.first+m.n <= first+n {
 			return true
 		}
@@ -88,34 +88,34 @@ func (ph *pageHeap) movedWithin(first, n uint32) bool {
 
 // renewMoved gives the parts of moved ranges among pages [from, to), free
 // and given back (or empty), a new mapping each, and forgets them. Called
-// with mu held.
-func (ph *pageHeap) renewMoved(from, to uint32) {
+// with Mu held.
+func (ph *Heap) renewMoved(from, to uint32) {
 	ph.cutMoved(from, to, true)
 }
 
 // cutMoved takes pages [from, to) out of the moved ranges, renewing the
 // part of each it takes if renew: a range it reaches into keeps the pages
-// outside [from, to). A part whose renewal fails stays. Called with mu
+// outside [from, to). A part whose renewal fails stays. Called with Mu
 // held.
-func (ph *pageHeap) cutMoved(from, to uint32, renew bool) {
-	for i := 0; i < len(ph.moved); {
-		m := ph.moved[i]
+func (ph *Heap) cutMoved(from, to uint32, renew bool) {
+	for i := 0; i < len(ph.Moved); {
+		m := ph.Moved[i]
 		lo, hi := max(m.first, from), min(m.first+m.n, to)
 		if lo >= hi {
 			i++
 			continue
 		}
-		if renew && renewRegion(ptr(ph.addr(lo)), uintptr(hi-lo)<<pageShift) != nil {
+		if renew && renewRegion(ptr(ph.Addr(lo)), uintptr(hi-lo)<<PageShift) != nil {
 			i++
 			continue
 		}
-		ph.moved[i] = ph.moved[len(ph.moved)-1]
-		ph.moved = ph.moved[:len(ph.moved)-1]
+		ph.Moved[i] = ph.Moved[len(ph.Moved)-1]
+		ph.Moved = ph.Moved[:len(ph.Moved)-1]
 		if m.first < lo {
-			ph.moved = append(ph.moved, pageRange{m.first, lo - m.first})
+			ph.Moved = append(ph.Moved, pageRange{m.first, lo - m.first})
 		}
 		if end := m.first + m.n; hi < end {
-			ph.moved = append(ph.moved, pageRange{hi, end - hi})
+			ph.Moved = append(ph.Moved, pageRange{hi, end - hi})
 		}
 		// The pieces appended are past i or at it: visited again, and
 		// outside [from, to).

@@ -1,4 +1,4 @@
-package offheap
+package pageheap
 
 import (
 	"cmp"
@@ -33,7 +33,7 @@ import (
 // What the rest of the heap may assume of regions: each is a multiple of
 // osPageBytes long and starts on an osPageBytes boundary, and its first
 // virtual page is a multiple of osPagePages, and of hugeSpan with huge pages
-// on; they do not overlap; they are created under pageHeap.mu and live until
+// on; they do not overlap; they are created under Heap.Mu and live until
 // Close. Nothing else: not their count, their order in memory, their adjacency
 // or their size beyond what was asked. mapRegion and unmapRegion are the only
 // code that obtains and gives back a region's memory, and commitRegion and
@@ -41,14 +41,14 @@ import (
 // the operating system's, or Go memory in race-detector builds. Releasing
 // pages (osmem.Release, madvise) works on either.
 
-// maxVirtPages is the size of the largest virtual page space, 16 TiB: page
+// MaxVirtPages is the size of the largest virtual page space, 16 TiB: page
 // numbers and run lengths are uint32, and a large block's length in pages
 // must fit 31 bits (pagesFor). The pagemap for it takes 16 GiB of address
 // space and the span array 10 GiB, reserved and not committed; a system that
 // refuses that much gets a smaller space (reserve halves it).
-const maxVirtPages = 1 << 31
+const MaxVirtPages = 1 << 31
 
-// regionGuard is the inaccessible address space a region of the system's
+// RegionGuard is the inaccessible address space a region of the system's
 // memory (region_os.go) keeps on either side of it, reserved with it and
 // never committed: at least the largest size class (sizeclass.go holds the
 // two in step), so that no write running or skipping past a block at the
@@ -56,44 +56,44 @@ const maxVirtPages = 1 << 31
 // next to it, the heap's metadata included (docs/DESIGN.md, What lives
 // where). A multiple of the largest OS page, 64 KiB, and so of
 // osPageBytes, so the region stays aligned.
-const regionGuard = 256 << 10
+const RegionGuard = 256 << 10
 
-var _ = [1]struct{}{}[regionGuard%(64<<10)]
+var _ = [1]struct{}{}[RegionGuard%(64<<10)]
 
 // region is one reservation laid into the virtual page space. Immutable once
 // published.
 type region struct {
-	base  uintptr // first byte, osPageBytes aligned
-	bytes uintptr // bytes reserved: pages << pageShift
-	first uint32  // virtual page of base
-	pages uint32
-	// shadow is, in a heap with a checker, the region's part of the
+	Base  uintptr // first byte, osPageBytes aligned
+	Bytes uintptr // bytes reserved: pages << PageShift
+	First uint32  // virtual page of base
+	Pages uint32  // its pages
+	// Shadow is, in a heap with a checker, the region's part of the
 	// checker's record table: bytes long, mirroring the region byte for
 	// byte. nil otherwise.
-	shadow unsafe.Pointer
+	Shadow unsafe.Pointer
 }
 
-// hugeSpan is the number of heap pages in a 2 MiB huge page, the only huge
+// HugeSpan is the number of heap pages in a 2 MiB huge page, the only huge
 // page size HugePages uses.
-const hugeSpan = 2 << 20 >> pageShift
+const HugeSpan = 2 << 20 >> PageShift
 
-// hugeRange is the first page of the range that holds page p of region r,
+// HugeRange is the first page of the range that holds page p of region r,
 // and false if p lies in r's partial last stretch.
-func hugeRange(r *region, p uint32) (uint32, bool) {
-	k := r.first + (p-r.first)&^(hugeSpan-1)
-	return k, k+hugeSpan <= r.first+r.pages
+func HugeRange(r *region, p uint32) (uint32, bool) {
+	k := r.First + (p-r.First)&^(HugeSpan-1)
+	return k, k+HugeSpan <= r.First+r.Pages
 }
 
-// regionSet is every region of a heap: byPage in virtual page order (the
+// regionSet is every region of a heap: ByPage in virtual page order (the
 // order they were made), byAddr by base address. Replaced whole, never
 // changed, so that lookups need no lock.
 type regionSet struct {
-	byPage []*region
+	ByPage []*region // in the order they were made
 	byAddr []*region
 }
 
-// byAddress is the region that holds address a, or nil.
-func (rs *regionSet) byAddress(a uintptr) *region {
+// ByAddress is the region that holds address a, or nil.
+func (rs *regionSet) ByAddress(a uintptr) *region {
 	i, found := slices.BinarySearchFunc(rs.byAddr, a, byBase)
 	if !found {
 		if i == 0 {
@@ -101,7 +101,7 @@ func (rs *regionSet) byAddress(a uintptr) *region {
 		}
 		i--
 	}
-	if r := rs.byAddr[i]; a-r.base < r.bytes {
+	if r := rs.byAddr[i]; a-r.Base < r.Bytes {
 		return r
 	}
 	return nil
@@ -110,24 +110,24 @@ func (rs *regionSet) byAddress(a uintptr) *region {
 // byPageNum is the region that holds virtual page p, which must be a page of
 // some region (not a gap).
 func (rs *regionSet) byPageNum(p uint32) *region {
-	i, found := slices.BinarySearchFunc(rs.byPage, p, byFirst)
+	i, found := slices.BinarySearchFunc(rs.ByPage, p, byFirst)
 	if !found {
 		i--
 	}
-	return rs.byPage[i]
+	return rs.ByPage[i]
 }
 
-// holding is the region that holds virtual page p, or nil when p is a gap
+// Holding is the region that holds virtual page p, or nil when p is a gap
 // page or lies past every region.
-func (rs *regionSet) holding(p uint32) *region {
-	i, found := slices.BinarySearchFunc(rs.byPage, p, byFirst)
+func (rs *regionSet) Holding(p uint32) *region {
+	i, found := slices.BinarySearchFunc(rs.ByPage, p, byFirst)
 	if !found {
 		if i == 0 {
 			return nil
 		}
 		i--
 	}
-	if r := rs.byPage[i]; p-r.first < r.pages {
+	if r := rs.ByPage[i]; p-r.First < r.Pages {
 		return r
 	}
 	return nil
@@ -135,18 +135,18 @@ func (rs *regionSet) holding(p uint32) *region {
 
 // with returns a new set with r added. r's pages come after every region's.
 func (rs *regionSet) with(r *region) *regionSet {
-	i, _ := slices.BinarySearchFunc(rs.byAddr, r.base, byBase)
+	i, _ := slices.BinarySearchFunc(rs.byAddr, r.Base, byBase)
 	return &regionSet{
-		byPage: append(slices.Clip(rs.byPage), r),
+		ByPage: append(slices.Clip(rs.ByPage), r),
 		byAddr: slices.Insert(slices.Clone(rs.byAddr), i, r),
 	}
 }
 
-func byBase(r *region, a uintptr) int { return cmp.Compare(r.base, a) }
-func byFirst(r *region, p uint32) int { return cmp.Compare(r.first, p) }
+func byBase(r *region, a uintptr) int { return cmp.Compare(r.Base, a) }
+func byFirst(r *region, p uint32) int { return cmp.Compare(r.First, p) }
 
-// errNoMeta is mapShadow's refusal: the record table cannot be mapped.
-var errNoMeta = errors.New("offheap: checked mode: mapping block metadata failed")
+// ErrNoMeta is mapShadow's refusal: the record table cannot be mapped.
+var ErrNoMeta = errors.New("offheap: checked mode: mapping block metadata failed")
 
 // mapShadow maps a checked heap's part of the record table for a region of
 // n bytes (region.shadow), read-write and zero, backed only as records are
@@ -154,15 +154,15 @@ var errNoMeta = errors.New("offheap: checked mode: mapping block metadata failed
 func mapShadow(n uintptr) (unsafe.Pointer, error) {
 	p, err := osmem.Map(n)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errNoMeta, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoMeta, err)
 	}
 	return p, nil
 }
 
 // outOfSpace is the error for an allocation of need bytes that found the
 // virtual page space full (err nil) or the system unwilling.
-func (ph *pageHeap) outOfSpace(need uint64, err error) error {
-	return &addressSpaceError{need: need, have: uint64(ph.reservedBytes), most: uint64(ph.maxPages) << pageShift, err: err}
+func (ph *Heap) outOfSpace(need uint64, err error) error {
+	return &addressSpaceError{need: need, have: uint64(ph.reservedBytes), most: uint64(ph.MaxPages) << PageShift, err: err}
 }
 
 // regionGrain is the size later regions are rounded up to, so that a heap
@@ -172,76 +172,76 @@ const regionGrain = 64 << 20
 // addRegion reserves a region of at least n pages and makes it the current
 // one: new pages come from its frontier. What is left of the old current
 // region is committed and becomes a free run, so it is used again; should
-// the commit fail, those pages are never used. Called with mu held.
-func (ph *pageHeap) addRegion(n uint32) error {
-	rs := ph.regions.Load()
-	last := rs.byPage[len(rs.byPage)-1]
-	first := uint64(osPageUp(last.first + last.pages + 1)) // a gap page at least
-	if ph.huge.on {
+// the commit fail, those pages are never used. Called with Mu held.
+func (ph *Heap) addRegion(n uint32) error {
+	rs := ph.Regions.Load()
+	last := rs.ByPage[len(rs.ByPage)-1]
+	first := uint64(OSPageUp(last.First + last.Pages + 1)) // a gap page at least
+	if ph.Huge.On {
 		// A range's first page, so that a multiple of hugeSpan in the
 		// virtual page space is one in memory.
-		first = (first + hugeSpan - 1) &^ (hugeSpan - 1)
+		first = (first + HugeSpan - 1) &^ (HugeSpan - 1)
 	}
-	room := uint64(ph.maxPages) - min(first, uint64(ph.maxPages))
-	n = osPageUp(n)
-	need := uint64(n) << pageShift
+	room := uint64(ph.MaxPages) - min(first, uint64(ph.MaxPages))
+	n = OSPageUp(n)
+	need := uint64(n) << PageShift
 	if uint64(n) > room {
 		return ph.outOfSpace(need, nil)
 	}
 	// Grow geometrically (the new region is as large as all before it), so
 	// a heap that keeps growing makes few regions, and at least by a grain.
 	want := max(need, uint64(ph.reservedBytes), regionGrain)
-	want = min(want, room<<pageShift)
+	want = min(want, room<<PageShift)
 	var p unsafe.Pointer
 	var err error
 	for {
-		if p, err = mapRegion(uintptr(want)); err == nil {
+		if p, err = MapRegion(uintptr(want)); err == nil {
 			break
 		}
 		if want == need {
 			return ph.outOfSpace(need, err)
 		}
-		want = max(want/2&^uint64(osPageBytes-1), need)
+		want = max(want/2&^uint64(OSPageBytes-1), need)
 	}
-	r := &region{base: uintptr(p), bytes: uintptr(want), first: uint32(first), pages: uint32(want >> pageShift)}
+	r := &region{Base: uintptr(p), Bytes: uintptr(want), First: uint32(first), Pages: uint32(want >> PageShift)}
 	if err := ph.commitMeta(r); err != nil {
-		unmapRegion(p, r.bytes)
+		UnmapRegion(p, r.Bytes)
 		return err
 	}
 	if ph.shadowed {
-		if r.shadow, err = mapShadow(r.bytes); err != nil {
-			unmapRegion(p, r.bytes)
+		if r.Shadow, err = mapShadow(r.Bytes); err != nil {
+			UnmapRegion(p, r.Bytes)
 			return err
 		}
 	}
 	// The rest of the old region becomes a free run of zero pages.
-	if tail := last.pages - ph.frontier; tail > 0 {
-		at := last.first + ph.frontier
-		if ph.commitAbove(last, last.pages) == nil {
-			ph.committed += uint64(tail)
-			ph.released += uint64(tail)
+	if tail := last.Pages - ph.Frontier; tail > 0 {
+		at := last.First + ph.Frontier
+		if ph.commitAbove(last, last.Pages) == nil {
+			ph.Committed += uint64(tail)
+			ph.Released += uint64(tail)
 			ph.addRun(at, tail, freeRun{})
 		}
 	}
-	ph.regions.Store(rs.with(r))
-	ph.reservedBytes += r.bytes
-	ph.frontier, ph.committedTo = 0, 0
+	ph.Regions.Store(rs.with(r))
+	ph.reservedBytes += r.Bytes
+	ph.Frontier, ph.committedTo = 0, 0
 	return nil
 }
 
 // commitMeta makes the pagemap words and the span structs that region r
-// needs usable. Called with mu held, before r is published.
-func (ph *pageHeap) commitMeta(r *region) error {
-	end := uint64(r.first) + uint64(r.pages)
-	if err := commitRange(ph.pmap, uintptr(r.first)*8, uintptr(end)*8); err != nil {
+// needs usable. Called with Mu held, before r is published.
+func (ph *Heap) commitMeta(r *region) error {
+	end := uint64(r.First) + uint64(r.Pages)
+	if err := commitRange(ph.Pmap, uintptr(r.First)*8, uintptr(end)*8); err != nil {
 		return err
 	}
 	// Every span has at least minSpan pages, so the spans live at once
 	// are at most the virtual pages so far over minSpan.
 	spans := uint32(end/ph.minSpan + 1)
 	if spans > ph.maxSpan {
-		sz := uintptr(spanBytes)
-		if err := commitRange(ph.spans, uintptr(ph.maxSpan+1)*sz, uintptr(spans+1)*sz); err != nil {
+		sz := uintptr(SpanBytes)
+		if err := commitRange(ph.Spans, uintptr(ph.maxSpan+1)*sz, uintptr(spans+1)*sz); err != nil {
 			return err
 		}
 		ph.maxSpan = spans
@@ -258,54 +258,54 @@ func commitRange(base unsafe.Pointer, from, to uintptr) error {
 	return osmem.Commit(unsafe.Add(base, from), to-from)
 }
 
-// pageOf is the virtual page that holds address a, and false if no region of
-// the heap holds a. Safe without mu.
-func (ph *pageHeap) pageOf(a uintptr) (uint32, bool) {
-	if off := a - ph.base; off < ph.size {
-		return uint32(off >> pageShift), true
+// PageOf is the virtual page that holds address a, and false if no region of
+// the heap holds a. Safe without Mu.
+func (ph *Heap) PageOf(a uintptr) (uint32, bool) {
+	if off := a - ph.Base; off < ph.Size {
+		return uint32(off >> PageShift), true
 	}
-	return ph.pageOfFar(a)
+	return ph.PageOfFar(a)
 }
 
-// pageOfFar is pageOf for an address outside region 0.
-func (ph *pageHeap) pageOfFar(a uintptr) (uint32, bool) {
-	r := ph.regions.Load().byAddress(a)
+// PageOfFar is pageOf for an address outside region 0.
+func (ph *Heap) PageOfFar(a uintptr) (uint32, bool) {
+	r := ph.Regions.Load().ByAddress(a)
 	if r == nil {
 		return 0, false
 	}
-	return r.first + uint32((a-r.base)>>pageShift), true
+	return r.First + uint32((a-r.Base)>>PageShift), true
 }
 
-// contains reports whether a region of the heap holds address a.
-func (ph *pageHeap) contains(a uintptr) bool {
-	_, ok := ph.pageOf(a)
+// Contains reports whether a region of the heap holds address a.
+func (ph *Heap) Contains(a uintptr) bool {
+	_, ok := ph.PageOf(a)
 	return ok
 }
 
-// addr is the address of virtual page p, a page of some region.
-func (ph *pageHeap) addr(p uint32) uintptr {
-	if p < ph.pages0 {
-		return ph.base + uintptr(p)<<pageShift
+// Addr is the address of virtual page p, a page of some region.
+func (ph *Heap) Addr(p uint32) uintptr {
+	if p < ph.Pages0 {
+		return ph.Base + uintptr(p)<<PageShift
 	}
-	r := ph.regions.Load().byPageNum(p)
-	return r.base + uintptr(p-r.first)<<pageShift
+	r := ph.Regions.Load().byPageNum(p)
+	return r.Base + uintptr(p-r.First)<<PageShift
 }
 
 // region is the region that holds virtual page p.
-func (ph *pageHeap) region(p uint32) *region {
-	return ph.regions.Load().byPageNum(p)
+func (ph *Heap) region(p uint32) *region {
+	return ph.Regions.Load().byPageNum(p)
 }
 
-// unmap gives back every region, its record table and the metadata. Called
+// Unmap gives back every region, its record table and the metadata. Called
 // by Close, once nothing can use the heap.
-func (ph *pageHeap) unmap() error {
+func (ph *Heap) Unmap() error {
 	var errs []error
-	for _, r := range ph.regions.Load().byPage {
-		errs = append(errs, unmapRegion(ptr(r.base), r.bytes))
-		if r.shadow != nil {
-			errs = append(errs, osmem.Unmap(r.shadow, r.bytes))
+	for _, r := range ph.Regions.Load().ByPage {
+		errs = append(errs, UnmapRegion(ptr(r.Base), r.Bytes))
+		if r.Shadow != nil {
+			errs = append(errs, osmem.Unmap(r.Shadow, r.Bytes))
 		}
 	}
-	errs = append(errs, osmem.Unmap(ph.pmap, ph.metaBytes))
+	errs = append(errs, osmem.Unmap(ph.Pmap, ph.MetaBytes))
 	return errors.Join(errs...)
 }

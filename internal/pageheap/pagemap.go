@@ -1,4 +1,4 @@
-package offheap
+package pageheap
 
 // The pagemap's encoding: one word per page, the only structure Free reads
 // without a lock. Its constructors and accessors are here, and only here is
@@ -15,7 +15,7 @@ package offheap
 //	bits 32-63  the span's id (small), the run's page count (a run, on its
 //	            first page); on a dirty free page, the tick it was freed in
 //
-// The pagemap changes only under pageHeap.mu, and the word of a page that
+// The pagemap changes only under Heap.Mu, and the word of a page that
 // holds a live block does not change until the block is freed, so a Free of
 // a live block reads a stable word.
 
@@ -23,14 +23,14 @@ import "unsafe"
 
 // The classes of the runs of their own, in bits 0-7 of their pages' words.
 const (
-	classLarge   = 0xff // a large block
-	classGuarded = 0xfe // a guarded block, or a spare or pool run of one
-	classArena   = 0xfd // an arena's memory
-	classSampled = 0xfc // a small block the profile sampled
+	ClassLarge   = 0xff // a large block
+	ClassGuarded = 0xfe // a guarded block, or a spare or pool run of one
+	ClassArena   = 0xfd // an arena's memory
+	ClassSampled = 0xfc // a small block the profile sampled
 )
 
 const (
-	pageDirty = 1 << 8 // on a free page: it holds data and is counted as mapped
+	PageDirty = 1 << 8 // on a free page: it holds data and is counted as mapped
 
 	// pageUnguarded marks the word of an unguarded run's guard page (its
 	// first heap page, a later page of the run, guard_maps.go): bits 8-31
@@ -38,17 +38,17 @@ const (
 	pageUnguarded = 1 << 9
 )
 
-// pageWordAt is the word of page in the pagemap at pmap: the read of Free's
+// PageWordAt is the word of page in the pagemap at pmap: the read of Free's
 // fast path and the checker's, which hold pmap one load closer than
-// pageHeap.entry.
+// Heap.Entry.
 //
 //go:nosplit
-func pageWordAt(pmap unsafe.Pointer, page uintptr) uint64 {
+func PageWordAt(pmap unsafe.Pointer, page uintptr) uint64 {
 	return *(*uint64)(unsafe.Add(pmap, page*8))
 }
 
-// smallWord is the word of page i of span id, of small class c.
-func smallWord(c uint8, i, id uint32) uint64 { return uint64(c) | uint64(i)<<8 | uint64(id)<<32 }
+// SmallWord is the word of page i of span id, of small class c.
+func SmallWord(c uint8, i, id uint32) uint64 { return uint64(c) | uint64(i)<<8 | uint64(id)<<32 }
 
 // runWord is the word of the first page of a run of its own of np pages,
 // of class.
@@ -58,30 +58,30 @@ func runWord(class uint8, np uint32) uint64 { return uint64(class) | uint64(np)<
 func runTailWord(class uint8) uint64 { return uint64(class) | 1<<8 }
 
 // dirtyWord is the word of a free page that holds data, freed in tick t.
-func dirtyWord(t uint32) uint64 { return pageDirty | uint64(t)<<32 }
+func dirtyWord(t uint32) uint64 { return PageDirty | uint64(t)<<32 }
 
-// wordClass is the class of a page's word: 0 free, a small class, or a
+// WordClass is the class of a page's word: 0 free, a small class, or a
 // run's class.
-func wordClass(e uint64) uint8 { return uint8(e) }
+func WordClass(e uint64) uint8 { return uint8(e) }
 
-// wordSpan is the span id of a small span's page.
-func wordSpan(e uint64) uint32 { return uint32(e >> 32) }
+// WordSpan is the span id of a small span's page.
+func WordSpan(e uint64) uint32 { return uint32(e >> 32) }
 
-// wordPages is the page count of a run of its own, on its first page.
-func wordPages(e uint64) uint32 { return uint32(e >> 32) }
+// WordPages is the page count of a run of its own, on its first page.
+func WordPages(e uint64) uint32 { return uint32(e >> 32) }
 
 // wordTick is the release tick of a dirty free page.
 func wordTick(e uint64) uint32 { return uint32(e >> 32) }
 
-// wordIndex is bits 8-31: a small span's page index in its span, or, for a
+// WordIndex is bits 8-31: a small span's page index in its span, or, for a
 // run of its own, 0 on its first page and nonzero on the others.
-func wordIndex(e uint64) uint32 { return uint32(e) >> 8 }
+func WordIndex(e uint64) uint32 { return uint32(e) >> 8 }
 
-// wordRunStart reports whether e is the word of a run's first page.
-func wordRunStart(e uint64) bool { return wordIndex(e) == 0 }
+// WordRunStart reports whether e is the word of a run's first page.
+func WordRunStart(e uint64) bool { return WordIndex(e) == 0 }
 
 // wordDirty reports whether a free page's word says it holds data.
-func wordDirty(e uint64) bool { return e&pageDirty != 0 }
+func wordDirty(e uint64) bool { return e&PageDirty != 0 }
 
 // markUnguarded sets pageUnguarded in the guard page's word at w.
 func markUnguarded(w *uint64) { *w |= pageUnguarded }

@@ -1,4 +1,4 @@
-package offheap
+package pageheap
 
 import "math/bits"
 
@@ -30,33 +30,33 @@ import "math/bits"
 const fillTries = 8
 
 // hugeFill is the count of allocated pages by range. Guarded by
-// pageHeap.mu.
+// Heap.Mu.
 type hugeFill struct {
-	at map[uint32]fillSlot // by range (first page): ranges with a page allocated
-	// byUsed lists the ranges with u pages allocated, for 0 < u <
+	At map[uint32]fillSlot // by range (first page): ranges with a page allocated
+	// ByUsed lists the ranges with u pages allocated, for 0 < u <
 	// hugeSpan, in any order; fillSlot.idx is a range's place in its list.
-	byUsed [hugeSpan][]uint32
+	ByUsed [HugeSpan][]uint32
 	// some has bit u set while byUsed[u] is not empty.
-	some [hugeSpan / 64]uint64
+	some [HugeSpan / 64]uint64
 }
 
 // fillSlot is a range's count of allocated pages and its place in the
 // list of that count.
 type fillSlot struct {
-	used uint32
-	idx  uint32
+	Used uint32 // pages of the range in use
+	Idx  uint32 // the range's place in its list
 }
 
 // fillCount adds the n pages at first to the allocated pages of their
-// ranges, or takes them away (!add). Called with mu held, for huge pages
+// ranges, or takes them away (!add). Called with Mu held, for huge pages
 // on.
-func (ph *pageHeap) fillCount(first, n uint32, add bool) {
+func (ph *Heap) fillCount(first, n uint32, add bool) {
 	r := ph.region(first)
 	for p, end := first, first+n; p < end; {
-		k, ok := hugeRange(r, p)
-		next := k + hugeSpan
+		k, ok := HugeRange(r, p)
+		next := k + HugeSpan
 		if ok {
-			ph.huge.fill.move(k, min(next, end)-p, add)
+			ph.Huge.Fill.move(k, min(next, end)-p, add)
 		}
 		p = next
 	}
@@ -65,40 +65,40 @@ func (ph *pageHeap) fillCount(first, n uint32, add bool) {
 // move changes range k's count by d pages, up or down, and moves it to the
 // list of its new count.
 func (f *hugeFill) move(k, d uint32, add bool) {
-	s, ok := f.at[k]
-	if ok && s.used < hugeSpan {
+	s, ok := f.At[k]
+	if ok && s.Used < HugeSpan {
 		f.unlist(s)
 	}
 	if add {
-		s.used += d
+		s.Used += d
 	} else {
-		s.used -= d
+		s.Used -= d
 	}
-	if s.used == 0 {
-		delete(f.at, k)
+	if s.Used == 0 {
+		delete(f.At, k)
 		return
 	}
-	if s.used < hugeSpan {
-		s.idx = uint32(len(f.byUsed[s.used]))
-		f.byUsed[s.used] = append(f.byUsed[s.used], k)
-		f.some[s.used/64] |= 1 << (s.used % 64)
+	if s.Used < HugeSpan {
+		s.Idx = uint32(len(f.ByUsed[s.Used]))
+		f.ByUsed[s.Used] = append(f.ByUsed[s.Used], k)
+		f.some[s.Used/64] |= 1 << (s.Used % 64)
 	}
-	f.at[k] = s
+	f.At[k] = s
 }
 
 // unlist takes the range in slot s out of its list: the last of the list
 // takes its place.
 func (f *hugeFill) unlist(s fillSlot) {
-	l := f.byUsed[s.used]
+	l := f.ByUsed[s.Used]
 	last := l[len(l)-1]
-	l[s.idx] = last
-	if m := f.at[last]; m.idx != s.idx {
-		m.idx = s.idx
-		f.at[last] = m
+	l[s.Idx] = last
+	if m := f.At[last]; m.Idx != s.Idx {
+		m.Idx = s.Idx
+		f.At[last] = m
 	}
-	f.byUsed[s.used] = l[:len(l)-1]
+	f.ByUsed[s.Used] = l[:len(l)-1]
 	if len(l) == 1 {
-		f.some[s.used/64] &^= 1 << (s.used % 64)
+		f.some[s.Used/64] &^= 1 << (s.Used % 64)
 	}
 }
 
@@ -118,15 +118,15 @@ func (f *hugeFill) fullest(u uint32) uint32 {
 // takeHuge is takeRun for huge pages on: a run of fewer pages than a huge
 // page from the fullest partly used range that has room (above), one of a
 // huge page or more from a free run that holds it from a range's first
-// page on; false when neither is found. Called with mu held.
-func (ph *pageHeap) takeHuge(n, align uint32) (uint32, freeRun, bool) {
-	if n >= hugeSpan {
-		return ph.takeAligned(n, max(align, hugeSpan))
+// page on; false when neither is found. Called with Mu held.
+func (ph *Heap) takeHuge(n, align uint32) (uint32, freeRun, bool) {
+	if n >= HugeSpan {
+		return ph.takeAligned(n, max(align, HugeSpan))
 	}
-	f := &ph.huge.fill
+	f := &ph.Huge.Fill
 	tries := 0
-	for u := f.fullest(hugeSpan); u > 0 && hugeSpan-u >= n; u = f.fullest(u) {
-		for _, k := range f.byUsed[u] {
+	for u := f.fullest(HugeSpan); u > 0 && HugeSpan-u >= n; u = f.fullest(u) {
+		for _, k := range f.ByUsed[u] {
 			if first, at, ok := ph.fitIn(k, n, align); ok {
 				return at, ph.carve(first, at, n), true
 			}
@@ -141,13 +141,13 @@ func (ph *pageHeap) takeHuge(n, align uint32) (uint32, freeRun, bool) {
 // fitIn finds, in range k, the free run whose pages within the range are
 // fewest and hold n pages from a multiple of align on: it returns the
 // run's first page (which may lie before k) and that multiple. Called with
-// mu held.
-func (ph *pageHeap) fitIn(k, n, align uint32) (first, at uint32, ok bool) {
-	end := k + hugeSpan
-	if rs := ph.regions.Load(); k >= rs.byPage[len(rs.byPage)-1].first {
-		end = min(end, rs.byPage[len(rs.byPage)-1].first+ph.frontier) // never used above
+// Mu held.
+func (ph *Heap) fitIn(k, n, align uint32) (first, at uint32, ok bool) {
+	end := k + HugeSpan
+	if rs := ph.Regions.Load(); k >= rs.ByPage[len(rs.ByPage)-1].First {
+		end = min(end, rs.ByPage[len(rs.ByPage)-1].First+ph.Frontier) // never used above
 	}
-	best := uint32(hugeSpan + 1)
+	best := uint32(HugeSpan + 1)
 	consider := func(s, pages uint32) { // the free run of pages at s
 		from, to := max(s, k), min(s+pages, end)
 		if a := (from + align - 1) &^ (align - 1); a+n <= to && to-from < best {
@@ -155,27 +155,27 @@ func (ph *pageHeap) fitIn(k, n, align uint32) (first, at uint32, ok bool) {
 		}
 	}
 	for p := k; p < end; {
-		if r, starts := ph.free[p]; starts {
-			consider(p, r.pages)
-			p += r.pages
+		if r, starts := ph.Free[p]; starts {
+			consider(p, r.Pages)
+			p += r.Pages
 			continue
 		}
-		e := *ph.entry(p)
-		cl, idx := wordClass(e), wordIndex(e)
+		e := *ph.Entry(p)
+		cl, idx := WordClass(e), WordIndex(e)
 		switch {
 		case cl == 0: // within a free run from before k (p == k): to its end
 			q := p
-			for q < end && wordClass(*ph.entry(q)) == 0 {
+			for q < end && WordClass(*ph.Entry(q)) == 0 {
 				q++
 			}
 			if s, starts := ph.freeEnd[q-1]; starts {
-				consider(s, ph.free[s].pages)
+				consider(s, ph.Free[s].Pages)
 			}
 			p = q
 		case int(cl) < len(ph.spanPages):
 			p += uint32(ph.spanPages[cl]) - idx
 		case idx == 0:
-			p += max(wordPages(e), 1)
+			p += max(WordPages(e), 1)
 		default: // within a run from before k (p == k)
 			p++
 		}

@@ -1,4 +1,4 @@
-package offheap
+package pageheap
 
 import (
 	"slices"
@@ -69,18 +69,18 @@ const (
 // noRange is no range's first page: virtual pages are below 1<<31.
 const noRange = ^uint32(0)
 
-// hugeState is the page heap's record of huge pages. Guarded by pageHeap.mu
+// hugeState is the page heap's record of huge pages. Guarded by Heap.Mu
 // except mu.
 type hugeState struct {
-	on     bool
-	cand   map[uint32]struct{} // ranges (first page) allocations touched since the last pass
-	held   map[uint32]struct{} // ranges collapsed and whole since
-	timer  *time.Timer         // the pending collapse pass; nil when none
-	first  int64               // by the clock: the first allocation noted since the last pass, or -1
+	On     bool                // Options.HugePages
+	Cand   map[uint32]struct{} // ranges (first page) allocations touched since the last pass
+	Held   map[uint32]struct{} // ranges collapsed and whole since
+	Timer  *time.Timer         // the pending collapse pass; nil when none
+	First  int64               // by the clock: the first allocation noted since the last pass, or -1
 	last   int64               // the last allocation noted
 	busy   uint32              // the range being collapsed, or noRange
 	broken bool                // a page of busy was released during its collapse
-	fill   hugeFill            // allocated pages by range, for placement
+	Fill   hugeFill            // allocated pages by range, for placement
 	// mu is held across each collapse, so that close can wait out the one
 	// in progress before the regions are unmapped.
 	mu sync.Mutex
@@ -88,34 +88,34 @@ type hugeState struct {
 
 // initHuge turns huge pages on, where the system has 2 MiB ones and
 // regions are the system's memory.
-func (ph *pageHeap) initHuge() {
+func (ph *Heap) initHuge() {
 	if osmem.HugePageSize != 2<<20 || !regionsCollapse {
 		return
 	}
-	ph.huge.on = true
-	ph.huge.cand = make(map[uint32]struct{})
-	ph.huge.held = make(map[uint32]struct{})
-	ph.huge.fill.at = make(map[uint32]fillSlot)
-	ph.huge.busy = noRange
-	ph.huge.first = -1
+	ph.Huge.On = true
+	ph.Huge.Cand = make(map[uint32]struct{})
+	ph.Huge.Held = make(map[uint32]struct{})
+	ph.Huge.Fill.At = make(map[uint32]fillSlot)
+	ph.Huge.busy = noRange
+	ph.Huge.First = -1
 }
 
 // noteAlloc records that the n pages at first were allocated: they count
 // in their ranges' fill, and their ranges are looked at by the next
-// collapse pass. Called with mu held.
-func (ph *pageHeap) noteAlloc(first, n uint32) {
-	if !ph.huge.on {
+// collapse pass. Called with Mu held.
+func (ph *Heap) noteAlloc(first, n uint32) {
+	if !ph.Huge.On {
 		return
 	}
 	ph.fillCount(first, n, true)
 	r := ph.region(first)
 	added := false
-	for p := first; p < first+n; p = (p-r.first+hugeSpan)&^(hugeSpan-1) + r.first {
-		if k, ok := hugeRange(r, p); ok {
-			_, held := ph.huge.held[k]
-			_, known := ph.huge.cand[k]
+	for p := first; p < first+n; p = (p-r.First+HugeSpan)&^(HugeSpan-1) + r.First {
+		if k, ok := HugeRange(r, p); ok {
+			_, held := ph.Huge.Held[k]
+			_, known := ph.Huge.Cand[k]
 			if !held && !known {
-				ph.huge.cand[k] = struct{}{}
+				ph.Huge.Cand[k] = struct{}{}
 				added = true
 			}
 		}
@@ -123,79 +123,79 @@ func (ph *pageHeap) noteAlloc(first, n uint32) {
 	if !added || ph.closed {
 		return
 	}
-	now := ph.clock()
-	if ph.huge.first < 0 {
-		ph.huge.first = now
+	now := ph.Clock()
+	if ph.Huge.First < 0 {
+		ph.Huge.First = now
 	}
-	ph.huge.last = now
-	if ph.huge.timer == nil {
-		ph.huge.timer = time.AfterFunc(collapseQuiet, ph.collapsePass)
+	ph.Huge.last = now
+	if ph.Huge.Timer == nil {
+		ph.Huge.Timer = time.AfterFunc(collapseQuiet, ph.CollapsePass)
 	}
 }
 
 // noteFree records that the n pages at first, allocated, are free again.
-// Called with mu held.
-func (ph *pageHeap) noteFree(first, n uint32) {
-	if ph.huge.on {
+// Called with Mu held.
+func (ph *Heap) noteFree(first, n uint32) {
+	if ph.Huge.On {
 		ph.fillCount(first, n, false)
 	}
 }
 
 // noteRelease ends the hold of every range with a page in the n pages at
-// first, which were just given back to the system. Called with mu held.
-func (ph *pageHeap) noteRelease(first, n uint32) {
-	if !ph.huge.on {
+// first, which were just given back to the system. Called with Mu held.
+func (ph *Heap) noteRelease(first, n uint32) {
+	if !ph.Huge.On {
 		return
 	}
 	r := ph.region(first)
-	for p := first; p < first+n; p = (p-r.first+hugeSpan)&^(hugeSpan-1) + r.first {
-		k, _ := hugeRange(r, p)
-		delete(ph.huge.held, k)
-		if k == ph.huge.busy {
-			ph.huge.broken = true
+	for p := first; p < first+n; p = (p-r.First+HugeSpan)&^(HugeSpan-1) + r.First {
+		k, _ := HugeRange(r, p)
+		delete(ph.Huge.Held, k)
+		if k == ph.Huge.busy {
+			ph.Huge.broken = true
 		}
 	}
 }
 
 // holdsPage reports whether the release timer must keep free page p of the
 // free run of n pages at first: p's range is held and the run does not
-// cover all of it. Called with mu held, for huge pages on.
-func (ph *pageHeap) holdsPage(r *region, first, n, p uint32) bool {
-	k, ok := hugeRange(r, p)
+// cover all of it. Called with Mu held, for huge pages on.
+func (ph *Heap) holdsPage(r *region, first, n, p uint32) bool {
+	k, ok := HugeRange(r, p)
 	if !ok {
 		return false
 	}
-	if _, held := ph.huge.held[k]; !held {
+	if _, held := ph.Huge.Held[k]; !held {
 		return false
 	}
-	return k < first || k+hugeSpan > first+n
+	return k < first || k+HugeSpan > first+n
 }
 
-// collapsePass collapses the candidate ranges whose small pages are all
+// CollapsePass collapses the candidate ranges whose small pages are all
 // in memory, one at a time, once allocations pause (above), and keeps the
 // others that still hold allocated pages for a later pass.
-func (ph *pageHeap) collapsePass() {
-	ph.mu.Lock()
-	ph.huge.timer = nil
+func (ph *Heap) CollapsePass() {
+	ph.Mu.Lock()
+	ph.Huge.Timer = nil
 	if ph.closed {
-		ph.mu.Unlock()
+		ph.Mu.Unlock()
 		return
 	}
-	now := ph.clock()
-	if ph.huge.first >= 0 {
-		quiet := ph.huge.last + int64(collapseQuiet)
-		if most := ph.huge.first + int64(collapseMaxWait); now < min(quiet, most) {
-			ph.huge.timer = time.AfterFunc(time.Duration(min(quiet, most)-now), ph.collapsePass)
-			ph.mu.Unlock()
+	now := ph.Clock()
+	if ph.Huge.First >= 0 {
+		quiet := ph.Huge.last + int64(collapseQuiet)
+		if most := ph.Huge.First + int64(collapseMaxWait); now < min(quiet, most) {
+			ph.Huge.Timer = time.AfterFunc(time.Duration(min(quiet, most)-now), ph.CollapsePass)
+			ph.Mu.Unlock()
 			return
 		}
 	}
-	ph.huge.first = -1
-	keys := make([]uint32, 0, len(ph.huge.cand))
-	for k := range ph.huge.cand {
+	ph.Huge.First = -1
+	keys := make([]uint32, 0, len(ph.Huge.Cand))
+	for k := range ph.Huge.Cand {
 		keys = append(keys, k)
 	}
-	ph.mu.Unlock()
+	ph.Mu.Unlock()
 	slices.Sort(keys)
 	vec := make([]byte, (2<<20)/osmem.PageSize)
 	for _, k := range keys {
@@ -208,55 +208,55 @@ func (ph *pageHeap) collapsePass() {
 			time.Sleep(collapseRest * time.Since(t0))
 		}
 	}
-	ph.mu.Lock()
-	if len(ph.huge.cand) > 0 && ph.huge.timer == nil && !ph.closed {
-		ph.huge.timer = time.AfterFunc(collapseRetry, ph.collapsePass)
+	ph.Mu.Lock()
+	if len(ph.Huge.Cand) > 0 && ph.Huge.Timer == nil && !ph.closed {
+		ph.Huge.Timer = time.AfterFunc(collapseRetry, ph.CollapsePass)
 	}
-	ph.mu.Unlock()
+	ph.Mu.Unlock()
 }
 
 // collapse collapses candidate range k if its small pages are all in
 // memory, and drops it from the candidates if it did, or if none of its
 // pages is allocated. It reports whether the heap is closed, and whether it
 // collapsed the range.
-func (ph *pageHeap) collapse(k uint32, vec []byte) (closed, collapsed bool) {
-	ph.huge.mu.Lock()
-	defer ph.huge.mu.Unlock()
-	ph.mu.Lock()
+func (ph *Heap) collapse(k uint32, vec []byte) (closed, collapsed bool) {
+	ph.Huge.mu.Lock()
+	defer ph.Huge.mu.Unlock()
+	ph.Mu.Lock()
 	if ph.closed {
-		ph.mu.Unlock()
+		ph.Mu.Unlock()
 		return true, false
 	}
-	if _, ok := ph.huge.cand[k]; !ok { // taken by collapseRun since the pass began
-		ph.mu.Unlock()
+	if _, ok := ph.Huge.Cand[k]; !ok { // taken by collapseRun since the pass began
+		ph.Mu.Unlock()
 		return false, false
 	}
 	if !ph.inUseIn(k) {
-		delete(ph.huge.cand, k)
-		ph.mu.Unlock()
+		delete(ph.Huge.Cand, k)
+		ph.Mu.Unlock()
 		return false, false
 	}
-	a := ptr(ph.addr(k))
-	ph.huge.busy, ph.huge.broken = k, false
-	ph.mu.Unlock()
+	a := ptr(ph.Addr(k))
+	ph.Huge.busy, ph.Huge.broken = k, false
+	ph.Mu.Unlock()
 	ok := osmem.Resident(a, 2<<20, vec) == nil
 	for _, v := range vec {
 		ok = ok && v&1 != 0
 	}
 	collapsed = ok && collapseRegion(a, 2<<20) == nil
-	ph.mu.Lock()
+	ph.Mu.Lock()
 	if collapsed {
-		delete(ph.huge.cand, k)
-		if !ph.huge.broken {
-			ph.huge.held[k] = struct{}{}
+		delete(ph.Huge.Cand, k)
+		if !ph.Huge.broken {
+			ph.Huge.Held[k] = struct{}{}
 		}
 	}
-	ph.huge.busy = noRange
-	ph.mu.Unlock()
+	ph.Huge.busy = noRange
+	ph.Mu.Unlock()
 	return false, collapsed
 }
 
-// collapseRun puts the whole ranges of the run of np pages at a, a block
+// CollapseRun puts the whole ranges of the run of np pages at a, a block
 // being allocated or reallocated, on huge pages now: the run is allocated
 // whole, so a huge page there holds no memory the heap does not count as
 // mapped already. Ranges already held are left as they are; a range the
@@ -264,32 +264,32 @@ func (ph *pageHeap) collapse(k uint32, vec []byte) (closed, collapsed bool) {
 // answers success and makes no huge page for a range that lies across two
 // of its mappings, as a Realloc's page move can leave one: that range is
 // held, on small pages, until its next release.) Called by the allocating
-// goroutine, without mu: the collapse takes milliseconds a range, and no
+// goroutine, without Mu: the collapse takes milliseconds a range, and no
 // other goroutine touches the run's pages meanwhile (the release timer and
 // Trim release free pages only).
-func (ph *pageHeap) collapseRun(a uintptr, np uint32) {
-	if !ph.huge.on || np < hugeSpan {
+func (ph *Heap) CollapseRun(a uintptr, np uint32) {
+	if !ph.Huge.On || np < HugeSpan {
 		return
 	}
-	lo, hi := alignUp(a, 2<<20), (a+uintptr(np)<<pageShift)&^(2<<20-1)
+	lo, hi := AlignUp(a, 2<<20), (a+uintptr(np)<<PageShift)&^(2<<20-1)
 	if hi <= lo {
 		return
 	}
-	first, _ := ph.pageOf(lo)
-	end := first + uint32((hi-lo)>>pageShift)
+	first, _ := ph.PageOf(lo)
+	end := first + uint32((hi-lo)>>PageShift)
 	var todo []uint32
-	ph.mu.Lock()
-	for k := first; k < end; k += hugeSpan {
-		if _, held := ph.huge.held[k]; !held {
-			delete(ph.huge.cand, k) // this goroutine's, not the pass's
+	ph.Mu.Lock()
+	for k := first; k < end; k += HugeSpan {
+		if _, held := ph.Huge.Held[k]; !held {
+			delete(ph.Huge.Cand, k) // this goroutine's, not the pass's
 			todo = append(todo, k)
 		}
 	}
-	ph.mu.Unlock()
+	ph.Mu.Unlock()
 	ok := todo[:0]
 	var failed []uint32
 	for _, k := range todo {
-		p := ptr(lo + uintptr(k-first)<<pageShift)
+		p := ptr(lo + uintptr(k-first)<<PageShift)
 		// A write that keeps the word (the caller's bytes, zero or not):
 		// MADV_COLLAPSE refuses a range with no page table yet, and a
 		// fault makes one. The rest of the range needs no fault: the
@@ -302,24 +302,24 @@ func (ph *pageHeap) collapseRun(a uintptr, np uint32) {
 			failed = append(failed, k)
 		}
 	}
-	ph.mu.Lock()
+	ph.Mu.Lock()
 	for _, k := range ok {
-		ph.huge.held[k] = struct{}{}
+		ph.Huge.Held[k] = struct{}{}
 	}
 	for _, k := range failed {
-		ph.huge.cand[k] = struct{}{}
+		ph.Huge.Cand[k] = struct{}{}
 	}
-	if len(failed) > 0 && ph.huge.timer == nil && !ph.closed {
-		ph.huge.timer = time.AfterFunc(collapseRetry, ph.collapsePass)
+	if len(failed) > 0 && ph.Huge.Timer == nil && !ph.closed {
+		ph.Huge.Timer = time.AfterFunc(collapseRetry, ph.CollapsePass)
 	}
-	ph.mu.Unlock()
+	ph.Mu.Unlock()
 }
 
-// inUseIn reports whether any page of range k is allocated. Called with mu
+// inUseIn reports whether any page of range k is allocated. Called with Mu
 // held.
-func (ph *pageHeap) inUseIn(k uint32) bool {
-	for p := k; p < k+hugeSpan; p++ {
-		if wordClass(*ph.entry(p)) != 0 {
+func (ph *Heap) inUseIn(k uint32) bool {
+	for p := k; p < k+HugeSpan; p++ {
+		if WordClass(*ph.Entry(p)) != 0 {
 			return true
 		}
 	}
@@ -327,14 +327,14 @@ func (ph *pageHeap) inUseIn(k uint32) bool {
 }
 
 // closeHuge stops the collapse pass and waits out a collapse in progress.
-// Called by close, after closed is set, without mu.
-func (ph *pageHeap) closeHuge() {
-	ph.mu.Lock()
-	if ph.huge.timer != nil {
-		ph.huge.timer.Stop()
-		ph.huge.timer = nil
+// Called by close, after closed is set, without Mu.
+func (ph *Heap) closeHuge() {
+	ph.Mu.Lock()
+	if ph.Huge.Timer != nil {
+		ph.Huge.Timer.Stop()
+		ph.Huge.Timer = nil
 	}
-	ph.mu.Unlock()
-	ph.huge.mu.Lock()
-	ph.huge.mu.Unlock() //lint:ignore SA2001 the critical section is empty on purpose: it waits out a collapse
+	ph.Mu.Unlock()
+	ph.Huge.mu.Lock()
+	ph.Huge.mu.Unlock() //lint:ignore SA2001 the critical section is empty on purpose: it waits out a collapse
 }

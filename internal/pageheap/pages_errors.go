@@ -1,4 +1,4 @@
-package offheap
+package pageheap
 
 import (
 	"errors"
@@ -9,12 +9,12 @@ import (
 // errors (ErrLimit, ErrClosed, ErrAddressSpace), so the layers above hand
 // them on unchanged and errors.Is holds for the caller.
 var (
-	errLimit        = errors.New("offheap: heap limit reached")
-	errClosed       = errors.New("offheap: heap is closed")
-	errAddressSpace = errors.New("offheap: out of address space")
+	ErrLimit        = errors.New("offheap: heap limit reached")   // past the Limit (limitError)
+	ErrClosed       = errors.New("offheap: heap is closed")       // after Close
+	ErrAddressSpace = errors.New("offheap: out of address space") // (addressSpaceError)
 )
 
-// limitError is the limit's refusal, errLimit with its figures: the bytes
+// limitError is the limit's refusal, ErrLimit with its figures: the bytes
 // of the request, those it needed mapped (whole pages: a span, or the
 // block's run), those mapped and the limit.
 type limitError struct {
@@ -29,15 +29,15 @@ func (e *limitError) Error() string {
 	}
 	return fmt.Sprintf("%v: %s needs %d bytes more mapped, and %d of the Limit's %d bytes are mapped: "+
 		"free blocks, give the heap a larger Options.Limit, or allocate with TryAlloc and handle ErrLimit",
-		errLimit, what, e.need, e.mapped, e.limit)
+		ErrLimit, what, e.need, e.mapped, e.limit)
 }
 
-// Is makes errors.Is(err, errLimit) hold.
-func (e *limitError) Is(target error) bool { return target == errLimit }
+// Is makes errors.Is(err, ErrLimit) hold.
+func (e *limitError) Is(target error) bool { return target == ErrLimit }
 
-// requested names the request of n bytes in err, if it is the limit's
+// Requested names the request of n bytes in err, if it is the limit's
 // refusal, and returns err.
-func requested(err error, n int) error {
+func Requested(err error, n int) error {
 	if le := (*limitError)(nil); errors.As(err, &le) && le.request == 0 {
 		le.request = n
 	}
@@ -46,7 +46,7 @@ func requested(err error, n int) error {
 
 // addressSpaceError reports that the heap's address space cannot grow: the
 // virtual page space is full, or the system refused more address space. It
-// is errAddressSpace, not errLimit: no Limit was reached.
+// is ErrAddressSpace, not ErrLimit: no Limit was reached.
 type addressSpaceError struct {
 	need uint64 // bytes the allocation needed
 	have uint64 // bytes of address space the heap has
@@ -57,20 +57,20 @@ type addressSpaceError struct {
 func (e *addressSpaceError) Error() string {
 	if e.err == nil {
 		return fmt.Sprintf("offheap: out of address space: %s more would take the heap past %s, the most one heap can span; free memory, or use another heap",
-			sizeString(e.need), sizeString(e.most))
+			SizeString(e.need), SizeString(e.most))
 	}
 	return fmt.Sprintf("offheap: out of address space: the heap spans %s and the system refused %s more (%v); raise the process's address-space limits (ulimit -v, vm.max_map_count) or free memory",
-		sizeString(e.have), sizeString(e.need), e.err)
+		SizeString(e.have), SizeString(e.need), e.err)
 }
 
 func (e *addressSpaceError) Unwrap() error { return e.err }
 
-// Is makes errors.Is(e, errAddressSpace) true.
-func (e *addressSpaceError) Is(target error) bool { return target == errAddressSpace }
+// Is makes errors.Is(e, ErrAddressSpace) true.
+func (e *addressSpaceError) Is(target error) bool { return target == ErrAddressSpace }
 
-// sizeString formats n bytes in the largest binary unit it fills:
+// SizeString formats n bytes in the largest binary unit it fills:
 // "512 B", "1.5 KiB", "64.0 MiB".
-func sizeString(n uint64) string {
+func SizeString(n uint64) string {
 	const units = "KMGTPE"
 	if n < 1024 {
 		return fmt.Sprintf("%d B", n)

@@ -1,4 +1,4 @@
-package offheap
+package pageheap
 
 import "slices"
 
@@ -9,7 +9,7 @@ import "slices"
 // alloc takes a run of n pages whose first page is a multiple of align (a
 // power of two, at most osPagePages: its address is then aligned to align
 // pages), sets each page's word to mark(i), and reports how many of the
-// pages were dirty (their contents are not zero). Called with mu held.
+// pages were dirty (their contents are not zero). Called with Mu held.
 //
 // A run of an OS page or more starts on an OS page whatever the caller
 // asks, so that it shares no OS page with the run before it,
@@ -18,12 +18,12 @@ import "slices"
 // than one with 64 KiB heap pages would, where runs placed anywhere kept
 // more (BenchmarkTrimResident; docs/DESIGN.md, OS pages).
 // With OS pages of 8 KiB or less every run qualifies, and align is 1.
-func (ph *pageHeap) alloc(n, align uint32, mark func(i uint32) uint64) (first uint32, dirty uint32, err error) {
-	if ph.limit != 0 && ph.mappedPages()+uint64(n) > ph.limit {
+func (ph *Heap) alloc(n, align uint32, mark func(i uint32) uint64) (first uint32, dirty uint32, err error) {
+	if ph.Limit != 0 && ph.mappedPages()+uint64(n) > ph.Limit {
 		ph.releaseAll() // dirty free pages count against the limit; reuse clean pages instead
 	}
-	if n >= osPagePages {
-		align = max(align, osPagePages)
+	if n >= OSPagePages {
+		align = max(align, OSPagePages)
 	}
 	first, r, ok := ph.takeRun(n, align)
 	if ok {
@@ -32,11 +32,11 @@ func (ph *pageHeap) alloc(n, align uint32, mark func(i uint32) uint64) (first ui
 			return 0, 0, err
 		}
 	} else {
-		if ph.limit != 0 && ph.mappedPages()+uint64(n) > ph.limit {
+		if ph.Limit != 0 && ph.mappedPages()+uint64(n) > ph.Limit {
 			return 0, 0, ph.limitError(n)
 		}
-		if ph.huge.on && n >= hugeSpan {
-			align = hugeSpan // whole ranges of its own
+		if ph.Huge.On && n >= HugeSpan {
+			align = HugeSpan // whole ranges of its own
 		}
 		if first, err = ph.fresh(n, align); err != nil {
 			return 0, 0, err
@@ -44,7 +44,7 @@ func (ph *pageHeap) alloc(n, align uint32, mark func(i uint32) uint64) (first ui
 	}
 	ph.publishMapped()
 	for i := range n {
-		*ph.entry(first + i) = mark(i)
+		*ph.Entry(first + i) = mark(i)
 	}
 	ph.noteAlloc(first, n)
 	return first, dirty, nil
@@ -52,36 +52,36 @@ func (ph *pageHeap) alloc(n, align uint32, mark func(i uint32) uint64) (first ui
 
 // fresh commits n never-used pages at the current region's frontier, the
 // first a multiple of align, making a new region when they do not fit. The
-// pages the alignment skips become a free run of zero pages. Called with mu
+// pages the alignment skips become a free run of zero pages. Called with Mu
 // held.
-func (ph *pageHeap) fresh(n, align uint32) (uint32, error) {
-	rs := ph.regions.Load()
-	cur := rs.byPage[len(rs.byPage)-1]
-	skip := -(cur.first + ph.frontier) & (align - 1)
-	if uint64(ph.frontier)+uint64(skip)+uint64(n) > uint64(cur.pages) {
+func (ph *Heap) fresh(n, align uint32) (uint32, error) {
+	rs := ph.Regions.Load()
+	cur := rs.ByPage[len(rs.ByPage)-1]
+	skip := -(cur.First + ph.Frontier) & (align - 1)
+	if uint64(ph.Frontier)+uint64(skip)+uint64(n) > uint64(cur.Pages) {
 		if err := ph.addRegion(n + align - 1); err != nil {
 			return 0, err
 		}
-		rs = ph.regions.Load()
-		cur = rs.byPage[len(rs.byPage)-1]
-		skip = -cur.first & (align - 1)
+		rs = ph.Regions.Load()
+		cur = rs.ByPage[len(rs.ByPage)-1]
+		skip = -cur.First & (align - 1)
 	}
 	if skip > 0 {
-		at := cur.first + ph.frontier
-		if err := ph.commitAbove(cur, ph.frontier+skip); err != nil {
+		at := cur.First + ph.Frontier
+		if err := ph.commitAbove(cur, ph.Frontier+skip); err != nil {
 			return 0, err
 		}
-		ph.frontier += skip
-		ph.committed += uint64(skip)
-		ph.released += uint64(skip)
+		ph.Frontier += skip
+		ph.Committed += uint64(skip)
+		ph.Released += uint64(skip)
 		ph.addRun(at, skip, freeRun{})
 	}
-	first := cur.first + ph.frontier
-	if err := ph.commitAbove(cur, ph.frontier+n); err != nil {
+	first := cur.First + ph.Frontier
+	if err := ph.commitAbove(cur, ph.Frontier+n); err != nil {
 		return 0, err
 	}
-	ph.frontier += n
-	ph.committed += uint64(n)
+	ph.Frontier += n
+	ph.Committed += uint64(n)
 	return first, nil
 }
 
@@ -94,36 +94,36 @@ func (ph *pageHeap) fresh(n, align uint32) (uint32, error) {
 // 550 MiB) would stall its own writers once per run. The pages committed
 // ahead are address space only, untouched and not counted as mapped until
 // the frontier reaches them; where the system refuses them, only the
-// pages needed are committed. Called with mu held.
-func (ph *pageHeap) commitAbove(r *region, to uint32) error {
-	from, to := ph.committedTo, osPageUp(to)
+// pages needed are committed. Called with Mu held.
+func (ph *Heap) commitAbove(r *region, to uint32) error {
+	from, to := ph.committedTo, OSPageUp(to)
 	if to <= from {
 		return nil
 	}
-	ahead := min(r.pages&^(osPagePages-1), max(to, osPageUp(from+max(from/8, commitAhead))))
-	if ahead > to && commitRegion(ptr(r.base+uintptr(from)<<pageShift), uintptr(ahead-from)<<pageShift) == nil {
+	ahead := min(r.Pages&^(OSPagePages-1), max(to, OSPageUp(from+max(from/8, CommitAhead))))
+	if ahead > to && CommitRegion(ptr(r.Base+uintptr(from)<<PageShift), uintptr(ahead-from)<<PageShift) == nil {
 		ph.committedTo = ahead
 		return nil
 	}
-	if err := commitRegion(ptr(r.base+uintptr(from)<<pageShift), uintptr(to-from)<<pageShift); err != nil {
+	if err := CommitRegion(ptr(r.Base+uintptr(from)<<PageShift), uintptr(to-from)<<PageShift); err != nil {
 		return err
 	}
 	ph.committedTo = to
 	return nil
 }
 
-// commitAhead is the least commitAbove commits past what it needs, in heap
+// CommitAhead is the least commitAbove commits past what it needs, in heap
 // pages: 2 MiB.
-const commitAhead = 2 << 20 >> pageShift
+const CommitAhead = 2 << 20 >> PageShift
 
 // takeRun removes a free run of at least n pages from the free set, splits
 // off the excess, and returns its first page and what is known of its
 // pages; the first page is a multiple of align. With huge pages on it
 // looks first where takeHuge places; otherwise, and where
 // that finds nothing, it takes the shortest run that holds n pages. Called
-// with mu held.
-func (ph *pageHeap) takeRun(n, align uint32) (uint32, freeRun, bool) {
-	if ph.huge.on {
+// with Mu held.
+func (ph *Heap) takeRun(n, align uint32) (uint32, freeRun, bool) {
+	if ph.Huge.On {
 		if first, r, ok := ph.takeHuge(n, align); ok {
 			return first, r, true
 		}
@@ -136,7 +136,7 @@ func (ph *pageHeap) takeRun(n, align uint32) (uint32, freeRun, bool) {
 		for len(b) > 0 {
 			first := b[len(b)-1]
 			b = b[:len(b)-1]
-			if r, ok := ph.free[first]; ok && r.pages == k {
+			if r, ok := ph.Free[first]; ok && r.Pages == k {
 				ph.buckets[k] = b
 				return first, ph.split(first, r, n), true
 			}
@@ -145,13 +145,13 @@ func (ph *pageHeap) takeRun(n, align uint32) (uint32, freeRun, bool) {
 	}
 	for i := 0; i < len(ph.long); {
 		first := ph.long[i]
-		r, ok := ph.free[first]
-		if !ok || r.pages < bucketCount {
+		r, ok := ph.Free[first]
+		if !ok || r.Pages < bucketCount {
 			ph.long[i] = ph.long[len(ph.long)-1]
 			ph.long = ph.long[:len(ph.long)-1]
 			continue
 		}
-		if r.pages >= n {
+		if r.Pages >= n {
 			ph.long[i] = ph.long[len(ph.long)-1]
 			ph.long = ph.long[:len(ph.long)-1]
 			return first, ph.split(first, r, n), true
@@ -165,7 +165,7 @@ func (ph *pageHeap) takeRun(n, align uint32) (uint32, freeRun, bool) {
 // first, that holds n pages from a multiple of align on, less its pages
 // before those and after, which stay free. It drops the stale entries it
 // meets, as takeRun does.
-func (ph *pageHeap) takeAligned(n, align uint32) (uint32, freeRun, bool) {
+func (ph *Heap) takeAligned(n, align uint32) (uint32, freeRun, bool) {
 	up := func(p uint32) uint32 { return (p + align - 1) &^ (align - 1) }
 	// find drops the stale entries of b, a list of runs of k pages (of
 	// bucketCount or more, for the long list), and returns what is left and
@@ -177,7 +177,7 @@ func (ph *pageHeap) takeAligned(n, align uint32) (uint32, freeRun, bool) {
 				b = b[:len(b)-1]
 				continue
 			}
-			if uint64(up(b[i]))+uint64(n) <= uint64(b[i])+uint64(ph.free[b[i]].pages) {
+			if uint64(up(b[i]))+uint64(n) <= uint64(b[i])+uint64(ph.Free[b[i]].Pages) {
 				return b, i
 			}
 		}
@@ -204,51 +204,51 @@ func (ph *pageHeap) takeAligned(n, align uint32) (uint32, freeRun, bool) {
 // carve takes the n pages at at out of the free run at first, which holds
 // them, and returns their description; the run's pages before and after
 // them stay free.
-func (ph *pageHeap) carve(first, at, n uint32) freeRun {
+func (ph *Heap) carve(first, at, n uint32) freeRun {
 	r := ph.remove(first)
 	if at > first {
 		head := r
-		head.pages = at - first
+		head.Pages = at - first
 		ph.insertRun(first, head)
 	}
-	if rest := first + r.pages - (at + n); rest > 0 {
+	if rest := first + r.Pages - (at + n); rest > 0 {
 		tail := r
-		tail.pages = rest
+		tail.Pages = rest
 		ph.insertRun(at+n, tail)
 	}
-	r.pages = n
+	r.Pages = n
 	return r
 }
 
 // remove takes the free run at first out of the free set (its bucket entry
 // goes stale) and returns it.
-func (ph *pageHeap) remove(first uint32) freeRun {
-	r := ph.free[first]
-	delete(ph.free, first)
-	delete(ph.freeEnd, first+r.pages-1)
+func (ph *Heap) remove(first uint32) freeRun {
+	r := ph.Free[first]
+	delete(ph.Free, first)
+	delete(ph.freeEnd, first+r.Pages-1)
 	return r
 }
 
 // split removes run r at first from the free set, puts back what is left
 // after its first n pages, and returns the description of those n pages.
-func (ph *pageHeap) split(first uint32, r freeRun, n uint32) freeRun {
+func (ph *Heap) split(first uint32, r freeRun, n uint32) freeRun {
 	ph.remove(first)
-	if r.pages > n {
+	if r.Pages > n {
 		rest := r
-		rest.pages = r.pages - n
+		rest.Pages = r.Pages - n
 		ph.insertRun(first+n, rest)
 	}
-	r.pages = n
+	r.Pages = n
 	return r
 }
 
 // insertRun adds free run r at first, whose page words are already set.
-func (ph *pageHeap) insertRun(first uint32, r freeRun) {
-	ph.free[first] = r
-	ph.freeEnd[first+r.pages-1] = first
+func (ph *Heap) insertRun(first uint32, r freeRun) {
+	ph.Free[first] = r
+	ph.freeEnd[first+r.Pages-1] = first
 	list, k := &ph.long, uint32(bucketCount)
-	if r.pages < bucketCount {
-		list, k = &ph.buckets[r.pages], r.pages
+	if r.Pages < bucketCount {
+		list, k = &ph.buckets[r.Pages], r.Pages
 	}
 	if len(*list) == cap(*list) && len(*list) >= 64 {
 		ph.dropStale(list, k)
@@ -264,29 +264,29 @@ func (ph *pageHeap) insertRun(first uint32, r freeRun) {
 // otherwise grow with every run freed. It leaves room for as many entries
 // as it keeps, so that the next call is as many appends away: amortized, a
 // constant cost per entry.
-func (ph *pageHeap) dropStale(list *[]uint32, k uint32) {
+func (ph *Heap) dropStale(list *[]uint32, k uint32) {
 	*list = slices.DeleteFunc(*list, func(first uint32) bool { return ph.stale(first, k) })
 	*list = slices.Grow(*list, len(*list))
 }
 
 // stale reports whether the entry first of a list of runs of k pages (of
 // bucketCount or more, for the long list) names no such free run.
-func (ph *pageHeap) stale(first, k uint32) bool {
-	r, ok := ph.free[first]
-	return !ok || (k < bucketCount && r.pages != k) || (k == bucketCount && r.pages < k)
+func (ph *Heap) stale(first, k uint32) bool {
+	r, ok := ph.Free[first]
+	return !ok || (k < bucketCount && r.Pages != k) || (k == bucketCount && r.Pages < k)
 }
 
 // release returns n pages at first to the free set, dirty, and arms the
-// release timer. Called with mu held.
-func (ph *pageHeap) release(first, n uint32) {
-	now := ph.clock()
+// release timer. Called with Mu held.
+func (ph *Heap) release(first, n uint32) {
+	now := ph.Clock()
 	t := ph.tickAt(now)
 	w := dirtyWord(t)
 	for i := range n {
-		*ph.entry(first + i) = w
+		*ph.Entry(first + i) = w
 	}
 	ph.noteFree(first, n)
-	r := freeRun{pages: n, oldest: t, dirty: true}
+	r := freeRun{Pages: n, oldest: t, dirty: true}
 	if ph.delay <= 0 {
 		// Every other free page is clean already, or parked: release
 		// these alone, with the parked pages of their OS pages.
@@ -302,22 +302,22 @@ func (ph *pageHeap) release(first, n uint32) {
 // which r describes, to the free set, merged with the free runs on either
 // side. The gap page after each region is never free, so no merge crosses
 // regions.
-func (ph *pageHeap) addRun(first, n uint32, r freeRun) {
+func (ph *Heap) addRun(first, n uint32, r freeRun) {
 	if first > 0 {
 		if prev, ok := ph.freeEnd[first-1]; ok {
 			p := ph.remove(prev)
-			first, n, r = prev, n+p.pages, merged(p, r)
+			first, n, r = prev, n+p.Pages, merged(p, r)
 		}
 	}
-	if _, ok := ph.free[first+n]; ok {
+	if _, ok := ph.Free[first+n]; ok {
 		next := ph.remove(first + n)
-		n, r = n+next.pages, merged(r, next)
+		n, r = n+next.Pages, merged(r, next)
 	}
-	r.pages = n
+	r.Pages = n
 	ph.insertRun(first, r)
 }
 
-// limitError is the refusal of n pages more, with mu held.
-func (ph *pageHeap) limitError(n uint32) error {
-	return &limitError{need: uint64(n) << pageShift, mapped: ph.mappedPages() << pageShift, limit: ph.limit << pageShift}
+// limitError is the refusal of n pages more, with Mu held.
+func (ph *Heap) limitError(n uint32) error {
+	return &limitError{need: uint64(n) << PageShift, mapped: ph.mappedPages() << PageShift, limit: ph.Limit << PageShift}
 }

@@ -1,4 +1,4 @@
-package offheap
+package pageheap
 
 // Free runs and the one rule for their old bytes. A free page is dirty
 // (pageDirty in its word: it holds what its last owner wrote, and is counted
@@ -7,41 +7,41 @@ package offheap
 // (freeRun.dirty) or parked, due but sharing an OS page with a page in use
 // (freeRun.parked): parked pages hold old bytes as much as any
 // dirty page. Every path that takes free pages back into use, a new run
-// (pageHeap.alloc) or a run grown in place over the pages after it
-// (pageHeap.extend), goes through reuse, which reads the pages' own words
+// (Heap.alloc) or a run grown in place over the pages after it
+// (Heap.extend), goes through reuse, which reads the pages' own words
 // wherever the run may hold either kind, so that what it reports dirty is
 // what must be zeroed and what it takes out of the released count is what
 // was clean.
 
 // freeRun describes a free run, keyed by its first page.
 type freeRun struct {
-	pages  uint32
+	Pages  uint32 // its length
 	oldest uint32 // at most the tick of every dirty page of the run but the parked
 	dirty  bool   // the run may hold dirty pages that are not parked
-	parked bool   // the run may hold parked pages
+	Parked bool   // the run may hold parked pages
 }
 
 // mayHoldOld reports whether any page of r may hold old bytes: dirty, or
 // parked.
-func (r freeRun) mayHoldOld() bool { return r.dirty || r.parked }
+func (r freeRun) mayHoldOld() bool { return r.dirty || r.Parked }
 
 // reuse takes the n free pages at first, which free run r described (they
 // are out of the free set now, or about to be), into use: it counts the
 // dirty ones, parked or not, and moves the others from the released count
 // to the mapped one. It returns how many were dirty, or the Limit's
-// refusal, changing nothing. Called with mu held.
-func (ph *pageHeap) reuse(first, n uint32, r freeRun) (dirty uint32, err error) {
+// refusal, changing nothing. Called with Mu held.
+func (ph *Heap) reuse(first, n uint32, r freeRun) (dirty uint32, err error) {
 	if r.mayHoldOld() {
 		for i := range n {
-			if wordDirty(*ph.entry(first + i)) {
+			if wordDirty(*ph.Entry(first + i)) {
 				dirty++
 			}
 		}
 	}
-	if ph.limit != 0 && ph.mappedPages()+uint64(n-dirty) > ph.limit {
+	if ph.Limit != 0 && ph.mappedPages()+uint64(n-dirty) > ph.Limit {
 		return 0, ph.limitError(n - dirty)
 	}
-	ph.released -= uint64(n - dirty)
+	ph.Released -= uint64(n - dirty)
 	return dirty, nil
 }
 
@@ -59,6 +59,6 @@ func merged(a, b freeRun) freeRun {
 	case before(b.oldest, a.oldest):
 		r = b
 	}
-	r.parked = a.parked || b.parked
+	r.Parked = a.Parked || b.Parked
 	return r
 }

@@ -1,4 +1,4 @@
-package offheap
+package pageheap
 
 import (
 	"time"
@@ -32,81 +32,81 @@ import (
 // heap page, no page is ever parked.
 
 const (
-	releaseTicks   = 64
+	ReleaseTicks   = 64 // ticks per ReleaseDelay
 	minReleaseTick = time.Millisecond
 
-	// maxReleaseDelay is the longest ReleaseDelay the timer waits out; a
+	// MaxReleaseDelay is the longest ReleaseDelay the timer waits out; a
 	// longer one means never (Trim and the Limit still release). The
 	// timer's arithmetic, the clock's time plus a tick plus the delay,
 	// then stays below 2^63 ns (292 years) for a heap younger than 190
 	// years.
-	maxReleaseDelay = 100 * 365 * 24 * time.Hour
+	MaxReleaseDelay = 100 * 365 * 24 * time.Hour
 )
 
 // timed reports whether the release timer runs: not for a delay past
 // maxReleaseDelay.
-func (ph *pageHeap) timed() bool { return ph.delay <= maxReleaseDelay }
+func (ph *Heap) timed() bool { return ph.delay <= MaxReleaseDelay }
 
 // tickAt is the release tick that holds clock time ns.
-func (ph *pageHeap) tickAt(ns int64) uint32 { return uint32(max(ns, 0) / ph.tick) }
+func (ph *Heap) tickAt(ns int64) uint32 { return uint32(max(ns, 0) / ph.tick) }
 
 // arm makes sure the timer will release the pages freed in tick t, now or
-// earlier being the clock's time. Called with mu held.
-func (ph *pageHeap) arm(now int64, t uint32) {
-	if ph.timer != nil || ph.closed || !ph.timed() {
+// earlier being the clock's time. Called with Mu held.
+func (ph *Heap) arm(now int64, t uint32) {
+	if ph.Timer != nil || ph.closed || !ph.timed() {
 		return // an armed timer is due no later than any page freed since
 	}
 	// Tick t unwrapped (it is at most now's), then its end, then a whole
 	// delay on.
 	nowT := max(now, 0) / ph.tick
 	full := nowT + int64(int32(t-uint32(nowT)))
-	ph.timerAt = (full+1)*ph.tick + int64(ph.delay)
-	ph.timer = time.AfterFunc(time.Duration(max(ph.timerAt-now, 0)), ph.onTimer)
+	ph.TimerAt = (full+1)*ph.tick + int64(ph.delay)
+	ph.Timer = time.AfterFunc(time.Duration(max(ph.TimerAt-now, 0)), ph.OnTimer)
 }
 
-// onTimer releases the pages due and re-arms itself for the oldest dirty
+// OnTimer releases the pages due and re-arms itself for the oldest dirty
 // page left.
-func (ph *pageHeap) onTimer() {
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
-	ph.timer, ph.timerAt = nil, 0
+func (ph *Heap) OnTimer() {
+	ph.Mu.Lock()
+	defer ph.Mu.Unlock()
+	ph.Timer, ph.TimerAt = nil, 0
 	if ph.closed || !ph.timed() {
 		return
 	}
-	now := ph.clock()
-	next, left, failed := ph.releaseDue(ph.tickAt(now-int64(ph.delay)), false)
+	now := ph.Clock()
+	next, left, failed := ph.ReleaseDue(ph.tickAt(now-int64(ph.delay)), false)
 	if !left {
 		return
 	}
 	ph.arm(now, next)
-	if failed && ph.timerAt < now+int64(ph.delay) {
+	if failed && ph.TimerAt < now+int64(ph.delay) {
 		// madvise refused some pages: try them again a delay later, not at
 		// once.
-		ph.timer.Reset(ph.delay)
-		ph.timerAt = now + int64(ph.delay)
+		ph.Timer.Reset(ph.delay)
+		ph.TimerAt = now + int64(ph.delay)
 	}
 }
 
 // releaseAll releases every dirty page now and returns how many it released.
-// Called with mu held.
-func (ph *pageHeap) releaseAll() uint64 {
-	was := ph.released
-	ph.releaseDue(0, true)
-	return ph.released - was
+// Called with Mu held.
+func (ph *Heap) releaseAll() uint64 {
+	was := ph.Released
+	ph.ReleaseDue(0, true)
+	return ph.Released - was
 }
 
-// releaseDue gives back to the operating system the dirty free pages freed
+// ReleaseDue gives back to the operating system the dirty free pages freed
 // before tick cutoff (all of them, if all), and reports the oldest tick of
 // the dirty pages left, whether there are any, and whether a release failed.
-// Called with mu held.
-func (ph *pageHeap) releaseDue(cutoff uint32, all bool) (next uint32, left, failed bool) {
-	for first, r := range ph.free {
+// Called with Mu held.
+func (ph *Heap) ReleaseDue(cutoff uint32, all bool) (next uint32, left, failed bool) {
+	for first, r := range ph.Free {
 		if !r.dirty {
 			continue
 		}
 		if all || before(r.oldest, cutoff) {
 			failed = !ph.releaseRun(first, &r, cutoff, all) || failed
-			ph.free[first] = r
+			ph.Free[first] = r
 		}
 		if r.dirty {
 			if !left || before(r.oldest, next) {
@@ -126,14 +126,14 @@ func (ph *pageHeap) releaseDue(cutoff uint32, all bool) (next uint32, left, fail
 // hold pages of another free run only when that run is clean or parked
 // (release, with no ReleaseDelay), whose pages it then gives back too. It
 // reports false if a release failed (those pages stay dirty). Called with
-// mu held.
-func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool) bool {
+// Mu held.
+func (ph *Heap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool) bool {
 	due := func(e uint64) bool { return wordDirty(e) && (all || before(wordTick(e), cutoff)) }
 	ok := true
-	r.dirty, r.parked = false, false
+	r.dirty, r.Parked = false, false
 	keep := func(e uint64, park bool) { // a dirty page that stays
 		if park {
-			r.parked = true
+			r.Parked = true
 			return
 		}
 		if t := wordTick(e); !r.dirty || before(t, r.oldest) {
@@ -142,18 +142,18 @@ func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool
 		r.dirty = true
 	}
 	var held func(p uint32) bool // pages the timer keeps, to keep huge pages whole
-	if ph.huge.on && !all {
+	if ph.Huge.On && !all {
 		rg := ph.region(first)
-		held = func(p uint32) bool { return ph.holdsPage(rg, first, r.pages, p) }
+		held = func(p uint32) bool { return ph.holdsPage(rg, first, r.Pages, p) }
 	}
-	g := osPagePages
-	end := first + r.pages
+	g := OSPagePages
+	end := first + r.Pages
 	from := first &^ (g - 1) // a stretch [from, o) of OS pages to give back
 	for o := from; ; o += g {
 		goes, some := o < end, false
 		for p := o; goes && p < o+g; p++ {
-			e := *ph.entry(p)
-			goes = wordClass(e) == 0 && (!wordDirty(e) || due(e)) && (held == nil || !held(p)) // free, clean or due, not held
+			e := *ph.Entry(p)
+			goes = WordClass(e) == 0 && (!wordDirty(e) || due(e)) && (held == nil || !held(p)) // free, clean or due, not held
 			some = some || wordDirty(e)
 		}
 		if goes && some {
@@ -161,7 +161,7 @@ func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool
 		}
 		if from < o && !ph.giveBack(from, o) {
 			for p := max(from, first); p < min(o, end); p++ {
-				if e := *ph.entry(p); wordDirty(e) {
+				if e := *ph.Entry(p); wordDirty(e) {
 					keep(e, false) // to try again
 				}
 			}
@@ -172,7 +172,7 @@ func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool
 		}
 		if !goes { // stays: its dirty pages too (parked, unless a huge page holds them: Trim releases those)
 			for p := max(o, first); p < min(o+g, end); p++ {
-				if e := *ph.entry(p); wordDirty(e) {
+				if e := *ph.Entry(p); wordDirty(e) {
 					keep(e, due(e) && (held == nil || !held(p)))
 				}
 			}
@@ -183,15 +183,15 @@ func (ph *pageHeap) releaseRun(first uint32, r *freeRun, cutoff uint32, all bool
 
 // giveBack releases pages [from, to), whole OS pages of one region, free
 // and not in use, and marks them clean. It reports false, changing nothing,
-// if madvise refused. Called with mu held.
-func (ph *pageHeap) giveBack(from, to uint32) bool {
-	if osmem.Release(ptr(ph.addr(from)), uintptr(to-from)<<pageShift) != nil {
+// if madvise refused. Called with Mu held.
+func (ph *Heap) giveBack(from, to uint32) bool {
+	if osmem.Release(ptr(ph.Addr(from)), uintptr(to-from)<<PageShift) != nil {
 		return false // the pages stay usable; count them as still mapped
 	}
 	for p := from; p < to; p++ {
-		if wordDirty(*ph.entry(p)) {
-			*ph.entry(p) = 0
-			ph.released++
+		if wordDirty(*ph.Entry(p)) {
+			*ph.Entry(p) = 0
+			ph.Released++
 		}
 	}
 	ph.noteRelease(from, to-from)
@@ -199,7 +199,7 @@ func (ph *pageHeap) giveBack(from, to uint32) bool {
 	ph.releasePagemap(from, to)
 	if ph.shadowed { // their records are all none: zero pages say so too
 		rg := ph.region(from)
-		_ = osmem.Release(unsafe.Add(rg.shadow, uintptr(from-rg.first)<<pageShift), uintptr(to-from)<<pageShift)
+		_ = osmem.Release(unsafe.Add(rg.Shadow, uintptr(from-rg.First)<<PageShift), uintptr(to-from)<<PageShift)
 	}
 	return true
 }
@@ -211,52 +211,52 @@ func (ph *pageHeap) giveBack(from, to uint32) bool {
 // and its Free) would stay resident after its pages went back: 256 MiB for
 // a 256 GiB block (TestPagemapGivenBack). Only whole system pages of the
 // pagemap are given back, never one it shares with the span array after it.
-// Called with mu held.
-func (ph *pageHeap) releasePagemap(lo, hi uint32) {
+// Called with Mu held.
+func (ph *Heap) releasePagemap(lo, hi uint32) {
 	per := uint32(osmem.PageSize / 8) // pagemap words per system page
 	start, end := lo/per, (hi+per-1)/per
 	if lo%per != 0 && !ph.zeroWords(start*per, lo) {
 		start++
 	}
-	if hi%per != 0 && !ph.zeroWords(hi, min(end*per, ph.maxPages)) {
+	if hi%per != 0 && !ph.zeroWords(hi, min(end*per, ph.MaxPages)) {
 		end--
 	}
-	end = min(end, ph.maxPages/per)
+	end = min(end, ph.MaxPages/per)
 	if start < end {
-		_ = osmem.Release(unsafe.Add(ph.pmap, uintptr(start)*uintptr(per)*8), uintptr(end-start)*osmem.PageSize)
+		_ = osmem.Release(unsafe.Add(ph.Pmap, uintptr(start)*uintptr(per)*8), uintptr(end-start)*osmem.PageSize)
 	}
 }
 
 // zeroWords reports whether the pagemap words of pages [lo, hi) are all 0.
-func (ph *pageHeap) zeroWords(lo, hi uint32) bool {
+func (ph *Heap) zeroWords(lo, hi uint32) bool {
 	for p := lo; p < hi; p++ {
-		if *ph.entry(p) != 0 {
+		if *ph.Entry(p) != 0 {
 			return false
 		}
 	}
 	return true
 }
 
-// trim releases every dirty page now: Trim's last step.
-func (ph *pageHeap) trim() {
-	ph.mu.Lock()
+// Trim releases every dirty page now: Trim's last step.
+func (ph *Heap) Trim() {
+	ph.Mu.Lock()
 	ph.releaseAll()
 	if ph.scarred {
 		ph.renewFree()
 	}
-	ph.mu.Unlock()
+	ph.Mu.Unlock()
 }
 
-// close marks the page heap closed and stops its timer, for Close: every
+// Close marks the page heap closed and stops its timer, for Close: every
 // later run or span allocation fails, and the timer releases nothing.
-func (ph *pageHeap) close() {
-	ph.mu.Lock()
+func (ph *Heap) Close() {
+	ph.Mu.Lock()
 	ph.closed = true
-	if ph.timer != nil {
-		ph.timer.Stop()
-		ph.timer = nil
+	if ph.Timer != nil {
+		ph.Timer.Stop()
+		ph.Timer = nil
 	}
-	ph.mu.Unlock()
+	ph.Mu.Unlock()
 	ph.closeHuge()
 	ph.closeGuardMappings()
 }
