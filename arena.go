@@ -235,7 +235,7 @@ func (h *Heap) NewArenaSize(chunkSize int) *Arena {
 	if chunkSize <= 0 {
 		panic(fmt.Sprintf("offheap: NewArenaSize(%d): invalid chunk size: it must be positive (NewArena chooses the chunks itself)", chunkSize))
 	}
-	if most := h.mostBytes(); uint64(chunkSize) > most {
+	if most := h.pages.MostBytes(); uint64(chunkSize) > most {
 		panic(fmt.Sprintf("offheap: NewArenaSize(%d): chunks larger than the %s this heap's address space can hold would make every allocation fail; use a smaller chunk size", chunkSize, pageheap.SizeString(most)))
 	}
 	return newArena(h, pageheap.AlignUp(max(uintptr(chunkSize), arenaChunkMin), pageSize), false)

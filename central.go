@@ -267,7 +267,7 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 		if c.empty >= keepEmpty[c.class] {
 			c.unlink(h, s)
 			c.spanFree -= uint64(classBlocks[c.class])
-			h.freeSpan(id, s)
+			freeSpan(&h.pages, id, s)
 		} else {
 			c.empty++
 		}
@@ -276,7 +276,7 @@ func (c *central) putLocked(h *Heap, b uintptr) {
 
 // grow adds a new span to the front of the partial list.
 func (c *central) grow(h *Heap) error {
-	id, s, err := h.allocSpan(c.class)
+	id, s, err := allocSpan(&h.pages, c.class)
 	if err != nil {
 		return err
 	}
@@ -332,7 +332,7 @@ func (c *central) trim(h *Heap) {
 		if s.empty() { // no part in Relocate's summary, listed or not
 			c.unlink(h, s)
 			c.spanFree -= uint64(classBlocks[c.class])
-			h.freeSpan(id, s)
+			freeSpan(&h.pages, id, s)
 			c.empty--
 		}
 		id = next

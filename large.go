@@ -118,8 +118,3 @@ func (h *Heap) freeLarge(a uintptr, class uint8) {
 		panic(fmt.Sprintf("offheap: Free of %#x, which is not the start of a block: it is inside a large block", a))
 	}
 }
-
-// mostBytes is the largest run this heap's address space can hold: its
-// virtual page space less the first region and the gap page after it, the
-// longest run a later region can have.
-func (h *Heap) mostBytes() uint64 { return uint64(h.pages.MaxPages-h.pages.Pages0-1) << pageShift }

@@ -107,21 +107,21 @@ func (s *span) follow(k *listKeys, key uint64, block uintptr, rest uint32) (uint
 	return uint32(next), next-1 < uint64(s.carved)
 }
 
-// allocSpan makes a span for class c from the page heap's pages. The
+// allocSpan makes a span for class c from the page heap ph's pages. The
 // span's struct is made under the page heap's lock, before any reader of
 // the pagemap can find it.
-func (h *Heap) allocSpan(c uint8) (uint32, *span, error) {
+func allocSpan(ph *pageheap.Heap, c uint8) (uint32, *span, error) {
 	var s *span
-	id, err := h.pages.AllocSpan(uint32(classPages[c]),
+	id, err := ph.AllocSpan(uint32(classPages[c]),
 		func(i, id uint32) uint64 { return pageheap.SmallWord(c, i, id) },
 		func(id uint32, start uintptr) {
-			s = spanAt(&h.pages, id)
+			s = spanAt(ph, id)
 			*s = span{start: start, class: c}
 		})
 	return id, s, err
 }
 
-// freeSpan gives span id, empty, back to the page heap.
-func (h *Heap) freeSpan(id uint32, s *span) {
-	h.pages.FreeSpan(id, s.start, uint32(classPages[s.class]))
+// freeSpan gives span id, empty, back to the page heap ph.
+func freeSpan(ph *pageheap.Heap, id uint32, s *span) {
+	ph.FreeSpan(id, s.start, uint32(classPages[s.class]))
 }

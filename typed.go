@@ -162,9 +162,9 @@ func reallocSlice[T any](h *Heap, s []T, n int, fn string) ([]T, error) {
 	if size == 0 {
 		return unsafe.Slice((*T)(unsafe.Pointer(&zeroSized)), n), nil
 	}
-	if uint64(n) > h.mostBytes()/uint64(size) {
+	if uint64(n) > h.pages.MostBytes()/uint64(size) {
 		return nil, fmt.Errorf("%w: %s[%s]: length %d is too large: more than the %s this heap's address space can hold",
-			ErrSize, fn, typeName[T](), n, pageheap.SizeString(h.mostBytes()))
+			ErrSize, fn, typeName[T](), n, pageheap.SizeString(h.pages.MostBytes()))
 	}
 	// The block is named by all of s's capacity (s[:0] of a block is still
 	// that block), so Realloc keeps up to cap(s) elements; those past

@@ -85,7 +85,7 @@ func (ph *Heap) Reserve(limit int64, size uintptr, shadowed bool, delay time.Dur
 	// without transparent huge pages refuse the advice, which they do not
 	// need.
 	_ = osmem.NoHugePages(meta, metaBytes(maxPages, ph.minSpan))
-	ph.Base, ph.Size, ph.Pages0 = uintptr(base), size, pages
+	ph.Base, ph.Size, ph.pages0 = uintptr(base), size, pages
 	ph.Pmap, ph.MetaBytes, ph.MaxPages = meta, metaBytes(maxPages, ph.minSpan), uint32(maxPages)
 	ph.Spans = unsafe.Add(meta, maxPages*8)
 	r := &region{Base: uintptr(base), Bytes: size, Pages: pages, Shadow: shadow}

@@ -45,7 +45,7 @@ type Heap struct {
 	// Set by reserve; read without the lock.
 	Base      uintptr        // region 0's first byte
 	Size      uintptr        // region 0's bytes
-	Pages0    uint32         // region 0's pages
+	pages0    uint32         // region 0's pages
 	Pmap      unsafe.Pointer // a word per virtual page, off-heap
 	Spans     unsafe.Pointer // span structs by id, off-heap
 	spanPages []uint8        // the pages of each small class's span, by class

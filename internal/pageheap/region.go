@@ -165,6 +165,11 @@ func (ph *Heap) outOfSpace(need uint64, err error) error {
 	return &addressSpaceError{need: need, have: uint64(ph.reservedBytes), most: uint64(ph.MaxPages) << PageShift, err: err}
 }
 
+// MostBytes is the largest run the heap's address space can hold: its
+// virtual page space less the first region and the gap page after it, the
+// longest run a later region can have.
+func (ph *Heap) MostBytes() uint64 { return uint64(ph.MaxPages-ph.pages0-1) << PageShift }
+
 // regionGrain is the size later regions are rounded up to, so that a heap
 // that grows by small allocations makes few regions.
 const regionGrain = 64 << 20
@@ -284,7 +289,7 @@ func (ph *Heap) Contains(a uintptr) bool {
 
 // Addr is the address of virtual page p, a page of some region.
 func (ph *Heap) Addr(p uint32) uintptr {
-	if p < ph.Pages0 {
+	if p < ph.pages0 {
 		return ph.Base + uintptr(p)<<PageShift
 	}
 	r := ph.Regions.Load().byPageNum(p)
