@@ -148,6 +148,45 @@ func TestCloseRacing(t *testing.T) {
 	}
 }
 
+// TestNewLocalRacingClose makes Locals while the heap closes: a NewLocal
+// that meets the closed heap returns ErrClosed, and one that got its state
+// first is done writing it before Close unmaps it. When the state's
+// samples were drawn after getCache let its lock go, where Close could
+// unmap the state, 300 trials faulted in two runs of three.
+func TestNewLocalRacingClose(t *testing.T) {
+	trials := 1000
+	if testing.Short() {
+		trials = 300
+	}
+	for trial := range trials {
+		h, err := NewHeap(Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() {
+				for {
+					l, err := h.TryNewLocal()
+					if err != nil {
+						if !errors.Is(err, ErrClosed) {
+							t.Errorf("TryNewLocal racing Close: %v", err)
+						}
+						return
+					}
+					func() {
+						defer func() { _ = recover() }() // after the heap's Close, Local.Close panics with ErrClosed
+						l.Close()
+					}()
+				}
+			})
+		}
+		time.Sleep(time.Duration(trial%7) * 20 * time.Microsecond)
+		h.Close()
+		wg.Wait()
+	}
+}
+
 // closeRacingTrial is one trial of TestCloseRacing: it returns what went
 // wrong.
 func closeRacingTrial(opts Options, seed uint64) error {

@@ -41,7 +41,6 @@ func (h *Heap) newLocal(call string) (*Local, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.startCacheSampling(st)
 	c.st = st
 	c.cleanup = runtime.AddCleanup(c, func(o cacheOwner) { _ = h.dropCache(o.st, o.w) }, cacheOwner{st, w})
 	return c, nil
