@@ -37,7 +37,7 @@ func (h *Heap) newLocal(call string) (*Local, error) {
 		return c, nil
 	}
 	w := weak.Make(c)
-	st, err := h.getCache(w, call)
+	st, err := h.getCache(w, call, h.startCacheSampling) // its samples drawn under the registry's lock
 	if err != nil {
 		return nil, err
 	}

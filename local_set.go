@@ -47,13 +47,13 @@ func cacheBound(depth int) int {
 	return total
 }
 
-// getCache gives the new Local w points to a state, its samples drawn: a
+// getCache gives the new Local w points to a state, readied by ready: a
 // spare, one reclaimed from an unreachable Local, or a new mapping; call
-// names the method, for the error. The state is readied under cs.mu, which
+// names the method, for the error. ready runs under cs.mu, which
 // closeCaches takes before it unmaps the states: a Close that begins once
 // the state is returned finds it ready, and one that began before is seen
-// here (closed), so no Close unmaps a state while it is written.
-func (h *Heap) getCache(w weak.Pointer[Local], call string) (*cacheState, error) {
+// here (closed), so no Close unmaps a state while ready writes it.
+func (h *Heap) getCache(w weak.Pointer[Local], call string, ready func(*cacheState)) (*cacheState, error) {
 	cs := &h.caches
 	cs.mu.Lock()
 	if len(cs.spare) == 0 && len(cs.owners) >= max(cs.reclaimAt, minReclaim) {
@@ -86,7 +86,7 @@ func (h *Heap) getCache(w weak.Pointer[Local], call string) (*cacheState, error)
 		cs.owners = make(map[*cacheState]weak.Pointer[Local])
 	}
 	cs.owners[st] = w
-	h.startCacheSampling(st)
+	ready(st)
 	return st, nil
 }
 
