@@ -19,9 +19,9 @@ package offheap
 // # The arena's memory in the heap
 //
 // Chunks and the per-P array are page runs of the heap (allocLarge) whose
-// pagemap words carry classArena, whatever their size. So Heap.Free tells
+// pagemap words carry pageheap.ClassArena, whatever their size. So Heap.Free tells
 // arena memory from a block at any address in it: the fast path takes only
-// small-class pages, and the slow path refuses classArena pages by name,
+// small-class pages, and the slow path refuses pageheap.ClassArena pages by name,
 // in fast and checked mode alike. Were chunks ordinary blocks, Free of an
 // arena's first allocation (a chunk's start) would free the chunk under
 // the live arena and the heap would hand it out again.
@@ -83,12 +83,12 @@ func (h *Heap) arenasOutOfService() {
 }
 
 // mem and free reach the arena's memory: the heap's page runs marked
-// classArena.
+// pageheap.ClassArena.
 func (a *Arena) mem(n int, zero bool) ([]byte, error) { return a.h.arenaRun(n, zero) }
 
 func (a *Arena) free(b []byte) { a.h.freeArenaRun(addrOf(b)) }
 
-// arenaRun takes a run of pages for n bytes of an arena, marked classArena.
+// arenaRun takes a run of pages for n bytes of an arena, marked pageheap.ClassArena.
 // Called between enter and exit.
 func (h *Heap) arenaRun(n int, zero bool) ([]byte, error) {
 	p, err := h.allocLarge(n, zero, pageheap.ClassArena)

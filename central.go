@@ -247,7 +247,7 @@ func (c *central) freeDirect(h *Heap, a uintptr) {
 // putLocked returns one block to its span, and the span to the page heap
 // when it is empty and the class already keeps enough empty spans.
 func (c *central) putLocked(h *Heap, b uintptr) {
-	page := uint32((b - h.pages.Base) >> pageShift) // pageOf, inline for region 0
+	page := uint32((b - h.pages.Base) >> pageShift) // PageOf, inline for region 0
 	if b-h.pages.Base >= h.pages.Size {
 		page, _ = h.pages.PageOfFar(b)
 	}

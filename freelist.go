@@ -45,7 +45,7 @@ import (
 // free into a block waiting there changes the block's bytes, which its next
 // owner gets (zeroed by Alloc), and never where an Alloc goes. The metadata
 // is mapped apart from the blocks, whose regions lie between guards
-// (regionGuard; docs/DESIGN.md, What lives where).
+// (pageheap.RegionGuard; docs/DESIGN.md, What lives where).
 //
 // What this does not see: a write after the block was allocated again,
 // which lands in its new owner's bytes (no allocator can tell); a write

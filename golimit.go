@@ -16,7 +16,7 @@ import (
 // the Go heap grow into memory the heaps already use. LimitGoMemory keeps
 // the runtime's limit at the total less what the heaps have mapped.
 //
-// The page heap tells it of every change through mappedChanged, which runs
+// The page heap tells it of every change through pageheap.MappedChanged, which runs
 // wherever a heap commits or releases pages and calls followGoLimit while a
 // limit is in force. That costs nothing while the heap's mapped bytes stay
 // put, and next to the mprotect or madvise that changed them, a lock and

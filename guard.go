@@ -20,7 +20,7 @@ package offheap
 // maxSpareRuns of them), which then costs one mprotect, not two.
 //
 // The pagemap marks every page of the run, guard page included, with
-// classGuarded: Free's fast path takes no such block for a small one and falls
+// pageheap.ClassGuarded: Free's fast path takes no such block for a small one and falls
 // to freeSlow, whose switch on the class hands it to the checker. Words have the
 // layout of every run of its own: the first page holds the run's
 // length, guard pages included, in bits 32-63, the others have bit 8 set.
@@ -39,7 +39,7 @@ package offheap
 //
 // followed by the goroutine's traceback, which shows where the bad access
 // happened. (Not in a race build: the heap is Go memory there, which
-// protectRegion leaves accessible.) To learn which block
+// pageheap.ProtectRegion leaves accessible.) To learn which block
 // the address belonged to and where it was allocated and freed, make the
 // fault recoverable with debug.SetPanicOnFault(true) on the goroutine that
 // may fault: the fault then panics with a runtime.Error that has an Addr()

@@ -33,8 +33,8 @@ import (
 const zeroResidentMin = 1 << 20
 
 // allocLarge returns the address of a new run of pages for n bytes whose
-// pagemap words carry class: classLarge for a block above maxSmall,
-// classArena for an arena's memory. With zero, its bytes read as
+// pagemap words carry class: pageheap.ClassLarge for a block above maxSmall,
+// pageheap.ClassArena for an arena's memory. With zero, its bytes read as
 // zeros.
 func (h *Heap) allocLarge(n int, zero bool, class uint8) (uintptr, error) {
 	np, ok := pagesFor(n)

@@ -35,7 +35,7 @@ const (
 )
 
 // place is what is at an address: its kind, the pagemap's class there (a
-// small class, classLarge or classSampled), and the block that holds it,
+// small class, pageheap.ClassLarge or pageheap.ClassSampled), and the block that holds it,
 // its start and usable bytes, where there is one (placeSmall to placeInRun,
 // placeFreed, placeUncarved; placeInRun's start is 0 when the run went
 // away meanwhile), and a small block's span and index in it.

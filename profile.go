@@ -5,7 +5,7 @@ package offheap
 // One allocation in about every ProfileBytes bytes is sampled (sampling.go
 // says how the slow path decides, at no cost to the fast path). A sampled
 // block, small or large, is a page run of its own whose pagemap words carry
-// classSampled, as jemalloc promotes its sampled small allocations to a
+// pageheap.ClassSampled, as jemalloc promotes its sampled small allocations to a
 // page-sized extent: Free's fast path takes no block of that class, so the
 // Free of a sampled block reaches freeSlow, which finds the class there and
 // counts the Free in the profile (freeSampled), while every other Free
@@ -17,7 +17,7 @@ package offheap
 // InUseBytes by pages).
 //
 // An Arena's chunks are sampled where the arena takes them from the heap,
-// and keep their class (classArena): freeArenaRun looks them up in the
+// and keep their class (pageheap.ClassArena): freeArenaRun looks them up in the
 // profile while any is live. A Shared's block is sampled as a heap block,
 // labelled kind=shared.
 //
@@ -75,7 +75,7 @@ type profiler struct {
 // page fault (several microseconds, against a quarter of one), which at the
 // sampling odds of a 64 KiB block (one in nine) would multiply its pair's
 // cost (BenchmarkPairSizes; offheap bench's pairs-64k/16k verdict). A kept
-// run is counted freed (keepRun) but keeps its pages' class, so that a
+// run is counted freed (KeepRun) but keeps its pages' class, so that a
 // second Free of its block finds it (freeSampled); Trim and Close give the
 // runs back.
 const (
@@ -155,7 +155,7 @@ func (p *profiler) release(a uintptr) bool {
 }
 
 // allocSampled allocates the n bytes of a sampled allocation at st, between
-// enter and exit: a page run of their own, marked classSampled.
+// enter and exit: a page run of their own, marked pageheap.ClassSampled.
 func (h *Heap) allocSampled(n int, zero bool, st stackID, kind sampleKind) ([]byte, error) {
 	if !h.enter() {
 		return nil, ErrClosed

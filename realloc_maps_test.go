@@ -107,7 +107,7 @@ func heapMaps(t testing.TB, h *Heap) int {
 			continue
 		}
 		for _, r := range h.pages.Regions.Load().ByPage {
-			if lo < r.Base+r.Bytes+maxSmall && hi > r.Base-maxSmall { // maxSmall: regionGuard, where there is one
+			if lo < r.Base+r.Bytes+maxSmall && hi > r.Base-maxSmall { // maxSmall: pageheap.RegionGuard, where there is one
 				n++
 				break
 			}
@@ -134,7 +134,7 @@ func mapsRange(line []byte) (lo, hi uintptr, ok bool) {
 // TestReallocMapsBounded: random Reallocs of large blocks, most of which
 // move, keep the kernel's mappings of the heap within what its moved ranges
 // allow (internal/pageheap/mappings.go), and Free and Trim merge them back to what the heap
-// had after the Allocs. Positive controls: with claimMove always true and
+// had after the Allocs. Positive controls: with ClaimMove always true and
 // renewMoved doing nothing (every move recorded, no range renewed),
 //
 //	realloc_maps_test.go:150: after 50 Reallocs the heap keeps 31 moved ranges, more than twice 12

@@ -19,7 +19,7 @@ import (
 //   - A longer run grows in place when the pages right after it are free,
 //     or are the current region's frontier.
 //   - Otherwise the block moves to a new run, and the pages that hold its
-//     bytes move with it: mremap changes the page tables (movePages) and no
+//     bytes move with it: mremap changes the page tables (pageheap.MovePages) and no
 //     byte is copied, so a move costs page-table work, not a copy, and adds
 //     no resident memory. The old run's moved pages hold nothing afterwards
 //     (the kernel gives them back) and go to the free set clean; the old
@@ -27,7 +27,7 @@ import (
 //     another mapping could take. Below moveMin, onto a new run whose pages
 //     are in memory already (moveOnto: a copy costs less there), where the
 //     heap has no room for another moved range among the kernel's mappings
-//     (claimMove, internal/pageheap/mappings.go), and wherever the kernel refuses the move or
+//     (ClaimMove, internal/pageheap/mappings.go), and wherever the kernel refuses the move or
 //     the regions are Go memory (race builds), the bytes are copied.
 //
 // Only the bytes Realloc must zero are cleared: those past len(b) that the
@@ -35,7 +35,7 @@ import (
 // mincore, as Alloc's, for what is large: large.go); pages the page heap
 // has clean (released, or never used) read as zeros already and are not
 // touched. ReallocUnzeroed clears nothing. The profile draws for the new
-// size as for an Alloc of it: a sampled result is a classSampled run
+// size as for an Alloc of it: a sampled result is a pageheap.ClassSampled run
 // with a record of its own, and a block the guard pages sample moves to the
 // checker by a copy. A checked heap does none of this: its blocks are the
 // checker's, and Realloc copies them so that a stale use of the old block

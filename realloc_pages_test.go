@@ -118,7 +118,7 @@ func moveTestHeap(t *testing.T) *Heap {
 // TestReallocMovesPages: a large block that cannot grow in place moves to
 // a new run with its pages, not its bytes: resident memory grows by far less
 // than the block, and the old run's pages come back clean. Positive
-// control: with movePages returning an error (the copy path), resident
+// control: with pageheap.MovePages returning an error (the copy path), resident
 // memory grew by the block's 8 MiB and this test failed:
 //
 //	realloc_pages_test.go:142: moving 8 MiB made 8388608 bytes resident

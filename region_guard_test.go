@@ -15,7 +15,7 @@ import (
 )
 
 // TestRegionGuards: every region of a heap, the first and the later ones,
-// lies between two inaccessible guards of regionGuard bytes (no write that
+// lies between two inaccessible guards of pageheap.RegionGuard bytes (no write that
 // runs or skips less than the largest class past a block reaches the
 // metadata, or anything else the system maps beside the region), and the
 // metadata lies outside every region and its guards.
