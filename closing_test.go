@@ -159,26 +159,39 @@ func TestNewLocalRacingClose(t *testing.T) {
 	if testing.Short() {
 		trials = 300
 	}
+	callsRacingClose(t, trials, nil, func(h *Heap) error {
+		l, err := h.TryNewLocal()
+		if err == nil {
+			defer func() { _ = recover() }() // after the heap's Close, Local.Close panics with ErrClosed
+			l.Close()
+		}
+		return err
+	})
+}
+
+// callsRacingClose runs trials heaps, each made ready by prepare (if not
+// nil) and then closed while three goroutines call call on it until it
+// returns an error, which must be ErrClosed.
+func callsRacingClose(t *testing.T, trials int, prepare func(*Heap), call func(*Heap) error) {
+	t.Helper()
 	for trial := range trials {
 		h, err := NewHeap(Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		if prepare != nil {
+			prepare(h)
+		}
 		var wg sync.WaitGroup
 		for range 3 {
 			wg.Go(func() {
 				for {
-					l, err := h.TryNewLocal()
-					if err != nil {
+					if err := call(h); err != nil {
 						if !errors.Is(err, ErrClosed) {
-							t.Errorf("TryNewLocal racing Close: %v", err)
+							t.Errorf("a call racing Close: %v", err)
 						}
 						return
 					}
-					func() {
-						defer func() { _ = recover() }() // after the heap's Close, Local.Close panics with ErrClosed
-						l.Close()
-					}()
 				}
 			})
 		}
@@ -290,29 +303,12 @@ func TestResidentBytesRacingClose(t *testing.T) {
 	if testing.Short() {
 		trials = 100
 	}
-	for trial := range trials {
-		h, err := NewHeap(Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Alloc(4 << 20) // a run for mincore to read
-		var wg sync.WaitGroup
-		for range 3 {
-			wg.Go(func() {
-				for {
-					if _, err := h.ResidentBytes(); err != nil {
-						if !errors.Is(err, ErrClosed) {
-							t.Errorf("ResidentBytes racing Close: %v", err)
-						}
-						return
-					}
-				}
-			})
-		}
-		time.Sleep(time.Duration(trial%7) * 20 * time.Microsecond)
-		h.Close()
-		wg.Wait()
-	}
+	callsRacingClose(t, trials,
+		func(h *Heap) { h.Alloc(4 << 20) }, // a run for mincore to read
+		func(h *Heap) error {
+			_, err := h.ResidentBytes()
+			return err
+		})
 }
 
 // closeRacingTrial is one trial of TestCloseRacing: it returns what went
