@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the root package's and the cache package's tests on a real Linux
+# Runs the root, page heap and cache packages' tests on a real Linux
 # kernel with 16 KiB pages: Debian's arm64-16k kernel booted under
 # qemu-system-aarch64 (TCG, -cpu max), with an initramfs holding static
 # linux/arm64 test binaries and .ci/vminit as init. The arguments given go
@@ -58,12 +58,13 @@ mkdir "$work/root"
 export CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 go build -o "$work/root/init" ./.ci/vminit
 go test -c -o "$work/root/offheap.test" .
+go test -c -o "$work/root/pageheap.test" ./internal/pageheap
 go test -c -o "$work/root/cache.test" ./cache
 unset CGO_ENABLED GOOS GOARCH
 (cd "$work/root" && find . | cpio -o -H newc -R 0:0 --quiet) >"$work/initrd.cpio"
 
 [ $# -gt 0 ] || set -- -test.short -test.timeout=13m
-echo "booting $kernel: /offheap.test, /cache.test $*"
+echo "booting $kernel: /offheap.test, /pageheap.test, /cache.test $*"
 start=$SECONDS
 # -test.timeout (13 minutes when no arguments are given; a test binary has
 # none of its own) ends a hung test with its stacks before the VM's own

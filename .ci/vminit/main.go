@@ -21,9 +21,9 @@ import (
 )
 
 // testBinaries are where .ci/vm16k.sh puts the test binaries in the
-// initramfs: the root package's and the cache package's, whose memory
-// figures depend on the page size.
-var testBinaries = []string{"/offheap.test", "/cache.test"}
+// initramfs: the root package's, the page heap's and the cache package's,
+// whose memory figures depend on the page size.
+var testBinaries = []string{"/offheap.test", "/pageheap.test", "/cache.test"}
 
 // prefix starts every line vminit prints, so that the script can tell them
 // from the kernel's and the tests' output.
