@@ -182,11 +182,9 @@ func (c *central) relocate(h *Heap, s *span, a uintptr, n int) (uintptr, *corrup
 // the heap has no memory for the new block, b stays.
 func (h *Heap) relocateChecked(b []byte) ([]byte, bool) {
 	n := cap(b)
-	if n > maxSmall {
-		return b, false
-	}
-	// The checker vouches for b before its bytes are read: a freed
-	// block's may be inaccessible.
+	// The checker vouches for b before its bytes are read, a freed
+	// block's may be inaccessible, and before a large block is kept where
+	// it is: what Free would refuse panics here as in a fast heap.
 	func() {
 		if !h.enter() {
 			panic(closedError("Relocate"))
@@ -194,6 +192,9 @@ func (h *Heap) relocateChecked(b []byte) ([]byte, bool) {
 		defer h.exit()
 		h.checkRecordRef(addrOf(b), uint64(n), "Relocate")
 	}()
+	if n > maxSmall {
+		return b, false
+	}
 	// From allocSlow, where every checked allocation goes, so that the
 	// block's stack starts at the caller of Relocate, and a heap at its
 	// Limit leaves b where it is, as a fast heap's Relocate, which takes
