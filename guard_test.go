@@ -235,6 +235,14 @@ func TestSampleRate(t *testing.T) {
 		if me := memoryError(t, func() { h.Free(b) }); me.Kind != DoubleFree {
 			t.Fatalf("double free of a sampled block: %v", me)
 		}
+		// Realloc reads the block it moves, and a freed sample's page is
+		// inaccessible: Free refuses it first, as a double free. Before,
+		// this Realloc faulted in its copy.
+		for _, m := range []int{10, 2 * n} {
+			if me := memoryError(t, func() { h.Realloc(b, m) }); me.Kind != DoubleFree {
+				t.Fatalf("Realloc of a freed sampled block to %d bytes: %v", m, me)
+			}
+		}
 	}
 
 	// GuardOneIn 100: about one in a hundred, and the others are ordinary

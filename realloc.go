@@ -116,6 +116,7 @@ func (h *Heap) reallocSlow(b []byte, n int, zero bool) []byte {
 	defer h.exit()
 	a := addrOf(b)
 	if h.checked() { // the checker's blocks: always a copy
+		h.vouch(b)
 		return h.reallocCopy(b, n, zero)
 	}
 	// What Free refuses is refused before anything is allocated: a free
@@ -127,7 +128,12 @@ func (h *Heap) reallocSlow(b []byte, n int, zero bool) []byte {
 	switch p := h.freeable(a); p.kind {
 	case placeRun:
 		old, onp = p.class, uint32(p.size>>pageShift)
-	case placeSmall, placeGuarded: // a guarded block: the checker's Free judges it
+	case placeSmall:
+	case placeGuarded:
+		if !h.hasChecker() {
+			panic(p.refusal(reallocName(zero), a, cap(b)))
+		}
+		h.vouch(b) // a sampled heap's sample, copied below
 	default:
 		panic(p.refusal(reallocName(zero), a, cap(b)))
 	}
