@@ -120,12 +120,23 @@ func decompress(dst, src []byte, max int) ([]byte, error) {
 			return nil, errCorrupt
 		}
 		src = src[n:]
-		from := len(dst) - int(off)
-		for m > 0 { // copy in runs of at most off bytes, so that overlaps repeat
-			k := min(int(m), int(off))
-			dst = append(dst, dst[from:from+k]...)
-			from += k
-			m -= uint64(k)
-		}
+		dst = appendMatch(dst, int(off), int(m))
 	}
+}
+
+// appendMatch appends m bytes copied from off bytes back from dst's end,
+// where a match longer than off repeats its first off bytes. It copies
+// from one place, the match's start: the bytes from there on repeat with
+// period off, so each append may take all of them, twice as many as the
+// last. A run of one byte, m long, takes log2(m) appends, not m: a block
+// of a few bytes that expands to a long run is a cheap refusal, where one
+// append per off bytes made a 50-byte snapshot cost 28 s of CPU.
+func appendMatch(dst []byte, off, m int) []byte {
+	from := len(dst) - off
+	for m > 0 {
+		k := min(m, len(dst)-from)
+		dst = append(dst, dst[from:from+k]...)
+		m -= k
+	}
+	return dst
 }

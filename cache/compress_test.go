@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 )
@@ -41,5 +42,48 @@ func TestCompressRoundTrip(t *testing.T) {
 	}
 	if stored != 1 {
 		t.Fatalf("%d blocks stored uncompressed, want 1 (the random one)", stored)
+	}
+}
+
+// TestAppendMatch holds appendMatch to the byte-at-a-time copy it stands
+// for, out[i] = out[i-off], for matches shorter, as long and longer than
+// their offset.
+func TestAppendMatch(t *testing.T) {
+	prefix := []byte("abcdefghijklmnopqrstuvwxyz0123456789")
+	for off := 1; off <= len(prefix); off++ {
+		for _, m := range []int{1, off - 1, off, off + 1, 2*off + 3, 1000} {
+			if m < 1 {
+				continue
+			}
+			want := append([]byte{}, prefix...)
+			for range m {
+				want = append(want, want[len(want)-off])
+			}
+			got := appendMatch(append([]byte{}, prefix...), off, m)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("off %d, m %d: %q, want %q", off, m, got[len(prefix):], want[len(prefix):])
+			}
+		}
+	}
+}
+
+// BenchmarkDecompressRun: a block of a few bytes that expands to a 64 MiB
+// run of one byte, as a damaged or hostile snapshot may hold. With one
+// append per offset's worth of bytes it took 64M appends (0.33 s here);
+// appendMatch takes 26.
+func BenchmarkDecompressRun(b *testing.B) {
+	const n = 64 << 20
+	var z []byte
+	z = binary.AppendUvarint(z, 1)
+	z = append(z, 'x')
+	z = binary.AppendUvarint(z, n-1)
+	z = binary.AppendUvarint(z, 1)
+	z = append(z, 0, 0) // no literals, and the end
+	dst := make([]byte, 0, n)
+	for b.Loop() {
+		out, err := decompress(dst[:0], z, n)
+		if err != nil || len(out) != n {
+			b.Fatal(err, len(out))
+		}
 	}
 }
