@@ -29,6 +29,7 @@ import (
 	"hash/crc32"
 	"io"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 )
@@ -375,17 +376,28 @@ func readBlocks(br *bufio.Reader, bh int, maxBlock uint32, free chan []byte, wor
 		if size > maxBlock {
 			return fmt.Errorf("%w: block %d of %d bytes, over the header's %d", ErrSnapshot, n, size, maxBlock)
 		}
-		buf := <-free
-		if cap(buf) < bh+int(size) {
-			buf = make([]byte, bh+int(size))
-		}
-		buf = buf[:bh+int(size)]
-		copy(buf, first[:])
-		if _, err := io.ReadFull(br, buf[4:]); err != nil {
+		buf, err := readBlock(br, <-free, first, bh+int(size))
+		if err != nil {
 			return fmt.Errorf("%w: cut short in block %d: %v", ErrSnapshot, n, err)
 		}
 		work <- buf
 	}
+}
+
+// readBlock reads a block of n bytes, the first 4 of which are first, into
+// buf (grown as needed). Past blockBytes it grows buf by doubling as the
+// bytes arrive, so that a stream that claims a block of up to 2 GiB and
+// ends costs what it held, not what it claimed.
+func readBlock(br *bufio.Reader, buf []byte, first [4]byte, n int) ([]byte, error) {
+	buf = append(buf[:0], first[:]...)
+	for have := len(buf); have < n; have = len(buf) {
+		next := min(n, max(2*have, blockBytes+blockHeader))
+		buf = slices.Grow(buf, next-have)[:next]
+		if _, err := io.ReadFull(br, buf[have:]); err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 // loadBlock decompresses a block (of a header of bh bytes) into sc.raw if
@@ -400,6 +412,9 @@ func (c *Cache) loadBlock(buf []byte, bh, maxBlock int, sc *loadScratch) (uint64
 		case rawLen > maxBlock || rawLen < len(recs):
 			return 0, fmt.Errorf("%w: a block of %d bytes stored in %d", ErrSnapshot, rawLen, len(recs))
 		case rawLen > len(recs):
+			if cap(sc.raw) < rawLen {
+				sc.raw = make([]byte, 0, rawLen) // at once, not by appends that copy what they have
+			}
 			out, err := decompress(sc.raw[:0], recs, rawLen)
 			if err != nil || len(out) != rawLen {
 				return 0, fmt.Errorf("%w: %v", ErrSnapshot, errCorrupt)

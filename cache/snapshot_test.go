@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -167,5 +168,31 @@ func TestSnapshotEmptyFile(t *testing.T) {
 	d.Set([]byte("before"), []byte("the load"))
 	if err := d.LoadFromFile(path); err != nil || d.Len() != 1 {
 		t.Fatalf("LoadFromFile = %v with %d entries, want nil with 1", err, d.Len())
+	}
+}
+
+// TestLoadCutShortBigBlock: a stream whose header allows blocks of 2 GiB
+// and whose first block claims nearly that, then ends, is refused having
+// allocated about what it held, not what it claimed. Before, the claim
+// was allocated whole before the first byte was read.
+func TestLoadCutShortBigBlock(t *testing.T) {
+	var good bytes.Buffer
+	c := newCache(t, 1<<20)
+	if err := c.SaveTo(&good); err != nil {
+		t.Fatal(err)
+	}
+	hdr := append([]byte{}, good.Bytes()[:24]...)
+	binary.LittleEndian.PutUint32(hdr[12:], 1<<31) // the largest block
+	snap := binary.LittleEndian.AppendUint32(hdr, 1<<31-1)
+	snap = append(snap, make([]byte, 100)...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err := c.LoadFrom(bytes.NewReader(snap))
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, cache.ErrSnapshot) {
+		t.Fatalf("LoadFrom = %v, want an ErrSnapshot", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+		t.Errorf("a block cut short after 100 bytes allocated %d MiB", got>>20)
 	}
 }
