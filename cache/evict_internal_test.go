@@ -52,7 +52,11 @@ func checkLogs(c *Cache) string {
 // blocks of their own, whose records all fit in one segment, then sets
 // new keys: each Set evicts about one value, not its log's whole segment
 // (which held every entry: before eviction went record by record, the
-// first Set past the budget emptied the cache).
+// first Set past the budget emptied the cache). A Set that opens a
+// segment evicts the segment's room as well: its records usually fit the
+// first segment, but on a loaded machine, about once in 200 runs, a Set
+// opened a third and evicted 17 values of 16 KiB for its 264 KiB. So
+// does one that finds the budget lowered (fitBudget), by what it lost.
 func TestEvictRecordByRecord(t *testing.T) {
 	c, err := New(Options{MaxBytes: 8 << 20, Shards: 1})
 	if err != nil {
@@ -65,19 +69,34 @@ func TestEvictRecordByRecord(t *testing.T) {
 	for c.Stats().Evictions == 0 {
 		set()
 	}
-	n := c.Len()
-	if n < 200 {
+	if n := c.Len(); n < 200 {
 		t.Fatalf("the cache held %d values of 16 KiB at its first eviction", n)
 	}
+	room := c.classSize(len(v)) // a value's block: most of what an entry takes
 	for range 50 {
+		n, budget, segs := c.Len(), c.budget.Load(), segments(&c.shards[0])
 		set()
-		if got := c.Len(); got < n-3 {
-			t.Fatalf("after %d values, a Set left %d entries: eviction took more than a value's room", n, got)
+		opened := int64(max(segments(&c.shards[0])-segs, 0)) * int64(c.segSize)
+		lost := max(budget-c.budget.Load(), 0)
+		if got, most := c.Len(), 3+int((lost+opened)/room); n+1-got > most {
+			t.Fatalf("a Set on %d entries left %d: it evicted %d, more than the %d a value's room, the %d bytes of the segments it opened and the %d bytes the budget lost allow",
+				n, got, n+1-got, most, opened, lost)
 		}
 	}
 	if msg := checkLogs(c); msg != "" {
 		t.Fatal(msg)
 	}
+}
+
+// segments is how many segments s's logs hold.
+func segments(s *shard) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for li := range s.logs {
+		n += len(s.logs[li].ids)
+	}
+	return n
 }
 
 // TestEvictLogsAccounting runs Sets of values inline and in blocks of
