@@ -208,6 +208,11 @@ func TestGuardPagesBasics(t *testing.T) {
 		if me := memoryError(t, func() { h.Free(b) }); me.Kind != DoubleFree {
 			t.Fatalf("double free: %v", me)
 		}
+		// Refused before Realloc reads the block's inaccessible page,
+		// which faulted in its copy before the fix.
+		if me := memoryError(t, func() { h.Realloc(b, n+1) }); me.Kind != DoubleFree {
+			t.Fatalf("Realloc of a freed block: %v", me)
+		}
 	}
 	s := h.Stats()
 	if s.Allocs != 8 || s.Large != 8 || s.Frees != 8 || s.InUseBytes != 0 {
