@@ -182,9 +182,9 @@ func (c *central) relocate(h *Heap, s *span, a uintptr, n int) (uintptr, *corrup
 // the heap has no memory for the new block, b stays.
 func (h *Heap) relocateChecked(b []byte) ([]byte, bool) {
 	n := cap(b)
-	// The checker vouches for b before its bytes are read, a freed
-	// block's may be inaccessible, and before a large block is kept where
-	// it is: what Free would refuse panics here as in a fast heap.
+	// The checker vouches for b first: before its bytes are read (a freed
+	// block's may be inaccessible), and before a large block is kept where
+	// it is, so that what Free would refuse panics here as in a fast heap.
 	func() {
 		if !h.enter() {
 			panic(closedError("Relocate"))

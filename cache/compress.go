@@ -128,9 +128,9 @@ func decompress(dst, src []byte, max int) ([]byte, error) {
 // where a match longer than off repeats its first off bytes. It copies
 // from one place, the match's start: the bytes from there on repeat with
 // period off, so each append may take all of them, twice as many as the
-// last. A run of one byte, m long, takes log2(m) appends, not m: a block
-// of a few bytes that expands to a long run is a cheap refusal, where one
-// append per off bytes made a 50-byte snapshot cost 28 s of CPU.
+// last. A run of one byte, m long, takes log2(m) appends, not m, so that a
+// damaged block of a few bytes that claims a long run costs little more
+// than the memory it claims (docs/DESIGN.md, Snapshots).
 func appendMatch(dst []byte, off, m int) []byte {
 	from := len(dst) - off
 	for m > 0 {
