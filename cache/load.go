@@ -132,7 +132,7 @@ func (c *Cache) loadShard(s *shard, sc *loadScratch, idx []int32, wall, now int6
 		r := &recs[i]
 		var exp int64
 		if r.exp != 0 {
-			exp = now + (r.exp - wall)
+			exp = expiryAfter(now, r.exp-wall)
 		}
 		n, _ := c.setLocked(s, r.h, r.k, r.v, r.rlen, r.extLen, exp) // an entry that does not fit is skipped
 		replaced += n

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -20,7 +21,7 @@ func (c *Cache) set(k, v []byte, ttl time.Duration) error {
 	}
 	var exp int64
 	if ttl > 0 {
-		exp = c.now() + int64(ttl)
+		exp = expiryAfter(c.now(), int64(ttl))
 	}
 	ev := s.counts.evictions + s.counts.expirations
 	replaced, err := c.setLocked(s, h, k, v, rlen, extLen, exp)
@@ -37,6 +38,17 @@ func (c *Cache) set(k, v []byte, ttl time.Duration) error {
 	}
 	c.relocateStep()
 	return err
+}
+
+// expiryAfter is the reading of a clock d (> 0) after at, at most
+// math.MaxInt64: a lifetime past the clock's range, such as
+// time.Duration(math.MaxInt64) for "forever", never comes round, where
+// the sum would wrap to a time long past and expire the entry at once.
+func expiryAfter(at, d int64) int64 {
+	if at > 0 && d > math.MaxInt64-at {
+		return math.MaxInt64
+	}
+	return at + d
 }
 
 // recordSizes is the record length for key k and value v, with an expiry

@@ -195,7 +195,7 @@ func (c *Cache) saveShard(s *shard, z *compressor, b *block, emit func(*block) (
 			if x <= now {
 				return
 			}
-			exp = wall + (x - now)
+			exp = expiryAfter(wall, x-now)
 		}
 		kl, vl := e.keyLen(), e.valueLen()
 		if len(b.buf)+recordHeader+kl+vl > blockBytes && b.count > 0 && !send(false) {

@@ -1,6 +1,8 @@
 package cache_test
 
 import (
+	"bytes"
+	"math"
 	"testing"
 	"time"
 
@@ -39,6 +41,48 @@ func TestTTL(t *testing.T) {
 	}
 	if _, err := cache.New(cache.Options{MaxBytes: 1 << 20, DefaultTTL: -1}); err == nil {
 		t.Error("New accepted a negative DefaultTTL")
+	}
+}
+
+// TestTTLForever: a lifetime past the clock's range, such as
+// time.Duration(math.MaxInt64) for "forever", keeps the entry, through Set,
+// SetWithTTL, DefaultTTL and a snapshot's save and load, where a sum that
+// wrapped would expire it at once.
+func TestTTLForever(t *testing.T) {
+	const forever = time.Duration(math.MaxInt64)
+	c, err := cache.New(cache.Options{MaxBytes: 1 << 20, DefaultTTL: forever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Set([]byte("default"), []byte("v"))
+	c.SetWithTTL([]byte("max"), []byte("v"), forever)
+	c.SetWithTTL([]byte("half"), []byte("v"), forever/2)
+	if err := c.TrySetWithTTL([]byte("try"), []byte("v"), forever-1); err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{"default", "max", "half", "try"}
+	for _, k := range keys {
+		if _, ok := c.Get(nil, []byte(k)); !ok {
+			t.Errorf("%q, stored for ever, was not found", k)
+		}
+	}
+	var snap bytes.Buffer
+	if err := c.SaveTo(&snap); err != nil {
+		t.Fatal(err)
+	}
+	d, err := cache.New(cache.Options{MaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.LoadFrom(&snap); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if _, ok := d.Get(nil, []byte(k)); !ok {
+			t.Errorf("%q, stored for ever, was not found after a snapshot's load", k)
+		}
 	}
 }
 
