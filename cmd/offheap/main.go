@@ -101,6 +101,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "offheap bench: -scale %v: must be in (0, 1]\n", *scale)
 		return 2
 	}
+	if *runs < 1 {
+		fmt.Fprintf(stderr, "offheap bench: -runs %d: must be at least 1\n", *runs)
+		return 2
+	}
 	for _, s := range list(*workers) {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {

@@ -105,6 +105,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "-arms", "nope"}, 1, "valid arms"},
 		{[]string{"bench", "-workers", "0"}, 2, "not a positive count"},
 		{[]string{"bench", "-scale", "2"}, 2, "-scale"},
+		{[]string{"bench", "-runs", "0"}, 2, "-runs 0: must be at least 1"},
 		{[]string{"bench", "-bigheap-size", "2GB"}, 2, "not a positive size"},
 		{[]string{"bench", "-bigheap-size", "0MiB"}, 2, "not a positive size"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
