@@ -1,10 +1,13 @@
 package cache_test
 
 import (
+	"bytes"
 	"encoding/binary"
+	"io"
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/offheap/offheap/cache"
 )
@@ -123,5 +126,101 @@ func TestCloseRacing(t *testing.T) {
 		if c.Len() != 0 {
 			t.Fatal("Len after Close")
 		}
+	}
+}
+
+// TestStressEveryCall is TestStress with the calls it leaves out: values
+// of their own blocks (over 4 KiB) beside packed ones, lifetimes that end
+// during the run, Reset, SaveTo and LoadFrom, over a cache that evicts and
+// compacts, with every value read checked.
+func TestStressEveryCall(t *testing.T) {
+	c, err := cache.New(cache.Options{MaxBytes: 256 << 10, Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var snap bytes.Buffer // a snapshot taken before the run, loaded during it
+	for id := range uint32(64) {
+		c.Set(binary.LittleEndian.AppendUint32(nil, id), patterned(id, 0, int(id)*100))
+	}
+	if err := c.SaveTo(&snap); err != nil {
+		t.Fatal(err)
+	}
+	ops := 20000
+	if testing.Short() {
+		ops = 6000
+	}
+	const keys = 256
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 2))
+			var buf []byte
+			key := make([]byte, 4)
+			for n := range ops {
+				id := uint32(r.IntN(keys))
+				binary.LittleEndian.PutUint32(key, id)
+				size := r.IntN(600)
+				if r.IntN(8) == 0 {
+					size = 4096 + r.IntN(12<<10) // a block of its own
+				}
+				var err error
+				switch op := r.IntN(1000); {
+				case op < 300:
+					c.Set(key, patterned(id, uint32(n), size))
+				case op < 400:
+					c.SetWithTTL(key, patterned(id, uint32(n), size), time.Duration(r.IntN(50))*time.Microsecond)
+				case op < 700:
+					var ok bool
+					if buf, ok = c.Get(buf[:0], key); ok {
+						err = checkPatterned(id, buf)
+					}
+				case op < 800:
+					c.View(key, func(v []byte) { err = checkPatterned(id, v) })
+				case op < 900:
+					c.Delete(key)
+				case op < 950:
+					c.Has(key)
+				case op < 980:
+					for k, v := range c.All() {
+						if err = checkPatterned(binary.LittleEndian.Uint32(k), v); err != nil {
+							break
+						}
+					}
+				case op < 990:
+					err = c.SaveTo(io.Discard)
+				case op < 995:
+					err = c.LoadFrom(bytes.NewReader(snap.Bytes()))
+				default:
+					c.Reset()
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	st := c.Stats()
+	if st.Bytes > st.MaxBytes {
+		t.Errorf("Bytes %d over MaxBytes %d", st.Bytes, st.MaxBytes)
+	}
+	if st.Evictions == 0 || st.Expirations == 0 {
+		t.Errorf("Stats %+v: the run did not both evict and expire, so it does not test both", st)
+	}
+	for k, v := range c.All() {
+		if err := checkPatterned(binary.LittleEndian.Uint32(k), v); err != nil {
+			t.Error(err)
+		}
+	}
+	c.Reset()
+	if st := c.Stats(); st.Entries != 0 || c.Len() != 0 {
+		t.Errorf("after Reset: Len %d, Stats %+v", c.Len(), st)
 	}
 }
