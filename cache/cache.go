@@ -121,7 +121,7 @@ func New(opts Options) (*Cache, error) {
 		defaultTTL: opts.DefaultTTL,
 		epoch:      time.Now(),
 	}
-	c.shardBudget = opts.MaxBytes * 15 / 16 / int64(n)
+	c.shardBudget = (opts.MaxBytes - opts.MaxBytes/16) / int64(n) // not *15/16: MaxBytes may be near math.MaxInt64
 	if c.shardBudget < 4<<10 {
 		return nil, fmt.Errorf("offheap: cache: Options.Shards is %d: each shard's share of MaxBytes (%d) would be below 4 KiB; use fewer shards", n, opts.MaxBytes)
 	}

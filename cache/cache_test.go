@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -101,6 +102,29 @@ func TestBadInput(t *testing.T) {
 	}
 	if err := c.Close(); !errors.Is(err, cache.ErrClosed) {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// TestNewLargeMaxBytes: a MaxBytes near math.MaxInt64, a bound no process
+// reaches, makes a cache like any other, each shard's share the larger for
+// it (the share's arithmetic once wrapped, refusing 1<<62 and shrinking
+// math.MaxInt64's).
+func TestNewLargeMaxBytes(t *testing.T) {
+	last := 0
+	for _, n := range []int64{1 << 40, 1 << 60, 1 << 62, math.MaxInt64} {
+		c, err := cache.New(cache.Options{MaxBytes: n})
+		if err != nil {
+			t.Fatalf("New(MaxBytes %d): %v", n, err)
+		}
+		if m := c.MaxEntryBytes(); m <= last || int64(m) < n/1024 {
+			t.Errorf("MaxBytes %d: MaxEntryBytes %d, want above %d and n/1024", n, m, last)
+		}
+		last = c.MaxEntryBytes()
+		c.Set([]byte("k"), make([]byte, 100))
+		if _, ok := c.Get(nil, []byte("k")); !ok {
+			t.Errorf("MaxBytes %d: the value just set is missing", n)
+		}
+		c.Close()
 	}
 }
 
