@@ -28,7 +28,8 @@ type Options struct {
 	// Heap is the heap the cache allocates from. nil gives the cache a
 	// heap of its own, which Close closes; a heap passed here must stay
 	// open until the cache is closed, and other users of it do not count
-	// against MaxBytes.
+	// against MaxBytes. Where such a heap refuses memory (its Limit), a
+	// Set evicts, from its shard and then from others, until it has room.
 	Heap *offheap.Heap
 
 	// Shards is the number of shards, each a lock, an index, logs of
@@ -90,6 +91,9 @@ type Cache struct {
 	// freedBytes is the bytes rebuilds and compaction freed since the
 	// last Trim.
 	freedBytes atomic.Int64
+	// heapVictim is where the next eviction for a heap that refused an
+	// allocation looks first among the other shards (evictForHeap).
+	heapVictim atomic.Uint32
 	closeMu    sync.Mutex
 	compactor  compactor
 }
@@ -271,9 +275,11 @@ func (c *Cache) Set(k, v []byte) { _ = c.set(k, v, c.defaultTTL) }
 // less means it never expires.
 func (c *Cache) SetWithTTL(k, v []byte, ttl time.Duration) { _ = c.set(k, v, ttl) }
 
-// TrySet is Set that says why it stored nothing: ErrTooLarge, ErrClosed,
-// or the heap's error (such as offheap.ErrLimit from a heap with a Limit),
-// wrapped. On an error the cache keeps whatever value k had.
+// TrySet is Set that says why it stored nothing: ErrTooLarge, for an entry
+// the cache cannot hold (k keeps whatever value it had); ErrClosed; or the
+// heap's error, wrapped, where the heap refused memory even once the cache
+// had evicted all it could (offheap.ErrLimit, from a heap whose Limit other
+// users fill), the evictions made on the way standing.
 func (c *Cache) TrySet(k, v []byte) error { return c.set(k, v, c.defaultTTL) }
 
 // TrySetWithTTL is TrySet with SetWithTTL's ttl.

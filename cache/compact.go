@@ -129,6 +129,16 @@ func (c *Cache) compactStep(s *shard) {
 	}
 	li := int(s.segs[best].log)
 	l := &s.logs[li]
+	if l.tail == best || !c.tailRoom(s, li, int(s.segs[best].live)) {
+		// The live records fill the tail, then a fresh one, whose block
+		// is taken first: where the heap has no memory (its Limit) the
+		// rewrite waits, rather than evict the records it could not move.
+		b, err := c.heap.TryAllocUnzeroed(c.segSize)
+		if err != nil {
+			return
+		}
+		s.spare = b
+	}
 	if l.tail == best {
 		l.tail = 0 // the live records go to a fresh tail
 	}
@@ -147,6 +157,10 @@ func (c *Cache) compactStep(s *shard) {
 		}
 		return true
 	})
+	if s.spare != nil { // the tail took them all
+		c.heap.Free(s.spare)
+		s.spare = nil
+	}
 	// A shard at its budget opens a segment again soon, and the heap hands
 	// out the one freed last: giving its pages back would cost a release
 	// now and a fault per page then, with the shard locked both times.

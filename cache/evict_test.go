@@ -2,8 +2,10 @@ package cache_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"testing"
 
+	"github.com/offheap/offheap"
 	"github.com/offheap/offheap/cache"
 )
 
@@ -48,5 +50,82 @@ func TestScanResistance(t *testing.T) {
 	// 8-9% of the hot entries go (91-100% kept in 40 runs).
 	if kept < int(hot)*3/4 {
 		t.Errorf("%d of %d hot entries survived a scan ten times the cache, want 75%%", kept, hot)
+	}
+}
+
+// TestHeapLimitEvicts: a cache on a heap whose Limit is below MaxBytes
+// keeps storing at the limit, evicting its oldest entries, with values in
+// segments and in blocks of their own, and with shards that filled late
+// and hold nothing to evict (they evict from the others); when another
+// user of the heap holds all of it, TrySet says so with ErrLimit and the
+// cache stays usable.
+func TestHeapLimitEvicts(t *testing.T) {
+	const limit = 2 << 20
+	for _, tc := range []struct {
+		name     string
+		maxBytes int64
+		shards   int
+		size     int
+		n        int
+	}{
+		{"packed", 8 << 20, 4, 1000, 6000},
+		{"own blocks", 8 << 20, 4, 20 << 10, 3000},
+		{"empty shards", 64 << 20, 16, 8, 10000}, // 16 segments of 264 KiB do not fit
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := offheap.NewHeap(offheap.Options{Limit: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			c, err := cache.New(cache.Options{MaxBytes: tc.maxBytes, Shards: tc.shards, Heap: h})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			v := make([]byte, tc.size)
+			k := make([]byte, 8)
+			for i := range tc.n {
+				binary.LittleEndian.PutUint64(k, uint64(i))
+				binary.LittleEndian.PutUint64(v, uint64(i))
+				if err := c.TrySet(k, v); err != nil {
+					t.Fatalf("TrySet %d of %d: %v", i, tc.n, err)
+				}
+				if got, ok := c.Get(nil, k); !ok || binary.LittleEndian.Uint64(got) != uint64(i) {
+					t.Fatalf("the value just set (%d of %d) is missing; %+v", i, tc.n, c.Stats())
+				}
+			}
+			if st := c.Stats(); st.Evictions == 0 {
+				t.Errorf("Stats %+v: no evictions, so the heap's limit was never met", st)
+			}
+			if m := h.Stats().MappedBytes; m > limit {
+				t.Errorf("the heap maps %d bytes, over its Limit %d", m, limit)
+			}
+			// Another user takes all the heap can give once the cache is
+			// emptied: TrySet, with nothing to evict, reports the limit.
+			c.Reset()
+			var other [][]byte
+			for {
+				b, err := h.TryAlloc(64 << 10)
+				if err != nil {
+					break
+				}
+				other = append(other, b)
+			}
+			binary.LittleEndian.PutUint64(k, 1<<40)
+			if err := c.TrySet(k, v); !errors.Is(err, offheap.ErrLimit) {
+				t.Fatalf("TrySet on a heap another user fills: %v, want ErrLimit", err)
+			}
+			for _, b := range other {
+				h.Free(b)
+			}
+			binary.LittleEndian.PutUint64(k, 1<<41)
+			if err := c.TrySet(k, v); err != nil {
+				t.Fatalf("TrySet once the other user freed its blocks: %v", err)
+			}
+			if _, ok := c.Get(nil, k); !ok {
+				t.Fatal("the value set after the other user freed its blocks is missing")
+			}
+		})
 	}
 }

@@ -32,6 +32,22 @@ const lockTries = 64
 // wakeups cost.
 func (s *shard) lock() {
 	s.mu.Lock()
+	s.opened()
+}
+
+// tryLock is lock where the shard's mutex is free, for a writer that holds
+// another shard's lock: it must not wait, since the holder of this one
+// may be waiting for its.
+func (s *shard) tryLock() bool {
+	if !s.mu.TryLock() {
+		return false
+	}
+	s.opened()
+	return true
+}
+
+// opened makes seq odd, under a lock just taken.
+func (s *shard) opened() {
 	s.seq.Add(1)
 	// The changes that follow must not be seen before seq is odd. On arm64
 	// the Add's store is a release, which orders what comes before it, not

@@ -71,8 +71,9 @@ func (s *shard) entryAt(v uint64) entry {
 	return entry(s.segs[slotSeg(v)].addr + uintptr(v&(1<<offBits-1))<<3)
 }
 
-// newSegment opens a segment at the tail of log li. It returns false if the
-// heap has no memory or the shard no free number.
+// newSegment opens a segment at the tail of log li, in the block
+// compactStep took ahead if it did. It returns the heap's error, or
+// ErrTooLarge where the shard has no free segment number.
 func (c *Cache) newSegment(s *shard, li int) error {
 	var id uint32
 	if n := len(s.freeIDs); n > 0 {
@@ -89,10 +90,15 @@ func (c *Cache) newSegment(s *shard, li int) error {
 		s.segs = append(s.segs, segInfo{})
 		s.publishSegs()
 	}
-	b, err := c.heap.TryAllocUnzeroed(c.segSize)
-	if err != nil {
-		s.freeIDs = append(s.freeIDs, id)
-		return err
+	b := s.spare
+	if b != nil {
+		s.spare = nil
+	} else {
+		var err error
+		if b, err = c.heap.TryAllocUnzeroed(c.segSize); err != nil {
+			s.freeIDs = append(s.freeIDs, id)
+			return err
+		}
 	}
 	if s.loading {
 		// A load fills the segment whole: its pages come in one call,

@@ -1,9 +1,12 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/offheap/offheap"
 )
 
 // set stores v under k with a lifetime of ttl (none if ttl <= 0).
@@ -38,6 +41,72 @@ func (c *Cache) set(k, v []byte, ttl time.Duration) error {
 	}
 	c.relocateStep()
 	return err
+}
+
+// allocRecord makes what a record of rlen bytes needs: room at the tail of
+// log li and, if extLen > 0, a block of its own for its value of n bytes,
+// which it returns. Where the heap refuses (its Limit, shared with other
+// users or below MaxBytes; the system's memory), it evicts from the shard
+// and asks again, until the shard has nothing left to evict: a cache that
+// stopped storing at its heap's limit would keep its oldest entries for
+// ever. The block comes first, so that no eviction runs once the tail has
+// room (it could free that tail).
+func (c *Cache) allocRecord(s *shard, li, rlen, n int, extLen int64) ([]byte, error) {
+	var ext []byte
+	for extLen > 0 {
+		b, err := c.heap.TryAllocUnzeroed(n)
+		if err == nil {
+			ext = b
+			break
+		}
+		if !c.evictForHeap(s, extLen, err) {
+			return nil, err
+		}
+	}
+	for {
+		err := c.reserve(s, li, rlen)
+		if err == nil {
+			break
+		}
+		if !c.evictForHeap(s, int64(c.segSize), err) {
+			if ext != nil {
+				c.heap.Free(ext)
+			}
+			return nil, err
+		}
+	}
+	s.bytes += extLen
+	return ext, nil
+}
+
+// evictForHeap evicts about need bytes after the heap refused an
+// allocation for s with err, and reports whether it evicted anything (not
+// after the heap's Close). It evicts from s, whose lock the caller holds,
+// and from another shard once s has nothing left: the heap's memory may
+// all be in the other shards, the shards that filled first. Their locks
+// are only tried, in turn from heapVictim: two shards doing this at once
+// must not wait for each other.
+func (c *Cache) evictForHeap(s *shard, need int64, err error) bool {
+	if errors.Is(err, offheap.ErrClosed) {
+		return false
+	}
+	if c.evictOne(s, s.bytes-need) {
+		return true
+	}
+	n := uint32(len(c.shards))
+	first := c.heapVictim.Add(1)
+	for j := range n {
+		o := &c.shards[(first+j)%n]
+		if o == s || !o.tryLock() {
+			continue
+		}
+		ok := !o.closed && c.evictOne(o, o.bytes-need)
+		o.unlock()
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 // expiryAfter is the reading of a clock d (> 0) after at, at most
@@ -114,23 +183,15 @@ func (c *Cache) setLocked(s *shard, h uint64, k, v []byte, rlen int, extLen, exp
 		return 0, fmt.Errorf("%w: an entry of %d bytes does not fit its shard: a larger Options.MaxBytes, or fewer Options.Shards, "+
 			"gives each shard more", ErrTooLarge, need+int64(rlen))
 	}
+	ext, err := c.allocRecord(s, li, rlen, len(v), extLen)
+	if err != nil {
+		return 0, fmt.Errorf("offheap: cache: %w", err)
+	}
 	if refind || s.counts.evictions+s.counts.expirations != seen {
 		// Evictions may have removed k or emptied slots ahead of the
 		// free slot find gave (and grow renumbers them): look again, so
 		// that the entry sits where its probe finds it.
 		i, found = s.find(h, k)
-	}
-	if err := c.reserve(s, li, rlen); err != nil {
-		return 0, fmt.Errorf("offheap: cache: %w", err)
-	}
-	var ext []byte
-	if extLen > 0 {
-		b, err := c.heap.TryAllocUnzeroed(len(v))
-		if err != nil {
-			return 0, fmt.Errorf("offheap: cache: %w", err)
-		}
-		ext = b
-		s.bytes += extLen
 	}
 	a, loc := s.place(li, rlen, ext != nil)
 	s.logs[li].ext += extLen

@@ -59,6 +59,7 @@ type shardState struct {
 	expiring int       // live entries with an expiry
 	removals int       // removals since the shard last reported a heap check due (countRemovals)
 	counts   counts    // the shard's share of Stats
+	spare    []byte    // a segment's block compactStep took ahead, for newSegment; nil between calls
 }
 
 // removeAt takes live slot i out of the index and kills its record.
