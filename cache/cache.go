@@ -52,8 +52,9 @@ var (
 	// ErrClosed is returned by calls on a closed cache.
 	ErrClosed = errors.New("offheap: cache: the cache is closed")
 	// ErrTooLarge is returned by TrySet for an entry the cache cannot
-	// hold: a key longer than 65535 bytes, or a key and value whose entry
-	// exceeds MaxEntryBytes. The cache is left as it was.
+	// hold: a key longer than 65535 bytes or than its segments take (see
+	// MaxEntryBytes), or a key and value whose entry exceeds
+	// MaxEntryBytes. The cache is left as it was.
 	ErrTooLarge = errors.New("offheap: cache: entry too large for the cache")
 )
 
@@ -235,7 +236,11 @@ func (c *Cache) firstTable() int {
 
 // MaxEntryBytes is the largest entry the cache holds: a value may be up to
 // MaxEntryBytes minus 32 minus the key's length (less the rounding to the
-// heap's size classes). It is half a shard's share of MaxBytes.
+// heap's size classes). It is half a shard's share of MaxBytes. A key must
+// also fit in one of the shard's segments with its record's header: shards
+// of 768 KiB or more (any MaxBytes from 1 MiB with the default Shards)
+// take keys of up to about 64 KiB, smaller ones shorter keys, about 1 KiB
+// at MinBytes; TrySet's ErrTooLarge gives the bound.
 func (c *Cache) MaxEntryBytes() int { return int(c.maxEntry) }
 
 func (c *Cache) hash(k []byte) uint64 { return maphash.Bytes(c.seed, k) }

@@ -105,6 +105,32 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// TestKeyLengths holds MaxEntryBytes' word on keys: about 64 KiB from a
+// MaxBytes of 1 MiB with the default shards, about 1 KiB at MinBytes, and
+// a longer key refused with ErrTooLarge, the other entries kept.
+func TestKeyLengths(t *testing.T) {
+	for _, tc := range []struct {
+		maxBytes int64
+		fits     int
+	}{{1 << 20, 65000}, {cache.MinBytes, 960}} {
+		c, err := cache.New(cache.Options{MaxBytes: tc.maxBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Set([]byte("other"), []byte("v"))
+		if err := c.TrySet(make([]byte, tc.fits), []byte("v")); err != nil {
+			t.Errorf("MaxBytes %d: a key of %d bytes: %v", tc.maxBytes, tc.fits, err)
+		}
+		if err := c.TrySet(make([]byte, 2*tc.fits), []byte("v")); !errors.Is(err, cache.ErrTooLarge) {
+			t.Errorf("MaxBytes %d: a key of %d bytes: %v, want ErrTooLarge", tc.maxBytes, 2*tc.fits, err)
+		}
+		if _, ok := c.Get(nil, []byte("other")); !ok {
+			t.Errorf("MaxBytes %d: a refused key lost another entry", tc.maxBytes)
+		}
+		c.Close()
+	}
+}
+
 // TestNewLargeMaxBytes: a MaxBytes near math.MaxInt64, a bound no process
 // reaches, makes a cache like any other, each shard's share the larger for
 // it (the share's arithmetic once wrapped, refusing 1<<62 and shrinking

@@ -44,8 +44,9 @@
 //     and never waits for one; every other read copies (Get) or calls its
 //     function (View) under the shard's lock. Close may race other calls:
 //     they then behave as on a closed cache (documented per method), and
-//     never fault. Bad input (a key over 65535 bytes, an entry
-//     over MaxEntryBytes) is refused without losing any other entry.
+//     never fault. Bad input (a key over 65535 bytes or too long for a
+//     small cache's segments, an entry over MaxEntryBytes) is refused
+//     without losing any other entry.
 //   - Visibility: the segments are heap blocks, so the heap's census, its
 //     pprof profile, the race detector and checked mode (-tags offheapchecked)
 //     all see them (per segment, not per entry; those builds read under the
