@@ -27,40 +27,48 @@ func TestStress(t *testing.T) {
 	if testing.Short() {
 		ops = 20000
 	}
-	const keys = 512
+	stress(t, ops, 512, 1, func(r *rand.Rand, id uint32, key []byte, n int, buf *[]byte) error {
+		switch op := r.IntN(100); {
+		case op < 40:
+			c.Set(key, patterned(id, uint32(n), r.IntN(600)))
+		case op < 75:
+			return checkedGet(c, id, key, buf)
+		case op < 85:
+			return checkedView(c, id, key)
+		case op < 95:
+			c.Delete(key)
+		case op < 99:
+			c.Has(key)
+		default:
+			return checkAll(c)
+		}
+		return nil
+	})
+	st := c.Stats()
+	if st.Bytes > st.MaxBytes {
+		t.Errorf("Bytes %d over MaxBytes %d", st.Bytes, st.MaxBytes)
+	}
+	if st.Evictions == 0 {
+		t.Errorf("no evictions: the test does not exercise eviction (%+v)", st)
+	}
+}
+
+// stress runs op ops times from each of four goroutines, on a key of 4
+// bytes, id, drawn from keys with the goroutine's r (seeded by seed), with
+// n the op's number and buf the goroutine's read buffer; the first error
+// each goroutine's op returns fails t.
+func stress(t *testing.T, ops, keys int, seed uint64, op func(r *rand.Rand, id uint32, key []byte, n int, buf *[]byte) error) {
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
+	errs := make(chan error, 4)
 	for g := range 4 {
 		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(g), 1))
+			r := rand.New(rand.NewPCG(uint64(g), seed))
 			var buf []byte
 			key := make([]byte, 4)
 			for n := range ops {
 				id := uint32(r.IntN(keys))
 				binary.LittleEndian.PutUint32(key, id)
-				var err error
-				switch op := r.IntN(100); {
-				case op < 40:
-					c.Set(key, patterned(id, uint32(n), r.IntN(600)))
-				case op < 75:
-					var ok bool
-					if buf, ok = c.Get(buf[:0], key); ok {
-						err = checkPatterned(id, buf)
-					}
-				case op < 85:
-					c.View(key, func(v []byte) { err = checkPatterned(id, v) })
-				case op < 95:
-					c.Delete(key)
-				case op < 99:
-					c.Has(key)
-				default:
-					for k, v := range c.All() {
-						if err = checkPatterned(binary.LittleEndian.Uint32(k), v); err != nil {
-							break
-						}
-					}
-				}
-				if err != nil {
+				if err := op(r, id, key, n, &buf); err != nil {
 					errs <- err
 					return
 				}
@@ -72,13 +80,31 @@ func TestStress(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	st := c.Stats()
-	if st.Bytes > st.MaxBytes {
-		t.Errorf("Bytes %d over MaxBytes %d", st.Bytes, st.MaxBytes)
+}
+
+// checkedGet reads key id's value, if any, into buf with Get, and
+// checkedView with View, and check it.
+func checkedGet(c *cache.Cache, id uint32, key []byte, buf *[]byte) (err error) {
+	var ok bool
+	if *buf, ok = c.Get((*buf)[:0], key); ok {
+		err = checkPatterned(id, *buf)
 	}
-	if st.Evictions == 0 {
-		t.Errorf("no evictions: the test does not exercise eviction (%+v)", st)
+	return err
+}
+
+func checkedView(c *cache.Cache, id uint32, key []byte) (err error) {
+	c.View(key, func(v []byte) { err = checkPatterned(id, v) })
+	return err
+}
+
+// checkAll checks every value All yields.
+func checkAll(c *cache.Cache) error {
+	for k, v := range c.All() {
+		if err := checkPatterned(binary.LittleEndian.Uint32(k), v); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // TestCloseRacing closes a cache while other goroutines use it: none may
@@ -150,63 +176,35 @@ func TestStressEveryCall(t *testing.T) {
 	if testing.Short() {
 		ops = 6000
 	}
-	const keys = 256
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for g := range 4 {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(g), 2))
-			var buf []byte
-			key := make([]byte, 4)
-			for n := range ops {
-				id := uint32(r.IntN(keys))
-				binary.LittleEndian.PutUint32(key, id)
-				size := r.IntN(600)
-				if r.IntN(8) == 0 {
-					size = 4096 + r.IntN(12<<10) // a block of its own
-				}
-				var err error
-				switch op := r.IntN(1000); {
-				case op < 300:
-					c.Set(key, patterned(id, uint32(n), size))
-				case op < 400:
-					c.SetWithTTL(key, patterned(id, uint32(n), size), time.Duration(r.IntN(50))*time.Microsecond)
-				case op < 700:
-					var ok bool
-					if buf, ok = c.Get(buf[:0], key); ok {
-						err = checkPatterned(id, buf)
-					}
-				case op < 800:
-					c.View(key, func(v []byte) { err = checkPatterned(id, v) })
-				case op < 900:
-					c.Delete(key)
-				case op < 950:
-					c.Has(key)
-				case op < 980:
-					for k, v := range c.All() {
-						if err = checkPatterned(binary.LittleEndian.Uint32(k), v); err != nil {
-							break
-						}
-					}
-				case op < 990:
-					err = c.SaveTo(io.Discard)
-				case op < 995:
-					err = c.LoadFrom(bytes.NewReader(snap.Bytes()))
-				default:
-					c.Reset()
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	stress(t, ops, 256, 2, func(r *rand.Rand, id uint32, key []byte, n int, buf *[]byte) error {
+		size := r.IntN(600)
+		if r.IntN(8) == 0 {
+			size = 4096 + r.IntN(12<<10) // a block of its own
+		}
+		switch op := r.IntN(1000); {
+		case op < 300:
+			c.Set(key, patterned(id, uint32(n), size))
+		case op < 400:
+			c.SetWithTTL(key, patterned(id, uint32(n), size), time.Duration(r.IntN(50))*time.Microsecond)
+		case op < 700:
+			return checkedGet(c, id, key, buf)
+		case op < 800:
+			return checkedView(c, id, key)
+		case op < 900:
+			c.Delete(key)
+		case op < 950:
+			c.Has(key)
+		case op < 980:
+			return checkAll(c)
+		case op < 990:
+			return c.SaveTo(io.Discard)
+		case op < 995:
+			return c.LoadFrom(bytes.NewReader(snap.Bytes()))
+		default:
+			c.Reset()
+		}
+		return nil
+	})
 	st := c.Stats()
 	if st.Bytes > st.MaxBytes {
 		t.Errorf("Bytes %d over MaxBytes %d", st.Bytes, st.MaxBytes)
@@ -214,10 +212,8 @@ func TestStressEveryCall(t *testing.T) {
 	if st.Evictions == 0 || st.Expirations == 0 {
 		t.Errorf("Stats %+v: the run did not both evict and expire, so it does not test both", st)
 	}
-	for k, v := range c.All() {
-		if err := checkPatterned(binary.LittleEndian.Uint32(k), v); err != nil {
-			t.Error(err)
-		}
+	if err := checkAll(c); err != nil {
+		t.Error(err)
 	}
 	c.Reset()
 	if st := c.Stats(); st.Entries != 0 || c.Len() != 0 {
