@@ -55,8 +55,9 @@ func TestScanResistance(t *testing.T) {
 
 // TestHeapLimitEvicts: a cache on a heap whose Limit is below MaxBytes
 // keeps storing at the limit, evicting its oldest entries, with values in
-// segments and in blocks of their own, and with shards that filled late
-// and hold nothing to evict (they evict from the others); when another
+// segments and in blocks of their own, with shards that filled late and
+// hold nothing to evict (they evict from the others), and with an index
+// whose next table the heap refuses; when another
 // user of the heap holds all of it, TrySet says so with ErrLimit and the
 // cache stays usable.
 func TestHeapLimitEvicts(t *testing.T) {
@@ -71,6 +72,7 @@ func TestHeapLimitEvicts(t *testing.T) {
 		{"packed", 8 << 20, 4, 1000, 6000},
 		{"own blocks", 8 << 20, 4, 20 << 10, 3000},
 		{"empty shards", 64 << 20, 16, 8, 10000}, // 16 segments of 264 KiB do not fit
+		{"index growth", 256 << 20, 1, 8, 60000}, // the index's next table does not fit
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, err := offheap.NewHeap(offheap.Options{Limit: limit})

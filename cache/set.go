@@ -79,6 +79,24 @@ func (c *Cache) allocRecord(s *shard, li, rlen, n int, extLen int64) ([]byte, er
 	return ext, nil
 }
 
+// growEvicting is grow that, where the heap refuses the new table,
+// evicts as allocRecord does and tries again, until the table has room or
+// nothing is left to evict.
+func (c *Cache) growEvicting(s *shard) error {
+	for {
+		err := c.grow(s)
+		if err == nil || errors.Is(err, ErrTooLarge) {
+			return err // ErrTooLarge: the shard's budget, which makeRoom has evicted for
+		}
+		if !c.evictForHeap(s, s.index.bytes(), err) {
+			return err
+		}
+		if !s.index.full() {
+			return nil
+		}
+	}
+}
+
 // evictForHeap evicts about need bytes after the heap refused an
 // allocation for s with err, and reports whether it evicted anything (not
 // after the heap's Close). It evicts from s, whose lock the caller holds,
@@ -92,6 +110,9 @@ func (c *Cache) evictForHeap(s *shard, need int64, err error) bool {
 	}
 	if c.evictOne(s, s.bytes-need) {
 		return true
+	}
+	if errors.Is(err, ErrTooLarge) {
+		return false // s's own bound (its segment numbers): the others' memory is no help
 	}
 	n := uint32(len(c.shards))
 	first := c.heapVictim.Add(1)
@@ -165,7 +186,7 @@ func (c *Cache) setLocked(s *shard, h uint64, k, v []byte, rlen int, extLen, exp
 		li = int(s.segs[slotSeg(old)].log) // a new value keeps its entry's standing
 	} else {
 		if s.index.full() {
-			if err := c.grow(s); err != nil {
+			if err := c.growEvicting(s); err != nil {
 				return 0, fmt.Errorf("offheap: cache: growing the index: %w", err)
 			}
 			refind = true
