@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,20 @@ var (
 	// MaxEntryBytes. The cache is left as it was.
 	ErrTooLarge = errors.New("offheap: cache: entry too large for the cache")
 )
+
+// heapError is an error of the heap's as the cache returns it, wrapped
+// (errors.Is and As see it): "offheap: cache: ", what the cache was doing,
+// then the heap's message without its own "offheap: ".
+type heapError struct {
+	what string
+	err  error
+}
+
+func (e *heapError) Error() string {
+	return "offheap: cache: " + e.what + ": " + strings.TrimPrefix(e.err.Error(), "offheap: ")
+}
+
+func (e *heapError) Unwrap() error { return e.err }
 
 // Cache is a concurrent key-value cache whose index, keys and values all live
 // in an offheap.Heap: the Go heap holds only the Cache and its shards, however
@@ -136,7 +151,7 @@ func New(opts Options) (*Cache, error) {
 	if c.heap == nil {
 		h, err := offheap.NewHeap(offheap.Options{})
 		if err != nil {
-			return nil, fmt.Errorf("offheap: cache: the cache's heap: %w", err)
+			return nil, &heapError{"the cache's heap", err}
 		}
 		c.heap, c.own = h, true
 		if lockFreeBuild {
@@ -154,7 +169,7 @@ func New(opts Options) (*Cache, error) {
 		s := &c.shards[i]
 		if err := c.initShard(s); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("offheap: cache: the cache's index: %w", err)
+			return nil, &heapError{"the cache's index", err}
 		}
 	}
 	return c, nil

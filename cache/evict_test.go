@@ -3,6 +3,7 @@ package cache_test
 import (
 	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/offheap/offheap"
@@ -117,6 +118,8 @@ func TestHeapLimitEvicts(t *testing.T) {
 			binary.LittleEndian.PutUint64(k, 1<<40)
 			if err := c.TrySet(k, v); !errors.Is(err, offheap.ErrLimit) {
 				t.Fatalf("TrySet on a heap another user fills: %v, want ErrLimit", err)
+			} else if msg := err.Error(); !strings.HasPrefix(msg, "offheap: cache: ") || strings.Count(msg, "offheap:") != 1 {
+				t.Errorf("TrySet's error %q: want one \"offheap:\", then \"cache: \"", msg)
 			}
 			for _, b := range other {
 				h.Free(b)

@@ -187,7 +187,7 @@ func (c *Cache) setLocked(s *shard, h uint64, k, v []byte, rlen int, extLen, exp
 	} else {
 		if s.index.full() {
 			if err := c.growEvicting(s); err != nil {
-				return 0, fmt.Errorf("offheap: cache: growing the index: %w", err)
+				return 0, &heapError{"growing the index", err}
 			}
 			refind = true
 		}
@@ -206,7 +206,7 @@ func (c *Cache) setLocked(s *shard, h uint64, k, v []byte, rlen int, extLen, exp
 	}
 	ext, err := c.allocRecord(s, li, rlen, len(v), extLen)
 	if err != nil {
-		return 0, fmt.Errorf("offheap: cache: %w", err)
+		return 0, &heapError{"storing an entry", err}
 	}
 	if refind || s.counts.evictions+s.counts.expirations != seen {
 		// Evictions may have removed k or emptied slots ahead of the
