@@ -72,7 +72,7 @@ func TestHeapLimitEvicts(t *testing.T) {
 	}{
 		{"packed", 8 << 20, 4, 1000, 6000},
 		{"own blocks", 8 << 20, 4, 20 << 10, 3000},
-		{"empty shards", 64 << 20, 16, 8, 10000}, // 16 segments of 264 KiB do not fit
+		{"empty shards", 64 << 20, 16, 8, 3000},  // 16 segments of 264 KiB do not fit
 		{"index growth", 256 << 20, 1, 8, 60000}, // the index's next table does not fit
 	} {
 		t.Run(tc.name, func(t *testing.T) {

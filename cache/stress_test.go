@@ -174,7 +174,7 @@ func TestStressEveryCall(t *testing.T) {
 	}
 	ops := 20000
 	if testing.Short() {
-		ops = 6000
+		ops = 3000
 	}
 	stress(t, ops, 256, 2, func(r *rand.Rand, id uint32, key []byte, n int, buf *[]byte) error {
 		size := r.IntN(600)
