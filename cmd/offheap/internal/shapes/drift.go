@@ -114,7 +114,7 @@ func driftVerdicts(r *bench.Report) []bench.Verdict {
 		driftAgainst(r, "drift-peak", "go-make", "< 1.00x", func(a, b float64) bool { return a < b }, ""),
 		driftAgainst(r, "drift-peak-jemalloc", "jemalloc", "<= 1.00x", func(a, b float64) bool { return a <= b },
 			"the jemalloc arm did not run (build with -tags offheap_cgo)"),
-	}, defragVerdicts(r, "drift", driftPeak)...)
+	}, defragVerdicts(r, "drift", 0, driftPeak)...)
 }
 
 // driftAgainst judges offheap's peak resident / live on the drift over

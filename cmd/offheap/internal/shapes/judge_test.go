@@ -170,3 +170,24 @@ func TestProdConsFlat(t *testing.T) {
 		}
 	}
 }
+
+// TestDefragFloor checks the defragmentation rule's CPU verdict and the
+// floor it states: 10,000 blocks moved at 100 ns each is 1 ms, against a
+// workload of 90 ms whose rule took 10% (9 ms), so 1 ms of 82: 1.2%. The
+// controls are a shape that measured no floor and a rule within its target.
+func TestDefragFloor(t *testing.T) {
+	report := func(cpu float64) *bench.Report {
+		return &bench.Report{Summaries: []bench.Summary{{Shape: "frag", Row: "offheap-defrag", Workers: 1, Runs: 6,
+			Metrics: map[string]float64{fragEvicted: 1.2, defragCPU: cpu, defragMoved: 10_000, defragWork: 90}}}}
+	}
+	vs := defragVerdicts(report(10), "frag", 100, fragEvicted)
+	if len(vs) != 2 || !vs[0].Pass || vs[1].Pass || !strings.Contains(vs[1].Measured, "the moves' copies alone, 1.2%;") {
+		t.Errorf("rule at 10%%, floor 1.2%%: %+v", vs)
+	}
+	if vs := defragVerdicts(report(10), "frag", 0, fragEvicted); strings.Contains(vs[1].Measured, "alone") {
+		t.Errorf("no floor measured, yet the verdict states one: %q", vs[1].Measured)
+	}
+	if vs := defragVerdicts(report(1.5), "frag", 100, fragEvicted); !vs[1].Pass {
+		t.Errorf("rule at 1.5%%: %+v", vs[1])
+	}
+}
