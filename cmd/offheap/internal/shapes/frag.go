@@ -260,10 +260,12 @@ type nullRelocater struct{}
 func (nullRelocater) RelocateAll([][]byte) int { return 0 }
 
 // readSurvivors copies the survivors' bytes into memory already written,
-// and says what it took per block, in ns: a move's least work, the read of
-// a block where it lies and the write of its copy, with no allocator at
-// all. The survivors are as warm as the pass will find them (the copy by
-// hand has just written them), so the figure is, if anything, low.
+// and says what it took per block, in ns of the thread's CPU time (0 where
+// the system has no such clock): a move's least work, the read of a block
+// where it lies and the write of its copy, with no allocator at all. The
+// survivors are as warm as the pass will find them (the copy by hand has
+// just written them), and a preemption adds nothing to a thread's CPU
+// time, so the figure is, if anything, low.
 func readSurvivors(vals [][]byte, survivors []int) float64 {
 	total := 0
 	for _, i := range survivors {
@@ -271,12 +273,14 @@ func readSurvivors(vals [][]byte, survivors []int) float64 {
 	}
 	buf := make([]byte, total)
 	bench.Touch(buf)
-	t0 := time.Now()
+	runtime.LockOSThread() // the thread's clock times this goroutine only
+	defer runtime.UnlockOSThread()
+	t0 := threadCPU()
 	n := 0
 	for _, i := range survivors {
 		n += copy(buf[n:], vals[i])
 	}
-	return float64(time.Since(t0).Nanoseconds()) / float64(max(len(survivors), 1))
+	return float64((threadCPU() - t0).Nanoseconds()) / float64(max(len(survivors), 1))
 }
 
 // relocatePass offers every survivor to RelocateAll, fragBatch at a time,
