@@ -49,7 +49,7 @@ func (h *Heap) AllocUnzeroed(n int) []byte {
 //
 //go:nosplit
 func (h *Heap) allocFastUnzeroed(n int) uintptr {
-	if uint(n)-1 >= maxSmall || n <= 8 { // an 8-byte block has no word for the key: zeroing it costs no more
+	if uint(n)-1 >= maxSmall || n <= 8 || h == nil { // an 8-byte block has no word for the key: zeroing it costs no more
 		return h.allocFast(n)
 	}
 	c := sizeClass(n)
@@ -104,8 +104,8 @@ func (h *Heap) TryAllocUnzeroed(n int) ([]byte, error) {
 //
 //go:nosplit
 func (h *Heap) allocFast(n int) uintptr {
-	if uint(n)-1 >= maxSmall {
-		return 0 // 0, negative or large
+	if uint(n)-1 >= maxSmall || h == nil {
+		return 0 // 0, negative or large; a nil heap, for allocSlow to refuse unpinned
 	}
 	c := sizeClass(n)
 	a := uintptr(0)
@@ -124,6 +124,8 @@ func (h *Heap) allocFast(n int) uintptr {
 // labels a sampled block kind.
 func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 	switch {
+	case !h.made():
+		return nil, errUnmade
 	case h.closed.Load():
 		return nil, ErrClosed
 	case n < 0:

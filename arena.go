@@ -97,6 +97,7 @@ package offheap
 // nothing already handed out is touched.
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -135,7 +136,9 @@ const (
 // it at once. Alloc and TryAlloc are safe for concurrent use; Reset and
 // Release must not run concurrently with any other method. *Arena is an
 // Allocator. Arena memory must not go to Heap.Free, hold Go pointers, or be
-// used after Reset, Release or the heap's Close.
+// used after Reset, Release or the heap's Close. The zero Arena has no heap:
+// its Alloc panics (TryAlloc returns the error); make arenas with
+// Heap.NewArena.
 type Arena struct {
 	// The one word of the Arena that the fast path reads, on cache lines of
 	// its own: nil until the first refill, and again after Release or the
@@ -215,6 +218,9 @@ func (e arenaReleasedError) Error() string {
 }
 
 func (arenaReleasedError) Unwrap() error { return ErrClosed }
+
+// errZeroArena is the error of an Alloc from the zero Arena.
+var errZeroArena = errors.New("offheap: Arena: no heap (the zero Arena, or one of a nil *Heap): make one with Heap.NewArena on a heap from NewHeap")
 
 // arenaClosedError reports a use of an Arena after its heap's Close.
 func arenaClosedError(op string) error { return closedError("Arena." + op) }

@@ -107,6 +107,9 @@ func (a *Arena) allocSlow(n int) []byte {
 // enter and exit; zero says whether a request above
 // arenaFastMax must be cleared.
 func (a *Arena) alloc(n int, zero bool) ([]byte, error) {
+	if a.h == nil {
+		return nil, errZeroArena
+	}
 	if a.released.Load() {
 		return nil, arenaReleasedError{"Alloc"}
 	}

@@ -18,13 +18,18 @@ import (
 //
 // A Buffer is not safe for concurrent use. Only Free (or Detach) gives its
 // block back: a Buffer dropped without Free leaks it. After Free or Detach
-// it is empty and usable again.
+// it is empty and usable again. Unlike a bytes.Buffer, the zero Buffer has
+// no heap to write to: its writes return an error; make Buffers with
+// Heap.NewBuffer.
 type Buffer struct {
 	h    *Heap
 	blk  []byte // the block, len(blk) its usable size; nil when the Buffer holds none
 	r, w int    // the unread bytes are blk[r:w]
 	size int    // the smallest block the Buffer takes when it needs one
 }
+
+// errZeroBuffer is the error of a write to the zero Buffer.
+var errZeroBuffer = errors.New("offheap: Buffer: the zero Buffer has no heap to write to: make one with Heap.NewBuffer")
 
 // minRead is how much room ReadFrom makes before each Read, as bytes.Buffer.
 const minRead = 512
@@ -58,6 +63,9 @@ func (h *Heap) NewBuffer(size int) *Buffer {
 func (h *Heap) TryNewBuffer(size int) (*Buffer, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("%w: NewBuffer(%d): negative size", ErrSize, size)
+	}
+	if !h.made() {
+		return nil, errUnmade
 	}
 	if h.closed.Load() {
 		return nil, closedError("NewBuffer")
@@ -136,6 +144,9 @@ func (b *Buffer) room(n int) error {
 // unread bytes (it happens when m+n <= len(blk)/2, and the unread bytes end
 // past len(blk)-n, so they start past m), and so moves none of them.
 func (b *Buffer) grow(n int) (old []byte, err error) {
+	if b.h == nil {
+		return nil, errZeroBuffer
+	}
 	m := b.Len()
 	if n > maxAlloc-m {
 		return nil, fmt.Errorf("%w: a Buffer of %d bytes cannot grow by %d", ErrSize, m, n)

@@ -1,6 +1,7 @@
 package offheap
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,11 @@ func (h *Heap) busyAt(pid int) *int64 {
 // caller then fails with ErrClosed and touches nothing. Every true must be
 // matched by one exit.
 func (h *Heap) enter() bool {
+	if !h.made() {
+		// Before the pin: a fault while pinned kills the process, where
+		// this panic is the caller's to recover.
+		panic(errUnmade)
+	}
 	pid := pin.Pin()
 	if h.closed.Load() {
 		pin.Unpin()
@@ -87,6 +93,14 @@ func (h *Heap) waitIdle() {
 
 // closedError is the error of a call on a closed heap: it wraps ErrClosed
 // and names the call.
+// errUnmade is the error of a call on a nil *Heap or a zero Heap: one that
+// NewHeap did not make.
+var errUnmade = errors.New("offheap: a Heap not made by NewHeap (a nil *Heap, or a zero Heap): make one with NewHeap, or use Default()")
+
+// made reports whether NewHeap made h: a heap's busy counts are mapped
+// before NewHeap returns it, and stay mapped (if unmapped) after Close.
+func (h *Heap) made() bool { return h != nil && h.busy != nil }
+
 func closedError(call string) error {
 	return fmt.Errorf("%w: %s after the heap's Close (or during it: Close must not run concurrently with other calls)", ErrClosed, call)
 }

@@ -79,6 +79,9 @@ import (
 // second Close returns nil. In checked mode Close returns a *LeakError when
 // blocks are still live.
 func (h *Heap) Close() error {
+	if !h.made() {
+		return errUnmade
+	}
 	h.closeMu.Lock()
 	defer h.closeMu.Unlock()
 	if h.closed.Swap(true) {

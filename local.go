@@ -29,6 +29,9 @@ func (h *Heap) TryNewLocal() (*Local, error) {
 
 // newLocal is NewLocal (call names the method, for the error).
 func (h *Heap) newLocal(call string) (*Local, error) {
+	if !h.made() {
+		return nil, errUnmade
+	}
 	c := &Local{h: h, st: &noCache, fwd: h.checked()}
 	if c.fwd {
 		if h.closed.Load() {
