@@ -76,7 +76,8 @@ func (e *heapError) Unwrap() error { return e.err }
 // Cache is a concurrent key-value cache whose index, keys and values all live
 // in an offheap.Heap: the Go heap holds only the Cache and its shards, however
 // many entries it has, so the garbage collector never scans the entries. All
-// methods are safe for concurrent use, Close included.
+// methods are safe for concurrent use, Close included. Make one with New:
+// the zero Cache has no heap, and its Get and Set panic.
 type Cache struct {
 	// Set by New, read by every call; with closed, on lines no call writes
 	// (the pad below), so that Gets on all cores keep them cached.
