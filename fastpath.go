@@ -70,6 +70,39 @@ func clearBlock(a uintptr, n int, zero bool) {
 	}
 }
 
+// smallStart reports whether a starts a block of a small class, e being
+// the pagemap word of a's page, and the class: blockStart for a class the
+// word names. It says nothing of whether the block is free (claim's key
+// does). The fast check of Free, Local.Free and Relocate; it
+// inlines into them. It reads the word's class and page index in place,
+// the expressions of pageheap.WordClass and WordIndex, the one reading of
+// the encoding outside pagemap.go: through the accessors the compiler
+// schedules Free's loads in another order, and the fast path measured is
+// this one. TestSmallStartAndClaim fails if the two readings part.
+//
+//go:nosplit
+func smallStart(a uintptr, e uint64) (c uint8, ok bool) {
+	c = uint8(e)
+	if k := c - 1; k < numClasses-1 {
+		ci := &(*[numClasses - 1]classInfo)(classInfos[1:])[k] // classInfos[c], no bounds check
+		o := uint64(a&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
+		q := o * ci.divMul >> 40
+		ok = o == q*uint64(ci.size) && q < uint64(ci.blocks)
+	}
+	return c, ok
+}
+
+// blockStart reports whether a starts a block of the small class whose
+// info is ci, e being the pagemap word of a's page (blockIn): the test
+// every Free makes, Heap.Free's and Local.Free's fast paths included. It
+// is nosplit, as they are, and inlines into them.
+//
+//go:nosplit
+func blockStart(a uintptr, e uint64, ci *classInfo) bool {
+	q, into := blockIn(a, e, ci)
+	return into == 0 && q < uint64(ci.blocks)
+}
+
 // claim marks the block of class c at a, a block start (smallStart), as
 // freed by writing the heap's key into its second word, and reports false,
 // writing nothing, when the key is there already: the block may be free,

@@ -103,13 +103,3 @@ func (h *Heap) freeSmall(a uintptr, c uint8) {
 	raceRelease(ptr(a)) // as in Free
 	h.freeToCentral(a, c)
 }
-
-// freeToCentral frees the verified start a of a block of class c, its key
-// written, that the magazine did not take: spilling half of a full
-// magazine, or straight to the central list with magazines off or none to
-// be had.
-func (h *Heap) freeToCentral(a uintptr, c uint8) {
-	if !h.mags.on || h.spill(a, c) != nil {
-		h.central[c].freeDirect(h, a)
-	}
-}

@@ -233,6 +233,16 @@ func (h *Heap) refill(c uint8) (uintptr, error) {
 	return buf[0], nil
 }
 
+// freeToCentral frees the verified start a of a block of class c, its key
+// written, that the magazine did not take: spilling half of a full
+// magazine, or straight to the central list with magazines off or none to
+// be had.
+func (h *Heap) freeToCentral(a uintptr, c uint8) {
+	if !h.mags.on || h.spill(a, c) != nil {
+		h.central[c].freeDirect(h, a)
+	}
+}
+
 // spill serves a Free of block b of class c that found its magazine full (or
 // missing): it pushes b and moves the older half of the stack to the central
 // list in one batch, outside the pin.

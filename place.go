@@ -7,7 +7,7 @@ package offheap
 // they refuse; refusal words the refusal. The checker's blockOf, Lookup
 // and Ref ask placeOf too. The fast paths (Free's, Local.Free's,
 // Relocate's dense check, RelocateAll's batch) test the same encoding
-// inline with smallStart or blockStart (sizeclass.go), and send what they
+// inline with smallStart or blockStart (fastpath.go), and send what they
 // do not take here. The word's bits are internal/pageheap/pagemap.go's:
 // placeOf reads them through its accessors.
 

@@ -95,28 +95,6 @@ var classInfos = func() (t [numClasses]classInfo) {
 // isSmall reports whether class c is a small class (a span's).
 func isSmall(c uint8) bool { return c-1 < numClasses-1 }
 
-// smallStart reports whether a starts a block of a small class, e being
-// the pagemap word of a's page, and the class: blockStart for a class the
-// word names. It says nothing of whether the block is free (claim's key
-// does, fastpath.go). The fast check of Free, Local.Free and Relocate; it
-// inlines into them. It reads the word's class and page index in place,
-// the expressions of pageheap.WordClass and WordIndex, the one reading of
-// the encoding outside pagemap.go: through the accessors the compiler
-// schedules Free's loads in another order, and the fast path measured is
-// this one. TestSmallStartAndClaim fails if the two readings part.
-//
-//go:nosplit
-func smallStart(a uintptr, e uint64) (c uint8, ok bool) {
-	c = uint8(e)
-	if k := c - 1; k < numClasses-1 {
-		ci := &(*[numClasses - 1]classInfo)(classInfos[1:])[k] // classInfos[c], no bounds check
-		o := uint64(a&(pageSize-1)) | uint64(uint32(e)>>8)<<pageShift
-		q := o * ci.divMul >> 40
-		ok = o == q*uint64(ci.size) && q < uint64(ci.blocks)
-	}
-	return c, ok
-}
-
 // blockIn locates address a in the span of a small class: e is the pagemap
 // word of a's page and ci its class's info. It returns the index in the span
 // of the block that holds a, and how many bytes into that block a is: a
@@ -130,17 +108,6 @@ func blockIn(a uintptr, e uint64, ci *classInfo) (index, into uint64) {
 	o := uint64(a&(pageSize-1)) | uint64(pageheap.WordIndex(e))<<pageShift
 	index = o * ci.divMul >> 40
 	return index, o - index*uint64(ci.size)
-}
-
-// blockStart reports whether a starts a block of the small class whose
-// info is ci, e being the pagemap word of a's page (blockIn): the test
-// every Free makes, Heap.Free's and Local.Free's fast paths included. It
-// is nosplit, as they are, and inlines into them.
-//
-//go:nosplit
-func blockStart(a uintptr, e uint64, ci *classInfo) bool {
-	q, into := blockIn(a, e, ci)
-	return into == 0 && q < uint64(ci.blocks)
 }
 
 // A region's guards are at least the largest class (internal/pageheap/region_os.go).
