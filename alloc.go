@@ -7,6 +7,7 @@ package offheap
 import (
 	"fmt"
 
+	"github.com/offheap/offheap/internal/callstack"
 	"github.com/offheap/offheap/internal/pageheap"
 	"github.com/offheap/offheap/internal/pin"
 )
@@ -157,7 +158,7 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 		// otherwise), with the stack walked from this frame: it starts at
 		// the caller of Alloc.
 		var s stack
-		return h.allocChecked(n, zero, intern(&s, s.fill(fpStack(&s.pcs))))
+		return h.allocChecked(n, zero, callstack.Intern(&s, s.Fill(callstack.Walk(&s.PCs))))
 	}
 	if prof {
 		return h.allocProfiled(n, zero, kind)
@@ -197,7 +198,7 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 // walked from here; the profile trims offheap's own frames.
 func (h *Heap) allocProfiled(n int, zero bool, kind sampleKind) ([]byte, error) {
 	var s stack
-	st := intern(&s, s.fill(fpStack(&s.pcs)))
+	st := callstack.Intern(&s, s.Fill(callstack.Walk(&s.PCs)))
 	var rc reclaimTry
 	for {
 		b, err := h.allocSampled(n, zero, st, kind)

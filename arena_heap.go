@@ -41,6 +41,7 @@ import (
 	"slices"
 	"weak"
 
+	"github.com/offheap/offheap/internal/callstack"
 	"github.com/offheap/offheap/internal/pageheap"
 )
 
@@ -100,7 +101,7 @@ func (h *Heap) arenaRun(n int, zero bool) ([]byte, error) {
 	}
 	if prof := h.prof; prof != nil && prof.draw(n) {
 		var s stack
-		h.sampleArenaRun(p, n, intern(&s, s.fill(fpStack(&s.pcs))))
+		h.sampleArenaRun(p, n, callstack.Intern(&s, s.Fill(callstack.Walk(&s.PCs))))
 	}
 	return bytesAt(p, n), nil
 }

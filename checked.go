@@ -106,6 +106,7 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 
+	"github.com/offheap/offheap/internal/callstack"
 	"github.com/offheap/offheap/internal/pageheap"
 )
 
@@ -132,7 +133,7 @@ func (h *Heap) initChecked() {
 	}
 	c.table = h.pages.Regions.Load().ByPage[0].Shadow
 	c.q.init(quarantineBlocks, quarantineBytes)
-	initDepot()
+	callstack.InitDepot()
 	register(c)
 	h.chk = c
 	if !c.all {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/offheap/offheap/internal/callstack"
 	"github.com/offheap/offheap/internal/pin"
 )
 
@@ -89,7 +90,7 @@ func (f *checkedFloor) alloc(n int) []byte {
 	a := f.base + uintptr(i)*floorSize
 	r := &f.recs[i]
 	var st stack // walked from this frame, as allocSmall does
-	r.alloc = intern(&st, st.fill(fpStack(&st.pcs)))
+	r.alloc = callstack.Intern(&st, st.Fill(callstack.Walk(&st.PCs)))
 	r.size = uint64(n)
 	r.sum = f.c.seal(a, uint64(n))
 	r.free = 0
@@ -114,7 +115,7 @@ func (f *checkedFloor) free(b []byte) {
 		panic("floor: overrun")
 	}
 	var st stack
-	r.free = intern(&st, st.fill(fpStack(&st.pcs)))
+	r.free = callstack.Intern(&st, st.Fill(callstack.Walk(&st.PCs)))
 	r.state = stateFreed
 	poisonWords(a, floorSize)
 	pin.Pin()
@@ -149,7 +150,7 @@ func BenchmarkCheckedLiveK(b *testing.B) {
 // does twice per pair: arm=frame-pointers is callStack's walk, arm=callers
 // runtime.Callers, which systems without the walk use.
 func BenchmarkCallStack(b *testing.B) {
-	initDepot()
+	callstack.InitDepot()
 	b.Run("arm=frame-pointers", func(b *testing.B) {
 		for b.Loop() {
 			callStack()

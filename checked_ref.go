@@ -25,7 +25,7 @@ func (h *Heap) checkRecordRef(a uintptr, n uint64, op string) {
 			panic(fmt.Sprintf("offheap: %s of %d bytes at %#x, longer than the block's %d bytes%s", op, n, a, size, refHint))
 		}
 	case known && (state == stateFreed || state == stateFreeing):
-		c.raise(&MemoryError{Kind: UseAfterFree, Addr: a, Size: size, AllocStack: alloc.String(), FreeStack: free.String(),
+		c.raise(&MemoryError{Kind: UseAfterFree, Addr: a, Size: size, AllocStack: stackText(alloc), FreeStack: stackText(free),
 			detail: op + " of a freed block"})
 	default:
 		panic(fmt.Sprintf("offheap: %s of %#x (%d bytes), which %s%s", op, a, n, c.refUnknown(a), refHint))

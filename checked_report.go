@@ -266,9 +266,9 @@ func (c *checker) info(a uintptr) (BlockInfo, bool) {
 	if st != stateLive && st != stateFreed {
 		return BlockInfo{}, false
 	}
-	info := BlockInfo{Start: start, Size: int(size), Freed: st == stateFreed, Guarded: cl == pageheap.ClassGuarded, AllocStack: alloc.String()}
+	info := BlockInfo{Start: start, Size: int(size), Freed: st == stateFreed, Guarded: cl == pageheap.ClassGuarded, AllocStack: stackText(alloc)}
 	if info.Freed {
-		info.FreeStack = free.String()
+		info.FreeStack = stackText(free)
 	}
 	return info, true
 }
@@ -308,7 +308,7 @@ func (c *checker) notLive(a uintptr, r *record, again stackID) *MemoryError {
 	switch atomic.LoadUint32(&r.state) {
 	case stateFreed, stateFreeing:
 		e := &MemoryError{Kind: DoubleFree, Addr: a, Size: int(r.size), detail: "the block is not allocated (already freed)"}
-		e.AllocStack, e.FreeStack, e.AgainStack = r.alloc.String(), r.free.String(), again.String()
+		e.AllocStack, e.FreeStack, e.AgainStack = stackText(r.alloc), stackText(r.free), stackText(again)
 		return e
 	case stateNone:
 		return c.unknownFree(a)
@@ -325,7 +325,7 @@ func corrupted(a uintptr) *MemoryError {
 // overrun is the error for a Free of the block at a, of size bytes and
 // allocated at alloc, whose canary was overwritten.
 func overrun(a uintptr, size uint64, alloc stackID) *MemoryError {
-	return &MemoryError{Kind: Corrupted, Addr: a, Size: int(size), AllocStack: alloc.String(),
+	return &MemoryError{Kind: Corrupted, Addr: a, Size: int(size), AllocStack: stackText(alloc),
 		detail: "the bytes past its length were overwritten (an unsafe write past len); the block is freed"}
 }
 
@@ -335,7 +335,7 @@ func (c *checker) writeAfterFree(a uintptr, cl uint8, n uintptr) *MemoryError {
 	e := &MemoryError{Kind: WriteAfterFree, Addr: a, detail: "a freed block in quarantine was written to"}
 	if cl != pageheap.ClassArena { // an arena's run has no record
 		r := c.rec(a)
-		e.Size, e.AllocStack, e.FreeStack = int(r.size), r.alloc.String(), r.free.String()
+		e.Size, e.AllocStack, e.FreeStack = int(r.size), stackText(r.alloc), stackText(r.free)
 	}
 	if first := firstDiff(bytesAt(a, int(n))); first >= 0 {
 		e.detail = fmt.Sprintf("byte %d of the freed block was overwritten (found when it left the quarantine)", first)
@@ -351,7 +351,7 @@ func (c *checker) leaks() []Leak {
 	var leaks []Leak
 	found := func(a uintptr, r *record) {
 		if c.live(r, a) {
-			l := Leak{Addr: a, Size: int(r.size), Stack: r.alloc.String()}
+			l := Leak{Addr: a, Size: int(r.size), Stack: stackText(r.alloc)}
 			if n, ok := c.h.liveShared(a); ok { // a Shared's block: its bytes
 				l.Addr, l.Size = a+sharedHdr, n
 			}

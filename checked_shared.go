@@ -5,7 +5,11 @@ package offheap
 // reference no Retain returned is seen when it is made, with the stacks of
 // the handle's NewShared and of that Release.
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/offheap/offheap/internal/callstack"
+)
 
 // checkedHot reports whether s is a Hot handle of a checked heap, whose
 // Retains and Releases add to its count alone (retainSlow, drop): its
@@ -35,9 +39,9 @@ func (s Shared) releaseCheckedHot() int64 {
 // stacks of its NewShared and of this Release.
 func (s Shared) overRelease(why string) {
 	var st stack // walked from here: the Release's own frames are trimmed (internalFrame)
-	again := intern(&st, st.fill(fpStack(&st.pcs)))
+	again := callstack.Intern(&st, st.Fill(callstack.Walk(&st.PCs)))
 	s.h.chk.raise(&MemoryError{Kind: OverRelease, Addr: uintptr(s.data), Size: int(s.meta & sharedLenMask),
-		AllocStack: s.h.allocStack(s.block()), AgainStack: again.String(), detail: why})
+		AllocStack: s.h.allocStack(s.block()), AgainStack: stackText(again), detail: why})
 }
 
 // liveShared reports whether the live block at a of h, a heap with a

@@ -6,9 +6,9 @@ package offheap
 import (
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
-	"unsafe"
+
+	"github.com/offheap/offheap/internal/callstack"
 )
 
 func TestCheckedAllocStack(t *testing.T) {
@@ -38,7 +38,7 @@ func TestCheckedAllocStack(t *testing.T) {
 // TestCheckedStackUnwinder compares the frame-pointer stack with
 // runtime.Callers: the cheap unwinder must name the same functions.
 func TestCheckedStackUnwinder(t *testing.T) {
-	initDepot()
+	callstack.InitDepot()
 	var fpID, rcID stackID
 	func() {
 		fpID = callStack()
@@ -47,20 +47,20 @@ func TestCheckedStackUnwinder(t *testing.T) {
 	if fpID == 0 || rcID == 0 {
 		t.Fatalf("stack ids %d and %d", fpID, rcID)
 	}
-	fp, rc := *stackEntry(fpID), *stackEntry(rcID)
-	if framePointers {
-		// The walker's own hash must be the one stack.hash computes, or a
+	fp, rc := *fpID.Stack(), *rcID.Stack()
+	if callstack.FramePointers {
+		// The walker's own hash must be the one Stack.Hash computes, or a
 		// stack interned both ways would be stored twice.
 		var s stack
-		n, h := fpStack(&s.pcs)
-		s.n = int32(n)
-		if n < 3 || h != s.hash() {
-			t.Fatalf("fpStack: %d frames, hash %#x, stack.hash %#x", n, h, s.hash())
+		n, h := callstack.Walk(&s.PCs)
+		s.N = int32(n)
+		if n < 3 || h != s.Hash() {
+			t.Fatalf("Walk: %d frames, hash %#x, Stack.Hash %#x", n, h, s.Hash())
 		}
 	}
 	names := func(s *stack) []string {
 		var out []string
-		fr := runtime.CallersFrames(s.frames())
+		fr := runtime.CallersFrames(s.Frames())
 		for {
 			f, more := fr.Next()
 			// runtime.Callers elides wrappers; the heap's frames are
@@ -82,46 +82,15 @@ func TestCheckedStackUnwinder(t *testing.T) {
 	}
 }
 
-// TestCheckedDepot checks the stack depot: one id per distinct stack, the
-// same id for a stack seen again or by many goroutines at once, and no stack
-// for an id it never gave.
+// TestCheckedDepot checks a stack as the heap prints it: from the
+// caller of the heap's own frames out, and nothing for an id the depot
+// never gave (internal/callstack tests the depot itself).
 func TestCheckedDepot(t *testing.T) {
-	initDepot()
-	var ids [3]stackID
-	for i := range ids {
-		ids[i] = callStack() // the same stack every time
+	callstack.InitDepot()
+	if st := stackText(callStack()); !strings.HasPrefix(st, pkgPrefix+"TestCheckedDepot") {
+		t.Fatalf("stack %q does not start at the test", st)
 	}
-	other := callStack()
-	if ids[0] == 0 || ids[1] != ids[0] || ids[2] != ids[0] {
-		t.Fatalf("one stack, ids %v", ids)
-	}
-	if other == 0 || other == ids[0] {
-		t.Fatalf("two stacks, ids %d and %d", ids[0], other)
-	}
-	if st := ids[0].String(); !strings.Contains(st, "TestCheckedDepot") {
-		t.Fatalf("stack %q does not name the test", st)
-	}
-	if stackID(0).String() != "" || stackID(^uint32(0)).String() != "" {
+	if stackText(0) != "" || stackText(stackID(^uint32(0))) != "" {
 		t.Fatal("an id the depot never gave has a stack")
-	}
-
-	// A stack no one has seen, interned by many goroutines at once.
-	var s stack
-	s.n = 3
-	s.pcs[0], s.pcs[1], s.pcs[2] = uintptr(unsafe.Pointer(&s)), 2, 3
-	const g = 8
-	got := make([]stackID, g)
-	var wg sync.WaitGroup
-	for i := range got {
-		wg.Go(func() { got[i] = intern(&s, s.hash()) })
-	}
-	wg.Wait()
-	for _, id := range got {
-		if id == 0 || id != got[0] {
-			t.Fatalf("one new stack interned at once: ids %v", got)
-		}
-	}
-	if e := stackEntry(got[0]); e.n != 3 || e.pcs != s.pcs {
-		t.Fatalf("depot entry %v, want %v", e.pcs[:e.n], s.pcs[:3])
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/offheap/offheap/internal/callstack"
 	"github.com/offheap/offheap/internal/pageheap"
 )
 
@@ -83,7 +84,7 @@ func (h *Heap) setQuarantine(blocks, bytes int) { h.chk.q.init(blocks, bytes) }
 //go:noinline
 func callStack() stackID {
 	var s stack
-	return intern(&s, s.fill(fpStack(&s.pcs)))
+	return callstack.Intern(&s, s.Fill(callstack.Walk(&s.PCs)))
 }
 
 // callersStack is callStack through runtime.Callers, as on systems where
@@ -92,7 +93,7 @@ func callStack() stackID {
 //go:noinline
 func callersStack() stackID {
 	var s stack
-	return intern(&s, s.callers(3)) // Callers, callers, callersStack
+	return callstack.Intern(&s, s.Callers(3)) // Callers, callers, callersStack
 }
 
 // failRuns makes every allocation of a run of pages of h (an arena's chunks,

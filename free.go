@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/offheap/offheap/internal/callstack"
 	"github.com/offheap/offheap/internal/pageheap"
 	"github.com/offheap/offheap/internal/pin"
 )
@@ -64,7 +65,7 @@ func (h *Heap) freeSlow(b []byte) {
 	a := addrOf(b)
 	if c := h.chk; c != nil && c.all {
 		var s stack // walked from this frame: it starts at the caller of Free
-		st := intern(&s, s.fill(fpStack(&s.pcs)))
+		st := callstack.Intern(&s, s.Fill(callstack.Walk(&s.PCs)))
 		if !c.freeSmall(a, st) {
 			c.freeRun(a, st) // page runs, and every address the checker refuses
 		}
@@ -86,7 +87,7 @@ func (h *Heap) freeSlow(b []byte) {
 	case placeGuarded:
 		if h.chk != nil { // a sampled heap's sample: the checker's
 			var s stack // as above
-			h.chk.freeRun(a, intern(&s, s.fill(fpStack(&s.pcs))))
+			h.chk.freeRun(a, callstack.Intern(&s, s.Fill(callstack.Walk(&s.PCs))))
 			return
 		}
 		fallthrough

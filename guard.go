@@ -110,14 +110,14 @@ func FaultError(recovered any) *MemoryError {
 		return nil
 	}
 	var st stack // the panicking goroutine's, from the frame that faulted
-	st.callers(2)
-	for i, pc := range st.frames() {
+	st.Callers(2)
+	for i, pc := range st.Frames() {
 		if fn := runtime.FuncForPC(pc - 1); fn != nil && fn.Name() == "runtime.sigpanic" {
-			st.n = int32(copy(st.pcs[:], st.pcs[i:st.n])) // String skips sigpanic itself
+			st.N = int32(copy(st.PCs[:], st.PCs[i:st.N])) // Format skips sigpanic itself
 			break
 		}
 	}
-	e := &MemoryError{Kind: OutOfBounds, Addr: a, Size: info.Size, AllocStack: info.AllocStack, AgainStack: st.String(),
+	e := &MemoryError{Kind: OutOfBounds, Addr: a, Size: info.Size, AllocStack: info.AllocStack, AgainStack: st.Format(internalFrame),
 		detail: fmt.Sprintf("an access %d bytes past the end of the live guarded block at %#x faulted on its guard page", a-info.Start-uintptr(info.Size), info.Start)}
 	if info.Freed {
 		e.Kind, e.FreeStack = UseAfterFree, info.FreeStack

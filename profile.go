@@ -36,6 +36,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/offheap/offheap/internal/callstack"
 	"github.com/offheap/offheap/internal/pageheap"
 )
 
@@ -106,7 +107,7 @@ func newProfiler(rate int) *profiler {
 	for c := 1; c < numClasses; c++ {
 		p.mean[c] = p.rate / float64(classSize[c])
 	}
-	initDepot()
+	callstack.InitDepot()
 	return p
 }
 

@@ -189,12 +189,13 @@ func (w *profileWriter) mapping() {
 // stack is the location IDs of stack st, innermost first, from the
 // program's call into this package outwards.
 func (w *profileWriter) stack(st stackID) []uint64 {
-	if st == 0 || uint32(st) > depot.next.Load() {
+	s := st.Stack()
+	if s == nil {
 		return nil
 	}
 	var ids []uint64
 	leading := true
-	for _, pc := range stackEntry(st).frames() {
+	for _, pc := range s.Frames() {
 		frames := frameLines(pc)
 		if leading {
 			k := 0

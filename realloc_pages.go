@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/offheap/offheap/internal/callstack"
 	"github.com/offheap/offheap/internal/osmem"
 	"github.com/offheap/offheap/internal/pageheap"
 )
@@ -60,7 +61,7 @@ func (h *Heap) reallocLarge(b []byte, n int, zero bool, old uint8, onp uint32) [
 	var st stackID
 	if guard || prof {
 		var s stack // the heap's own frames are dropped when it is printed
-		st = intern(&s, s.fill(fpStack(&s.pcs)))
+		st = callstack.Intern(&s, s.Fill(callstack.Walk(&s.PCs)))
 	}
 	if guard {
 		return h.reallocGuarded(b, n, zero, st)

@@ -1,18 +1,18 @@
 #include "textflag.h"
 
-// func fpStack(pcs *[stackDepth]uintptr) (n int, h uint64)
+// func Walk(pcs *[Depth]uintptr) (n int, h uint64)
 //
-// See checked_fp.go. NOFRAME: BP is still the caller's frame pointer, so
+// See walk.go. NOFRAME: BP is still the caller's frame pointer, so
 // the first return address read, at 8(BP), is where the caller returns to.
-// The hash is the one stack.hash computes (hashPC, hashEnd).
-TEXT ·fpStack(SB), NOSPLIT|NOFRAME, $0-24
+// The hash is the one Stack.Hash computes (hashPC, hashEnd).
+TEXT ·Walk(SB), NOSPLIT|NOFRAME, $0-24
 	MOVQ pcs+0(FP), DI
 	MOVQ BP, AX                 // frame
 	XORQ CX, CX                 // n
 	XORQ DX, DX                 // h
 	MOVQ $0xff51afd7ed558ccd, R8
 loop:
-	CMPQ CX, $20                // stackDepth
+	CMPQ CX, $20                // Depth
 	JGE  done
 	TESTQ AX, AX
 	JZ   done

@@ -1,11 +1,11 @@
-package offheap
+package callstack
 
 import "unsafe"
 
 // callerFP returns the frame pointer of its caller.
 func callerFP() uintptr
 
-// fpStack walks frame pointers. nosplit: no stack growth
+// Walk walks frame pointers. nosplit: no stack growth
 // (and so no stack copy) between reading the frame pointer and the end of
 // the walk. norace and nocheckptr: the loads are of the goroutine's own
 // stack, which the race detector and checkptr would otherwise instrument as
@@ -14,14 +14,14 @@ func callerFP() uintptr
 //go:nosplit
 //go:norace
 //go:nocheckptr
-func fpStack(pcs *[stackDepth]uintptr) (n int, h uint64) {
-	fp := callerFP() // fpStack's own frame: its caller's PC is at fp+8
+func Walk(pcs *[Depth]uintptr) (n int, h uint64) {
+	fp := callerFP() // Walk's own frame: its caller's PC is at fp+8
 	for first := true; fp != 0; first = false {
 		// The loads are spelled out rather than calling word:
 		// a call that is not inlined (go test -gcflags=-l) could grow the
 		// stack and leave fp pointing into the old copy.
 		ra, saved := fp+8, fp
-		if !first { // the first is fpStack's own
+		if !first { // the first is Walk's own
 			if n == len(pcs) {
 				break
 			}

@@ -1,8 +1,8 @@
 //go:build amd64 || arm64
 
-package offheap
+package callstack
 
-// Frame-pointer unwinding, the cheap half of checked mode's stacks.
+// Frame-pointer unwinding, the cheap half of capturing a stack.
 //
 // On amd64 and arm64 every Go function that has a frame saves its caller's
 // frame pointer at [FP] and the return address sits at [FP+8], so the chain
@@ -14,9 +14,9 @@ package offheap
 // runtime.CallersFrames expects; it also expands the frames that were inlined
 // at each of them.
 //
-// fpStack walks the chain. It fills pcs with the return addresses from its
+// Walk walks the chain. It fills pcs with the return addresses from its
 // caller's out (its caller's own PC is not among them) and returns how many
-// it found and their hash (stack.hash), computed as it goes: the hash's
+// it found and their hash (Stack.Hash), computed as it goes: the hash's
 // multiply chain runs beside the walk's chain of loads, where as a loop of
 // its own it would be a third of the stacks' cost. A saved frame pointer that is
 // not above the one before, or is more than 1 GiB above it, ends the walk.
@@ -25,6 +25,7 @@ package offheap
 // it meanwhile: the walk calls nothing (so the stack cannot grow and be
 // copied), and it only reads the calling goroutine's own stack.
 
-// framePointers reports that stacks are walked by their frame pointers
-// (TestCheckedStackUnwinder compares the walk with runtime.Callers).
-const framePointers = true
+// FramePointers reports that stacks are walked by their frame pointers
+// (the root package's TestCheckedStackUnwinder compares the walk with
+// runtime.Callers).
+const FramePointers = true
