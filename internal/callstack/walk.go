@@ -26,6 +26,5 @@ package callstack
 // copied), and it only reads the calling goroutine's own stack.
 
 // FramePointers reports that stacks are walked by their frame pointers
-// (the root package's TestCheckedStackUnwinder compares the walk with
-// runtime.Callers).
+// (TestWalk compares the walk with runtime.Callers).
 const FramePointers = true
