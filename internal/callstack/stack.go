@@ -81,7 +81,9 @@ func hashEnd(h uint64, n int) uint64 {
 // function, one indented line with file:line, for each frame from the
 // first that internal does not claim out to runtime.goexit. internal names
 // the caller's own machinery (its Alloc and Free, say), which every stack
-// starts with and no reader wants to see.
+// starts with and no reader wants to see. This package's own frames are in
+// no stack: Walk starts above its caller, and Fill's runtime.Callers skips
+// them.
 func (s *Stack) Format(internal func(fn string) bool) string {
 	// A copy: runtime.CallersFrames keeps its argument, which would make
 	// every Stack variable escape to the heap, even on paths that never
@@ -95,7 +97,7 @@ func (s *Stack) Format(internal func(fn string) bool) string {
 	leading := true
 	for {
 		f, more := frames.Next()
-		if leading && (internal(f.Function) || strings.HasPrefix(f.Function, pkgPrefix)) {
+		if leading && internal(f.Function) {
 			if !more {
 				break
 			}
@@ -117,11 +119,3 @@ func (s *Stack) Format(internal func(fn string) bool) string {
 	}
 	return b.String()
 }
-
-// pkgPrefix is this package's import path plus ".", as function names
-// spell it: its own frames (Walk's, Fill's) lead no printed stack.
-var pkgPrefix = func() string {
-	pc, _, _, _ := runtime.Caller(0)
-	name := runtime.FuncForPC(pc).Name() // .../internal/callstack.init.func1
-	return name[:strings.LastIndex(name, ".init")+1]
-}()
