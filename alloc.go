@@ -141,11 +141,11 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 	// A refusal by the limit is tried once more after the heap gets back
 	// the free memory it keeps.
 	var rc reclaimTry
-	c := h.chk
+	checked := h.checked()
 	var guard, prof bool
 	switch {
-	case c != nil && c.all: // the checker takes them all
-	case c == nil && !h.mags.on && cl != 0:
+	case checked: // the checker takes them all
+	case !h.mags.on && cl != 0 && !h.hasChecker():
 		// Magazines off: every Alloc comes here, and reads its central
 		// list's mark without a call.
 		cen := &h.central[cl]
@@ -153,12 +153,12 @@ func (h *Heap) allocSlow(n int, zero bool, kind sampleKind) ([]byte, error) {
 	default:
 		guard, prof = h.sampleDue(n, cl) // sampling.go
 	}
-	if c != nil && (c.all || guard) {
+	if checked || guard {
 		// The checker's allocations (all in checked mode, the sampled ones
 		// otherwise), with the stack walked from this frame: it starts at
 		// the caller of Alloc.
 		var s stack
-		return h.allocChecked(n, zero, callstack.Intern(&s, s.Fill(callstack.Walk(&s.PCs))))
+		return h.checkAlloc(n, zero, callstack.Intern(&s, s.Fill(callstack.Walk(&s.PCs))))
 	}
 	if prof {
 		return h.allocProfiled(n, zero, kind)

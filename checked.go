@@ -5,8 +5,10 @@ package offheap
 //
 // A checked heap (Options.Checked, Options.GuardPages, or the offheapchecked
 // build tag) is a fast heap whose fast paths decline every operation, and
-// one seam hands what they decline to its checker: allocSlow and freeSlow,
-// Trim, Close and Stats, the only core paths that name the checker
+// one seam hands what they decline to its checker: allocSlow and freeSlow
+// call it through two functions the checker sets (Heap.checkAlloc,
+// checkFree: the layer below names none of the checker's code), and
+// Trim, Close and Stats are the only other core paths that name it
 // (Heap.chk; TestCheckerSeam). Its magazines keep sampleAt equal to hits, so every Alloc
 // falls to allocSlow, and Free's fast path takes none of its addresses
 // (Heap.fastSize is 0), so every Free falls to freeSlow; fast mode pays no
@@ -16,13 +18,14 @@ package offheap
 // The two kinds of heap have two names: checked is checked mode,
 // hasChecker is either.
 //
-// The other layers reach the checker through its methods: the Local forwards
-// in checked mode (Heap.checked); Realloc leaves the free check to it
-// (checked); Ref and Bytes resolve a handle through its records; a Shared of a
-// heap with a checker is kept in the registry, and a Hot one of a checked heap
-// counts on one count; an Arena's freed runs go to its quarantine, and an
-// allocation at the limit empties it; the samplers ask guardSampled, nextGuard
-// and guardTick when the guard pages' next sample is due.
+// The other layers reach the checker through the seam or its methods: the
+// Local forwards in checked mode (Heap.checked); Realloc copies through
+// Alloc and Free, and asks checkLive first; Ref and Bytes resolve a handle
+// through its records; a Shared of a heap with a checker is kept in the
+// registry, and a Hot one of a checked heap counts on one count; an Arena's
+// freed runs go to its quarantine, and an allocation at the limit empties
+// it; the samplers ask guardSampled, nextGuard and guardTick when the guard
+// pages' next sample is due.
 //
 // The checker allocates through the heap's own layers, so that a checked
 // program exercises them: a small checked block is a block of the size
@@ -136,6 +139,7 @@ func (h *Heap) initChecked() {
 	callstack.InitDepot()
 	register(c)
 	h.chk = c
+	h.checkAlloc, h.checkFree, h.checkLive = c.onAlloc, c.onFree, c.liveAt
 	if !c.all {
 		c.mapPool()
 	}
@@ -174,11 +178,11 @@ func (c *checker) plainSmall(n int) bool {
 	return c.all && !c.guard && c.rate == 0 && uint(n)-1 < maxSmall-canaryLen
 }
 
-// allocChecked serves an allocation the checker takes, for a caller at st
-// (every one in checked mode, the guard pages' samples otherwise), trying
-// once more after a reclaim at the limit.
-func (h *Heap) allocChecked(n int, zero bool, st stackID) ([]byte, error) {
-	c := h.chk
+// onAlloc serves an allocation the checker takes (Heap.checkAlloc), for a
+// caller at st: every one in checked mode, the guard pages' samples
+// otherwise. It tries once more after a reclaim at the limit.
+func (c *checker) onAlloc(n int, zero bool, st stackID) ([]byte, error) {
+	h := c.h
 	if c.plainSmall(n) {
 		if b, err := c.allocSmall(n, zero, st); err == nil {
 			return b, nil
@@ -232,6 +236,15 @@ func (c *checker) allocRun(n int, zero, guard bool, st stackID) ([]byte, error) 
 	c.fill(a, uint64(n), st)
 	canary(c.canaryKey(a), a+uintptr(n), a+uintptr(n)+canaryLen, true)
 	return bytesAt(a, n), nil
+}
+
+// onFree frees a for a caller at st (Heap.checkFree): every Free in
+// checked mode, a sampled heap's Frees of its guarded blocks.
+func (c *checker) onFree(a uintptr, st stackID) {
+	if c.all && c.freeSmall(a, st) {
+		return
+	}
+	c.freeRun(a, st) // page runs, and every address the checker refuses
 }
 
 // freeRun frees a page run's block (large or guarded), between enter and

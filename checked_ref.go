@@ -63,14 +63,9 @@ func (c *checker) refUnknown(a uintptr) string {
 	return "this heap did not allocate (Go memory, or a fast heap's)"
 }
 
-// vouch has Free refuse b unless the checker has a live block at its
-// start, before Realloc reads it: a freed sample's page is inaccessible,
-// and the copy would fault. Free's refusal, with its message and stacks,
-// is Realloc's. Called between enter and exit, for a block the checker
-// judges (every block of a checked heap, a sampled heap's guarded ones).
-func (h *Heap) vouch(b []byte) {
-	if state, _, _, _, known := h.chk.refRecord(addrOf(b)); !known || state != stateLive {
-		h.Free(b) // which panics: b is no live block
-		panic(fmt.Sprintf("offheap: internal error: Free took the block at %#x, which the checker does not have live", addrOf(b)))
-	}
+// liveAt reports whether a live block of the checker's starts at a
+// (Heap.checkLive).
+func (c *checker) liveAt(a uintptr) bool {
+	state, _, _, _, known := c.refRecord(a)
+	return known && state == stateLive
 }

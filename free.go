@@ -63,12 +63,9 @@ func (h *Heap) Free(b []byte) {
 // decision of what Free, Realloc and Relocate take.
 func (h *Heap) freeSlow(b []byte) {
 	a := addrOf(b)
-	if c := h.chk; c != nil && c.all {
+	if h.checked() {
 		var s stack // walked from this frame: it starts at the caller of Free
-		st := callstack.Intern(&s, s.Fill(callstack.Walk(&s.PCs)))
-		if !c.freeSmall(a, st) {
-			c.freeRun(a, st) // page runs, and every address the checker refuses
-		}
+		h.checkFree(a, callstack.Intern(&s, s.Fill(callstack.Walk(&s.PCs))))
 		return
 	}
 	if !h.enter() {
@@ -85,9 +82,9 @@ func (h *Heap) freeSlow(b []byte) {
 			h.freeLarge(a, pageheap.ClassLarge)
 		}
 	case placeGuarded:
-		if h.chk != nil { // a sampled heap's sample: the checker's
+		if h.checkFree != nil { // a sampled heap's sample: the checker's
 			var s stack // as above
-			h.chk.freeRun(a, callstack.Intern(&s, s.Fill(callstack.Walk(&s.PCs))))
+			h.checkFree(a, callstack.Intern(&s, s.Fill(callstack.Walk(&s.PCs))))
 			return
 		}
 		fallthrough

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 	"weak"
 
+	"github.com/offheap/offheap/internal/callstack"
 	"github.com/offheap/offheap/internal/osmem"
 	"github.com/offheap/offheap/internal/pageheap"
 )
@@ -101,6 +102,14 @@ type Heap struct {
 	// without Checked) the slow path hands it the sampled allocations and
 	// their frees.
 	chk *checker
+	// checkAlloc and checkFree take those allocations and Frees, and
+	// checkLive says whether a live block of the checker's starts at a
+	// (Realloc asks before it copies one): the checker is the layer above
+	// the Heap API, which calls it only through these (nil in a fast
+	// heap). st is the caller's stack, walked in the Heap API's frame.
+	checkAlloc func(n int, zero bool, st callstack.ID) ([]byte, error)
+	checkFree  func(a uintptr, st callstack.ID)
+	checkLive  func(a uintptr) bool
 
 	// prof is the allocation profile, nil if the heap does
 	// not profile.

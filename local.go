@@ -276,7 +276,7 @@ func (c *Local) slow(n int, zero bool, call string) ([]byte, error) {
 			// Walked from this frame: it starts at the caller of Alloc, as
 			// the heap's.
 			var s stack
-			b, err = h.allocChecked(n, zero, callstack.Intern(&s, s.Fill(callstack.Walk(&s.PCs))))
+			b, err = h.checkAlloc(n, zero, callstack.Intern(&s, s.Fill(callstack.Walk(&s.PCs))))
 		} else {
 			b, err = h.allocProfiled(n, zero, kindHeap)
 		}

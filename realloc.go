@@ -1,6 +1,7 @@
 package offheap
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/offheap/offheap/internal/pageheap"
@@ -177,4 +178,16 @@ func reallocName(zero bool) string {
 		return "Realloc"
 	}
 	return "ReallocUnzeroed"
+}
+
+// vouch has Free refuse b unless the checker has a live block at its
+// start, before Realloc reads it: a freed sample's page is inaccessible,
+// and the copy would fault. Free's refusal, with its message and stacks,
+// is Realloc's. Called between enter and exit, for a block the checker
+// judges (every block of a checked heap, a sampled heap's guarded ones).
+func (h *Heap) vouch(b []byte) {
+	if !h.checkLive(addrOf(b)) {
+		h.Free(b) // which panics: b is no live block
+		panic(fmt.Sprintf("offheap: internal error: Free took the block at %#x, which the checker does not have live", addrOf(b)))
+	}
 }

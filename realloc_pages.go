@@ -165,7 +165,7 @@ const (
 // reallocGuarded is Realloc to a new block on guard pages, for a heap whose
 // GuardOneIn drew this one: the checker's, as Alloc's sample would be.
 func (h *Heap) reallocGuarded(b []byte, n int, zero bool, st stackID) []byte {
-	nb, err := h.allocChecked(n, false, st)
+	nb, err := h.checkAlloc(n, false, st)
 	if err != nil {
 		panic(err)
 	}

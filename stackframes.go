@@ -42,7 +42,7 @@ func internalFrame(fn string) bool {
 		return true
 	}
 	switch strings.TrimPrefix(rest, "(*Heap).") {
-	case "Alloc", "AllocUnzeroed", "TryAlloc", "allocSlow", "allocBig", "allocFast", "allocVia", "allocChecked", "Free", "freeSlow",
+	case "Alloc", "AllocUnzeroed", "TryAlloc", "allocSlow", "allocBig", "allocFast", "allocVia", "Free", "freeSlow",
 		"NewShared", "allocShared":
 		return true
 	}
