@@ -1,10 +1,6 @@
 package offheap
 
-import (
-	"fmt"
-
-	"github.com/offheap/offheap/internal/pageheap"
-)
+import "github.com/offheap/offheap/internal/pageheap"
 
 // Double frees of small blocks in fast mode, caught nearly for free, the way
 // glibc's tcache catches them.
@@ -47,13 +43,6 @@ import (
 // are the central lock's. A block between a magazine and the central list
 // (a refill or spill in progress) is in neither and goes unseen: a double
 // free racing with that is missed, and a live block is never reported.
-
-// doubleFree is the panic of a fast heap's Free, or Realloc, of the block
-// of size bytes at a that freeable found free.
-func doubleFree(a, size uintptr) string {
-	return fmt.Sprintf("offheap: double free of %#x (%d bytes): the block is already free; free each block once "+
-		"(Options.Checked, or the offheapchecked build tag, reports where it was allocated and first freed)", a, size)
-}
 
 // A block's state, as freeState finds it.
 const (

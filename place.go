@@ -133,10 +133,12 @@ func (h *Heap) freeable(a uintptr) place {
 }
 
 // refusal is the panic of op (Free, Realloc, Relocate...) given the n bytes
-// at a, which p says are no block op takes.
+// at a, which p says are no block op takes. A block found free is a double
+// free, but for Relocate, which frees the block it moves.
 func (p place) refusal(op string, a uintptr, n int) string {
 	if p.kind == placeFreed && op != "Relocate" {
-		return doubleFree(a, p.size)
+		return fmt.Sprintf("offheap: double free of %#x (%d bytes): the block is already free; free each block once "+
+			"(Options.Checked, or the offheapchecked build tag, reports where it was allocated and first freed)", a, p.size)
 	}
 	msg := fmt.Sprintf("offheap: %s of %#x (%d bytes), which %s", op, a, n, p.why(a))
 	if p.kind == placeShared {
@@ -196,7 +198,7 @@ func (p place) wayOut(op string) string {
 			return "an arena's memory does not move, and is freed all at once by the arena's Reset or Release"
 		}
 		return "an arena's memory is freed all at once, by the arena's Reset or Release"
-	case placeFreed: // Relocate's: Free's and Realloc's is doubleFree
+	case placeFreed: // Relocate's: Free's and Realloc's is refusal's double free
 		return "Relocate frees the block it moves, so relocate a block only while it is live " +
 			"(" + checkedStacks + ")"
 	case placeInSmall, placeInRun:
