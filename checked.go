@@ -24,8 +24,8 @@ package offheap
 // through its records; a Shared of a heap with a checker is kept in the
 // registry, and a Hot one of a checked heap counts on one count; an Arena's
 // freed runs go to its quarantine, and an allocation at the limit empties
-// it; the samplers ask guardSampled, nextGuard and guardTick when the guard
-// pages' next sample is due.
+// it. When the guard pages' next sample is due is the samplers' to say
+// (sampling.go), and the checker's to serve.
 //
 // The checker allocates through the heap's own layers, so that a checked
 // program exercises them: a small checked block is a block of the size
@@ -105,7 +105,6 @@ package offheap
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"sync/atomic"
 
@@ -127,7 +126,7 @@ func (h *Heap) initChecked() {
 	c := &checker{
 		h:     h,
 		id:    rand.Uint64() | 1,
-		all:   h.opts.Checked || h.opts.GuardPages,
+		all:   h.checked(),
 		guard: h.opts.GuardPages,
 		rate:  uint64(h.opts.GuardOneIn),
 		base:  h.base,
@@ -146,28 +145,6 @@ func (h *Heap) initChecked() {
 	if c.all {
 		h.fastSize = 0 // every Free to freeSlow, which hands it to the checker
 	}
-}
-
-// guardSampled reports whether h samples allocations for guard pages
-// (Options.GuardOneIn, with or without Checked).
-func (h *Heap) guardSampled() bool { c := h.chk; return c != nil && c.rate > 0 }
-
-// nextGuard is the count of hits of a magazine's or a Local's stack, now at
-// hits, at which the guard pages' next sample is due: this allocation's,
-// then interval-1 hits; never in a heap that does not sample.
-func (h *Heap) nextGuard(hits uint64) uint64 {
-	if !h.guardSampled() {
-		return math.MaxUint64
-	}
-	return hits + h.chk.interval() - 1
-}
-
-// guardTick counts a sampled heap's allocation that no stack counts (a
-// large block, magazines off, a P without a magazine) and reports whether
-// it is the guard pages' sample: one in GuardOneIn.
-func (h *Heap) guardTick() bool {
-	c := h.chk
-	return c.ticks.Add(1)%c.rate == 0
 }
 
 // plainSmall reports whether an allocation of n bytes is a small block with
@@ -200,7 +177,7 @@ func (c *checker) onAlloc(n int, zero bool, st stackID) ([]byte, error) {
 // alloc serves an allocation the checker takes, for a caller at st.
 func (c *checker) alloc(n int, zero bool, st stackID) ([]byte, error) {
 	// Decided once: the retry below must not draw the sample again.
-	guard := c.guard || !c.all || (c.rate > 0 && c.ticks.Add(1)%c.rate == 0)
+	guard := c.guard || !c.all || (c.rate > 0 && c.h.guardTick())
 	for retried := false; ; retried = true {
 		var b []byte
 		var err error

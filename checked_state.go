@@ -17,7 +17,6 @@ type checker struct {
 	all   bool   // every allocation is checked; false: a sampled fast heap
 	guard bool   // every checked allocation gets guard pages
 	rate  uint64 // Options.GuardOneIn
-	ticks atomic.Uint64
 
 	// The record table: region 0's part, found with one
 	// compare against base and size; a later region's is its shadow.
@@ -46,14 +45,3 @@ type checker struct {
 	// quarantine, kept inaccessible for the next guarded block.
 	spareRuns []uintptr
 }
-
-// checked reports whether h is in checked mode (Options.Checked or
-// GuardPages, or the offheapchecked build tag): the checker takes every
-// allocation and every Free.
-func (h *Heap) checked() bool { return h.chk != nil && h.chk.all }
-
-// hasChecker reports whether h has a checker: in checked mode, or in a
-// sampled heap (Options.GuardOneIn without Checked), whose checker takes
-// the guard pages' samples and their Frees. Such a heap keeps records of
-// the blocks its checker has, for Lookup, Leaks and MemoryErrors.
-func (h *Heap) hasChecker() bool { return h.chk != nil }

@@ -84,7 +84,6 @@ package offheap
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"runtime"
 
 	"github.com/offheap/offheap/internal/pageheap"
@@ -376,10 +375,4 @@ func (c *checker) dropSpareRuns() bool {
 		c.h.pages.DropRun(base)
 	}
 	return len(spares) > 0
-}
-
-// interval draws how many allocations the next sample is for: the sampled
-// one and the interval-1 magazine hits after it.
-func (c *checker) interval() uint64 {
-	return 1 + rand.Uint64N(2*c.rate-1)
 }

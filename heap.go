@@ -111,6 +111,10 @@ type Heap struct {
 	checkFree  func(a uintptr, st callstack.ID)
 	checkLive  func(a uintptr) bool
 
+	// guardTicks counts the allocations that no magazine counts toward
+	// the guard pages' next sample (guardTick).
+	guardTicks atomic.Uint64
+
 	// prof is the allocation profile, nil if the heap does
 	// not profile.
 	prof *profiler
@@ -168,20 +172,30 @@ func newHeap(opts Options, first uintptr) (*Heap, error) {
 	if err := h.mapBusy(); err != nil {
 		return nil, err
 	}
-	checked := opts.Checked || opts.GuardOneIn > 0 // GuardPages set Checked above
-	if !opts.Checked {
+	if !h.checked() {
 		h.startProfile(opts.ProfileBytes) // sampling.go
 	}
-	if err := h.pages.Reserve(opts.Limit, first, checked, opts.ReleaseDelay, opts.HugePages, classPages[:]); err != nil {
+	if err := h.pages.Reserve(opts.Limit, first, h.hasChecker(), opts.ReleaseDelay, opts.HugePages, classPages[:]); err != nil {
 		osmem.Unmap(h.busy, maxProcs*busyStride)
 		return nil, err
 	}
 	h.base, h.size, h.fastSize, h.pmap = h.pages.Base, h.pages.Size, h.pages.Size, h.pages.Pmap
-	if checked {
+	if h.hasChecker() {
 		h.initChecked()
 	}
 	return h, nil
 }
+
+// checked reports whether h is in checked mode (Options.Checked or
+// GuardPages, or the offheapchecked build tag, which newHeap folds into
+// Checked): the checker takes every allocation and every Free.
+func (h *Heap) checked() bool { return h.opts.Checked }
+
+// hasChecker reports whether h has a checker: in checked mode, or in a
+// sampled heap (Options.GuardOneIn without Checked), whose checker takes
+// the guard pages' samples and their Frees. Such a heap keeps records of
+// the blocks its checker has, for Lookup, Leaks and MemoryErrors.
+func (h *Heap) hasChecker() bool { return h.opts.Checked || h.opts.GuardOneIn > 0 }
 
 // check reports the first option NewHeap refuses.
 func (opts *Options) check() error {

@@ -23,9 +23,33 @@ package offheap
 
 import (
 	"math"
+	"math/rand/v2"
 
 	"github.com/offheap/offheap/internal/pin"
 )
+
+// guardSampled reports whether h samples allocations for guard pages
+// (Options.GuardOneIn, with or without Checked).
+func (h *Heap) guardSampled() bool { return h.opts.GuardOneIn > 0 }
+
+// nextGuard is the count of hits of a magazine's or a Local's stack, now at
+// hits, at which the guard pages' next sample is due: this allocation's,
+// then interval-1 hits, the interval drawn from 1 to 2*GuardOneIn-1 (one in
+// GuardOneIn on average); never in a heap that does not sample.
+func (h *Heap) nextGuard(hits uint64) uint64 {
+	if !h.guardSampled() {
+		return math.MaxUint64
+	}
+	return hits + rand.Uint64N(2*uint64(h.opts.GuardOneIn)-1)
+}
+
+// guardTick counts a sampled heap's allocation that no stack counts (a
+// large block, magazines off, a P without a magazine, every allocation of
+// a checked heap) and reports whether it is the guard pages' sample: one in
+// GuardOneIn.
+func (h *Heap) guardTick() bool {
+	return h.guardTicks.Add(1)%uint64(h.opts.GuardOneIn) == 0
+}
 
 // sampleDue reports whether the allocation of n bytes, of class cl (0 if
 // large), that reached a fast heap's slow path is sampled for guard pages
