@@ -114,9 +114,9 @@ func (h *Heap) claim(a uintptr, c uint8) bool {
 	return c == 1 || h.claimKey(a)
 }
 
-// claimKey is claim for a block of a class with a key (above 1), which a
-// caller that knows the class is one (Local.Free, from cap) calls itself.
-// It has one test, so that inlined its two returns merge into the flags of
+// claimKey is claim for a block of a class with a key (above 1), which
+// the fast paths call themselves: Local.Free, which knows the class from
+// cap, and Free, after its own test of the class. It has one test, so that inlined its two returns merge into the flags of
 // the key's compare and the caller's branch is that compare's: claim's
 // class test in here made a third return whose merge the compiler tests
 // again, a move, a jump and a test more.

@@ -35,22 +35,34 @@ func (h *Heap) Free(b []byte) {
 	// seen nonzero (Close zeroes it, then quiesces), stay mapped meanwhile.
 	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
 		e := pageheap.PageWordAt(h.pmap, off>>pageShift)
-		// The key in the block's second word marks it freed:
-		// finding it sends the Free to the slow path's
-		// exact check.
-		if c, ok := smallStart(a, e); ok && h.claim(a, c) {
-			raceRelease(ptr(a)) // race builds: to the block's next Alloc
-			pid := pin.Pin()
-			if m := h.mag(pid); m != nil && m.room(c) {
-				m.add(c, a)
-				pin.Unpin()
-				return
-			}
+		// Each test has its own branch to the slow path. As one
+		// condition (ok && claim) the compiler merged the two into a
+		// flag and tested it again, and that form cost 1.7x a pair
+		// wherever Free started in the middle of a 64-byte line
+		// (docs/benchmarks.md); this one measured the same at either
+		// place.
+		c, ok := smallStart(a, e)
+		if !ok {
+			goto slow
+		}
+		// The key in the block's second word marks it freed: finding it
+		// sends the Free to the slow path's exact check. An 8-byte
+		// block has no key (claim).
+		if c != 1 && !h.claimKey(a) {
+			goto slow
+		}
+		raceRelease(ptr(a)) // race builds: to the block's next Alloc
+		pid := pin.Pin()
+		if m := h.mag(pid); m != nil && m.room(c) {
+			m.add(c, a)
 			pin.Unpin()
-			h.freeToCentral(a, c) // a full or missing magazine, or magazines off
 			return
 		}
+		pin.Unpin()
+		h.freeToCentral(a, c) // a full or missing magazine, or magazines off
+		return
 	}
+slow:
 	h.freeSlow(b)
 }
 
