@@ -35,12 +35,11 @@ func (h *Heap) Free(b []byte) {
 	// seen nonzero (Close zeroes it, then quiesces), stay mapped meanwhile.
 	if off := a - h.base; off < atomic.LoadUintptr(&h.fastSize) {
 		e := pageheap.PageWordAt(h.pmap, off>>pageShift)
-		// Each test has its own branch to the slow path. As one
-		// condition (ok && claim) the compiler merged the two into a
-		// flag and tested it again, and that form cost 1.7x a pair
-		// wherever Free started in the middle of a 64-byte line
-		// (docs/benchmarks.md); this one measured the same at either
-		// place.
+		// Each test has its own branch to the slow path: as one
+		// condition (ok && claim) the compiler merges the two into a
+		// flag that it tests again, and that code's speed depends on
+		// where in a 64-byte line the linker starts Free
+		// (docs/benchmarks.md).
 		c, ok := smallStart(a, e)
 		if !ok {
 			goto slow
@@ -94,7 +93,7 @@ func (h *Heap) freeSlow(b []byte) {
 			h.freeLarge(a, pageheap.ClassLarge)
 		}
 	case placeGuarded:
-		if h.checkFree != nil { // a sampled heap's sample: the checker's
+		if h.hasChecker() { // a sampled heap's sample: the checker's
 			var s stack // as above
 			h.checkFree(a, callstack.Intern(&s, s.Fill(callstack.Walk(&s.PCs))))
 			return
